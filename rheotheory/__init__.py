@@ -1,0 +1,34 @@
+"""rheotheory: prove, measure and run stochastic dynamic-tree speculative decoding.
+
+Convention, everywhere in this package: **p is the target distribution, q the draft
+distribution** (never the reverse). V is the vocabulary, T the temperature, Z the output of one
+speculative step (accepted draft tokens, then one token from the target), tau = E|Z|.
+"""
+
+from .errors import InstanceError, LawError, RheoError, TreeError, VerifierError
+from .exact import Certificate, certify, enumerate_classes, lossless_check, step_law
+from .methods import ALLOWED_VERIFIERS, DEFAULT_VERIFIER, METHODS, Method
+from .pairs import ToyPair, example_pair, logits_pair, random_pair
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "RheoError",
+    "LawError",
+    "InstanceError",
+    "TreeError",
+    "VerifierError",
+    "ToyPair",
+    "random_pair",
+    "logits_pair",
+    "example_pair",
+    "Method",
+    "METHODS",
+    "DEFAULT_VERIFIER",
+    "ALLOWED_VERIFIERS",
+    "certify",
+    "enumerate_classes",
+    "step_law",
+    "lossless_check",
+    "Certificate",
+]

@@ -1,0 +1,307 @@
+r"""Exhaustive enumeration: the exact law of one step's output and the lossless criterion.
+
+The enumerator runs a method's tree builder with a :class:`~rheotheory.trees.ReplayChooser`
+and branches over every answer to every draw the builder *needs* (depth-first over scripts of
+answers, weights multiplied along the way). Draws are lazy, so a sampled leaf whose identity
+influenced nothing is never branched on. Each finished tree is reduced to its canonical key
+(what the verifier sees: tokens, kinds, group positions, kept children in order; unresolved
+sampled leaves appear as "some token from their law"). Outcomes with the same key form one
+**equivalence class**, verified once with the summed weight. Unresolved sampled leaves are
+integrated analytically during the walk: their identity is summed over with its law.
+
+The step output Z (accepted tokens, then one token from the target) has the exact law
+:math:`P(Z = z)`. The method is lossless iff for every length :math:`l \le D+1` and every
+:math:`z \in V^l` (REFERENCE section 4)
+
+.. math::
+
+    \sum_{k<l} P(Z = z_{:k})\, p(z_{k:} \mid z_{:k}) + P(|Z| \ge l,\ Z_{:l} = z) = p(z_{:l}).
+
+:func:`certify` returns the largest absolute deviation (exactly 0 for a lossless method in exact
+arithmetic), the worst sequence, the exact tokens per step E|Z|, and the class statistics.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from . import laws
+from .methods import Method
+from .trees import NeedChoice, ReplayChooser, Tree
+from .trees.tree import SAMPLED
+from .verify import Candidate
+
+__all__ = ["TreeClass", "Enumeration", "Certificate", "enumerate_classes", "step_law", "lossless_check",
+           "certify", "FLOAT_LOSSLESS_TOL"]
+
+#: In float mode a method is reported lossless when its largest deviation is at most this.
+FLOAT_LOSSLESS_TOL = 1e-12
+
+
+@dataclass
+class TreeClass:
+    """One equivalence class of construction outcomes."""
+
+    tree: Tree  # a representative tree (its unresolved leaves are integrated over)
+    weight: object  # total probability of the class
+    outcomes: int  # raw construction outcomes in the class
+    branches: int  # enumerator leaves (lazy construction branches) merged into it
+
+
+@dataclass
+class Enumeration:
+    classes: dict  # canonical key -> TreeClass
+    outcomes: int  # raw construction outcomes (product of supports of every draw made)
+    branches: int  # lazily enumerated construction branches (builder runs that finished)
+    total_weight: object  # sum of class weights (exactly 1)
+
+
+def enumerate_classes(pair, method: Method, progress=None) -> Enumeration:
+    """Enumerate every construction outcome of ``method`` on ``pair`` and group them."""
+    build = method.builder(pair)
+    one = laws.parse_number(1, pair.exact)
+    classes: dict = {}
+    outcomes = branches = 0
+    total = one * 0
+    stack = [((), one)]
+    while stack:
+        script, w = stack.pop()
+        try:
+            tree = build(ReplayChooser(script))
+        except NeedChoice as nc:
+            for x in range(len(nc.law) - 1, -1, -1):
+                wx = nc.law[x]
+                if wx > 0:
+                    stack.append((script + (x,), w * wx))
+            continue
+        branches += 1
+        n = tree.unresolved_count()
+        outcomes += n
+        total = total + w
+        key = tree.canonical_key()
+        c = classes.get(key)
+        if c is None:
+            classes[key] = TreeClass(tree, w, n, 1)
+        else:
+            c.weight = c.weight + w
+            c.outcomes += n
+            c.branches += 1
+        if progress is not None:
+            progress.update(1)
+    return Enumeration(classes, outcomes, branches, total)
+
+
+def _concretise(tree: Tree, kids: list[int]):
+    """Yield (weight, candidates, tokens) over the joint values of the unresolved kids.
+
+    Unresolved kids are sampled; within a group they form a suffix (draws are resolved in
+    order), so the suffix is enumerated draw by draw with its conditional laws.
+    """
+    one = tree.nodes[0].score
+    base = []
+    for k in kids:
+        node = tree.nodes[k]
+        base.append(node.token)
+
+    def rec(i, tokens, w):
+        if i == len(kids):
+            yield w, tokens
+            return
+        node = tree.nodes[kids[i]]
+        if tokens[i] is not None:
+            yield from rec(i + 1, tokens, w)
+            return
+        law = _member_law(tree, kids, tokens, i)
+        for x, wx in enumerate(law):
+            if wx > 0:
+                t2 = list(tokens)
+                t2[i] = x
+                yield from rec(i + 1, t2, w * wx)
+
+    for w, tokens in rec(0, base, one):
+        cands = []
+        for i, k in enumerate(kids):
+            node = tree.nodes[k]
+            law = _member_law(tree, kids, tokens, i) if node.kind == SAMPLED else None
+            cands.append(Candidate(tokens[i], law))
+        yield w, cands, tokens
+
+
+def _member_law(tree: Tree, kids, tokens, i):
+    """Law of kid i given the (possibly just concretised) tokens of its earlier group members."""
+    node = tree.nodes[kids[i]]
+    g = node.group
+    if g.mode == "iid" or node.pos == 0:
+        return g.base
+    earlier = []
+    for j in g.members[:node.pos]:
+        tok = tree.nodes[j].token
+        if tok is None:  # concretised in this walk
+            tok = tokens[kids.index(j)]
+        earlier.append(tok)
+    return laws.restrict(g.base, earlier)
+
+
+def _law_key(tree: Tree, kids, tokens, i):
+    node = tree.nodes[kids[i]]
+    if node.kind != SAMPLED:
+        return None
+    g = node.group
+    if g.mode == "iid" or node.pos == 0:
+        return (g.key, node.pos if g.mode == "wor" else -1)
+    earlier = tuple(tokens[kids.index(j)] if tree.nodes[j].token is None else tree.nodes[j].token
+                    for j in g.members[:node.pos])
+    return (g.key, earlier)
+
+
+def step_law(pair, method: Method, enum: Enumeration, progress=None) -> dict:
+    """Exact law of Z: a dict token-tuple -> probability."""
+    verify = method.verify
+    out: dict = {}
+    memo: dict = {}
+
+    def emit(prefix, law, w):
+        for y, py in enumerate(law):
+            if py:
+                z = prefix + (y,)
+                out[z] = out.get(z, 0) + w * py
+
+    def walk(tree: Tree, idx: int, prefix: tuple, w):
+        kids = tree.kept_children(idx)
+        p = pair.p(prefix)
+        if not kids:
+            emit(prefix, p, w)
+            return
+        for cw, cands, tokens in _concretise(tree, kids):
+            sig = (prefix, tuple((c.token, _law_key(tree, kids, tokens, i)) for i, c in enumerate(cands)))
+            tr = memo.get(sig)
+            if tr is None:
+                tr = memo[sig] = verify(p, cands)
+            ww = w * cw
+            for i, k in enumerate(kids):
+                c = tr.cont[i]
+                if c:
+                    if tree.nodes[k].token is None:  # an integrated sampled leaf
+                        emit(prefix + (tokens[i],), pair.p(prefix + (tokens[i],)), ww * c)
+                    else:
+                        walk(tree, k, prefix + (tokens[i],), ww * c)
+            emit(prefix, tr.emit, ww)
+
+    for cls in enum.classes.values():
+        walk(cls.tree, 0, (), cls.weight)
+        if progress is not None:
+            progress.update(1)
+    return out
+
+
+@dataclass
+class LosslessCheck:
+    max_deviation: object  # max |lhs - rhs| over l <= D+1, z in V^l
+    worst_sequence: tuple | None  # a z attaining it (None when it is 0)
+    per_length: list  # max deviation for each l = 1..D+1
+    sequences_checked: int
+
+
+def lossless_check(pair, z_law: dict, max_len: int) -> LosslessCheck:
+    """Evaluate the lossless criterion of REFERENCE section 4 for l = 1..max_len.
+
+    Uses S(u) = sum_{k<|u|} P(Z=u[:k]) p(u[k:]|u[:k]), with S(uy) = (S(u) + P(Z=u)) p(y|u), and
+    G(u) = P(Z has prefix u). Where G(uy) = 0 the deviation below uy is dev(uy) * p(w|uy), never
+    larger in absolute value, so the search stops there.
+    """
+    zero = laws.parse_number(0, pair.exact)
+    G: dict = {}
+    for z, pz in z_law.items():
+        for l in range(1, len(z) + 1):
+            G[z[:l]] = G.get(z[:l], zero) + pz
+    V = pair.vocab_size
+    per = [zero] * max_len
+    worst = [zero, None]
+    checked = 0
+    stack = [((), zero, laws.parse_number(1, pair.exact))]  # (u, S(u), p(u))
+    while stack:
+        u, S, pu = stack.pop()
+        pl = pair.p(u)
+        base = S + z_law.get(u, zero)
+        for y in range(V):
+            uy = u + (y,)
+            S2 = base * pl[y]
+            g = G.get(uy, zero)
+            pu2 = pu * pl[y]
+            dev = S2 + g - pu2
+            dev = dev if dev >= 0 else -dev
+            checked += 1
+            if dev > per[len(uy) - 1]:
+                per[len(uy) - 1] = dev
+            if dev > worst[0]:
+                worst[0], worst[1] = dev, uy
+            if len(uy) < max_len and g != 0:
+                stack.append((uy, S2, pu2))
+    return LosslessCheck(worst[0], worst[1], per, checked)
+
+
+@dataclass
+class Certificate:
+    """Everything `rheo certify` reports."""
+
+    lossless: bool
+    max_deviation: object  # exact rational (exact mode) or float
+    worst_sequence: tuple | None
+    per_length: list
+    tokens_per_step: object  # E|Z|, bonus token included
+    outcomes: int  # raw construction outcomes
+    classes: int  # equivalence classes (distinct verifier views)
+    branches: int  # lazily enumerated construction branches
+    exact: bool
+    method: Method
+    z_law: dict = field(repr=False, default_factory=dict)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        fmt = laws.format_number
+        return {
+            "lossless": self.lossless,
+            "max_deviation": fmt(self.max_deviation),
+            "worst_sequence": list(self.worst_sequence) if self.worst_sequence is not None else None,
+            "max_deviation_by_length": [fmt(x) for x in self.per_length],
+            "tokens_per_step": fmt(self.tokens_per_step),
+            "tokens_per_step_float": float(self.tokens_per_step),
+            "outcomes": self.outcomes,
+            "classes": self.classes,
+            "branches": self.branches,
+            "exact": self.exact,
+            "method": self.method.to_dict(),
+            "seconds": round(self.seconds, 4),
+        }
+
+
+def certify(pair, method: Method, exact: bool | None = None, progress: bool = False) -> Certificate:
+    """Exhaustively certify ``method`` on ``pair`` (exact rationals unless ``exact=False``)."""
+    from .errors import TreeError
+
+    t0 = time.perf_counter()
+    if exact is not None:
+        pair = pair.to_exact() if exact else pair.to_float()
+    horizon = getattr(pair, "horizon", None)
+    if horizon is not None and method.depth > horizon:
+        raise TreeError(f"depth {method.depth} exceeds the instance horizon {horizon} (need prefixes up to length D)")
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(desc="construction branches", unit="br", leave=False)
+    enum = enumerate_classes(pair, method, progress=bar)
+    if bar is not None:
+        bar.close()
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(enum.classes), desc="verifying classes", unit="cls", leave=False)
+    z_law = step_law(pair, method, enum, progress=bar)
+    if bar is not None:
+        bar.close()
+    chk = lossless_check(pair, z_law, method.depth + 1)
+    tau = sum((len(z) * w for z, w in z_law.items()), laws.parse_number(0, pair.exact))
+    ok = chk.max_deviation == 0 if pair.exact else chk.max_deviation <= FLOAT_LOSSLESS_TOL
+    return Certificate(ok, chk.max_deviation, chk.worst_sequence, chk.per_length, tau, enum.outcomes,
+                       len(enum.classes), enum.branches, pair.exact, method, z_law, time.perf_counter() - t0)

@@ -1,0 +1,260 @@
+"""Probability laws over a vocabulary, in one number type at a time.
+
+A *law* is a 1-D array of length V (the vocabulary size) whose entries are non-negative and sum
+to 1. Two number types are supported and every function here works on both:
+
+- exact: a numpy ``object`` array of :class:`fractions.Fraction` (or ``int``) entries;
+- float: a numpy ``float64`` array.
+
+Only operators and ``numpy`` ufuncs that are defined for both are used, so the verifiers and
+tree builders written on top of this module run unchanged in exact rational arithmetic and in
+floating point. Torch tensors are supported by the few helpers that the real-model driver needs
+(:func:`pos`, :func:`minimum`, :func:`total`, :func:`normalise`).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from numbers import Rational
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .errors import LawError
+
+__all__ = [
+    "as_law",
+    "exact_law",
+    "float_law",
+    "is_exact",
+    "check_law",
+    "total",
+    "pos",
+    "minimum",
+    "normalise",
+    "zero_at",
+    "restrict",
+    "residual",
+    "rank",
+    "tv",
+    "softmax",
+    "temper_logits",
+    "top_k_mask",
+    "parse_number",
+    "format_number",
+]
+
+#: Largest denominator used when a float is turned into an exact rational (e.g. the result of
+#: a softmax); the law is renormalised exactly afterwards, so this only moves the instance, never
+#: breaks normalisation.
+EXACT_DENOMINATOR = 10**6
+
+
+def is_exact(a) -> bool:
+    """True for exact (object-dtype, rational) arrays and Python rationals."""
+    if isinstance(a, np.ndarray):
+        return a.dtype == object
+    return isinstance(a, Rational)
+
+
+def parse_number(value, exact: bool):
+    """Parse one table entry: an int/float JSON number, or a string "a/b" or decimal."""
+    if isinstance(value, bool):
+        raise LawError(f"probability {value!r} is a boolean, not a number")
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            num = Fraction(text)
+        except (ValueError, ZeroDivisionError):
+            lowered = text.lower()
+            if lowered in {"nan", "inf", "-inf", "+inf", "infinity", "-infinity"}:
+                raise LawError(f"probability {value!r} is not finite") from None
+            raise LawError(f"probability {value!r} is not a number (use a decimal or 'a/b')") from None
+        return num if exact else float(num)
+    if isinstance(value, (int, np.integer)):
+        return Fraction(int(value)) if exact else float(value)
+    if isinstance(value, (float, np.floating)):
+        if not math.isfinite(value):
+            raise LawError(f"probability {value!r} is not finite")
+        return Fraction(str(value)) if exact else float(value)
+    if isinstance(value, Fraction):
+        return value if exact else float(value)
+    raise LawError(f"probability {value!r} has unsupported type {type(value).__name__}")
+
+
+def format_number(x) -> str:
+    """Exact rationals as "a/b" (or "a"), floats with repr precision."""
+    if isinstance(x, (Fraction, int, np.integer)):
+        return str(Fraction(x))
+    return repr(float(x))
+
+
+def exact_law(values: Iterable) -> np.ndarray:
+    """An exact law (object array of Fractions) from numbers or strings; not validated."""
+    return np.array([parse_number(v, True) for v in values], dtype=object)
+
+
+def float_law(values: Iterable) -> np.ndarray:
+    """A float64 law from numbers, strings or Fractions; not validated."""
+    return np.array([float(parse_number(v, False)) if isinstance(v, str) else float(v) for v in values],
+                    dtype=np.float64)
+
+
+def as_law(values, exact: bool, name: str = "law", vocab_size: int | None = None) -> np.ndarray:
+    """Convert ``values`` to a validated law of the requested number type."""
+    arr = exact_law(values) if exact else float_law(values)
+    check_law(arr, name=name, vocab_size=vocab_size)
+    return arr
+
+
+#: Float laws must sum to 1 within this tolerance (exact laws must sum to exactly 1).
+FLOAT_SUM_TOL = 1e-9
+
+
+def check_law(law: np.ndarray, name: str = "law", vocab_size: int | None = None) -> None:
+    """Raise :class:`LawError` unless ``law`` is a 1-D probability vector.
+
+    Exact laws must sum to exactly 1; float laws to within :data:`FLOAT_SUM_TOL`.
+    """
+    if not isinstance(law, np.ndarray) or law.ndim != 1:
+        raise LawError(f"{name}: expected a 1-D list of probabilities")
+    if law.size == 0:
+        raise LawError(f"{name}: empty law")
+    if vocab_size is not None and law.size != vocab_size:
+        raise LawError(f"{name}: has {law.size} entries but the vocabulary has {vocab_size} tokens")
+    if law.dtype == object:
+        for x in law:
+            if not isinstance(x, Rational):
+                raise LawError(f"{name}: entry {x!r} is not an exact rational")
+        if any(x < 0 for x in law):
+            raise LawError(f"{name}: negative probability {min(law)}")
+        s = sum(law)
+        if s != 1:
+            raise LawError(f"{name}: probabilities sum to {s}, not 1")
+    else:
+        if not np.all(np.isfinite(law)):
+            raise LawError(f"{name}: contains NaN or infinity")
+        if np.any(law < 0):
+            raise LawError(f"{name}: negative probability {law.min()!r}")
+        s = float(law.sum())
+        if abs(s - 1.0) > FLOAT_SUM_TOL:
+            raise LawError(f"{name}: probabilities sum to {s!r}, not 1")
+
+
+def _is_torch(a) -> bool:
+    return type(a).__module__.startswith("torch")
+
+
+def total(a):
+    """Sum of the entries (a Fraction for exact arrays, a float or 0-d tensor otherwise)."""
+    if isinstance(a, np.ndarray) and a.dtype == object:
+        return sum(a, Fraction(0))
+    return a.sum()
+
+
+def pos(a):
+    """Elementwise positive part (a)+ = max(a, 0)."""
+    if _is_torch(a):
+        return a.clamp(min=0)
+    return np.maximum(a, 0)
+
+
+def minimum(a, b):
+    """Elementwise minimum."""
+    if _is_torch(a):
+        import torch
+
+        return torch.minimum(a, b)
+    return np.minimum(a, b)
+
+
+def normalise(a):
+    """a / sum(a); an all-zero vector is returned unchanged (it only ever carries zero weight).
+
+    NOTE: callers reach an all-zero vector only on branches of probability 0 (e.g. the residual
+    after a rejection that cannot happen), so returning zeros keeps those branches inert.
+    """
+    s = total(a)
+    if s == 0:
+        return a * 0
+    return a / s
+
+
+def zero_at(a, tokens) -> np.ndarray:
+    """Copy of ``a`` with the given token ids set to 0."""
+    out = a.clone() if _is_torch(a) else a.copy()
+    if isinstance(tokens, (int, np.integer)):
+        tokens = [int(tokens)]
+    for t in tokens:
+        out[t] = 0
+    return out
+
+
+def restrict(q, exclude) -> np.ndarray:
+    """q restricted to the complement of ``exclude`` and renormalised (zeros if no mass is left)."""
+    return normalise(zero_at(q, list(exclude)))
+
+
+def residual(p, q):
+    """The speculative-sampling residual norm((p - q)+)."""
+    return normalise(pos(p - q))
+
+
+def rank(q, exclude: Sequence[int] = ()) -> list[int]:
+    """Token ids by decreasing probability, ties by smaller id; zero-probability tokens omitted."""
+    excl = set(int(t) for t in exclude)
+    items = [(x, t) for t, x in enumerate(q.tolist()) if x > 0 and t not in excl]
+    items.sort(key=lambda it: (-it[0], it[1]))
+    return [t for _, t in items]
+
+
+def tv(p, q):
+    """Total-variation distance sum |p - q| / 2 (exact for exact laws)."""
+    d = p - q
+    return total(pos(d))
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Numerically stable float softmax of a 1-D array."""
+    z = np.asarray(logits, dtype=np.float64)
+    z = z - z.max()
+    e = np.exp(z)
+    return e / e.sum()
+
+
+def temper_logits(logits: np.ndarray, temperature: float) -> np.ndarray:
+    """Float law softmax(logits / T); T = 0 is exact greedy (argmax, ties by smaller token id)."""
+    if not math.isfinite(temperature) or temperature < 0:
+        raise LawError(f"temperature must be a finite number >= 0, got {temperature!r}")
+    z = np.asarray(logits, dtype=np.float64)
+    if temperature == 0:
+        out = np.zeros_like(z)
+        out[int(np.argmax(z))] = 1.0  # np.argmax returns the first maximum: ties by token id
+        return out
+    return softmax(z / temperature)
+
+
+def top_k_mask(q: np.ndarray, k: int) -> np.ndarray:
+    """Boolean mask of the k most probable tokens (ties by smaller id)."""
+    if k <= 0:
+        raise LawError(f"top-k truncation needs k >= 1, got {k}")
+    k = min(k, q.size)
+    order = np.lexsort((np.arange(q.size), -np.asarray(q, dtype=np.float64)))
+    mask = np.zeros(q.size, dtype=bool)
+    mask[order[:k]] = True
+    return mask
+
+
+def to_exact(law: np.ndarray, max_denominator: int = EXACT_DENOMINATOR) -> np.ndarray:
+    """Round a float law to nearby rationals and renormalise exactly (zeros stay zero)."""
+    vals = [Fraction(float(x)).limit_denominator(max_denominator) for x in law]
+    if all(v == 0 for v in vals):
+        raise LawError("law rounds to all zeros")
+    s = sum(vals)
+    return np.array([v / s for v in vals], dtype=object)
+
+
+def to_float(law: np.ndarray) -> np.ndarray:
+    """Float64 copy of an exact or float law."""
+    return np.array([float(x) for x in law], dtype=np.float64)

@@ -1,0 +1,23 @@
+"""Draft trees: the tree type, choosers, and the dynamic (EAGLE / RheoSampling) and static builders."""
+
+from .dynamic import FILLERS, PROXIES, DynamicConfig, ExpansionCache, build_dynamic
+from .static import SAMPLING_MODES, build_static, chain_shape, parse_shape
+from .tree import NeedChoice, Node, RandomChooser, ReplayChooser, SampleGroup, Tree
+
+__all__ = [
+    "Tree",
+    "Node",
+    "SampleGroup",
+    "RandomChooser",
+    "ReplayChooser",
+    "NeedChoice",
+    "DynamicConfig",
+    "ExpansionCache",
+    "build_dynamic",
+    "PROXIES",
+    "FILLERS",
+    "build_static",
+    "parse_shape",
+    "chain_shape",
+    "SAMPLING_MODES",
+]

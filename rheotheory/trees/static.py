@@ -1,0 +1,90 @@
+"""Static sampled trees (SpecInfer, Sequoia, EAGLE-1) and the single chain.
+
+A static shape is a list of index paths in EAGLE's ``choices`` format: ``[[0], [1], [0, 0]]``
+is a root with two children, the first of which has one child. Index ``i`` is the i-th child
+drawn at its parent. The children of a node are drawn from the draft at the node's path, either
+i.i.d. (``mode="iid"``, SpecInfer/RRS) or without replacement (``mode="wor"``, successive
+sampling = Gumbel-top-k, RSD/Sequoia). Without replacement a node cannot have more children
+than its draft has tokens of positive probability; the missing ones (and their subtrees) are
+simply absent. Nothing is pruned.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .. import laws
+from ..errors import TreeError
+from .tree import SAMPLED, Chooser, SampleGroup, Tree
+
+__all__ = ["parse_shape", "chain_shape", "build_static", "SAMPLING_MODES"]
+
+SAMPLING_MODES = ("iid", "wor")
+
+#: Largest static shape accepted (nodes); beyond it exact enumeration is hopeless anyway.
+MAX_SHAPE_NODES = 4096
+
+
+def parse_shape(shape) -> list[tuple[int, ...]]:
+    """Validate a shape (a JSON string or a list of index paths) and return it sorted BFS."""
+    if isinstance(shape, str):
+        try:
+            shape = json.loads(shape)
+        except json.JSONDecodeError as e:
+            raise TreeError(f"shape is not valid JSON: {e.msg}") from None
+    if not isinstance(shape, (list, tuple)) or not shape:
+        raise TreeError("shape must be a non-empty list of index paths, e.g. [[0],[1],[0,0]]")
+    if len(shape) > MAX_SHAPE_NODES:
+        raise TreeError(f"shape has {len(shape)} nodes (limit {MAX_SHAPE_NODES})")
+    paths = set()
+    for p in shape:
+        if not isinstance(p, (list, tuple)) or not p or not all(
+                isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in p):
+            raise TreeError(f"shape entry {p!r} is not a non-empty list of non-negative integers")
+        t = tuple(p)
+        if t in paths:
+            raise TreeError(f"shape entry {list(t)} appears twice")
+        paths.add(t)
+    for t in paths:
+        if len(t) > 1 and t[:-1] not in paths:
+            raise TreeError(f"shape entry {list(t)} has no parent {list(t[:-1])}")
+        if t[-1] > 0 and t[:-1] + (t[-1] - 1,) not in paths:
+            raise TreeError(f"shape entry {list(t)}: sibling {list(t[:-1] + (t[-1] - 1,))} is missing "
+                            "(child indices must be 0, 1, 2, ...)")
+    return sorted(paths, key=lambda t: (len(t), t))
+
+
+def chain_shape(depth: int) -> list[tuple[int, ...]]:
+    """A single sampled path of the given depth."""
+    if not isinstance(depth, int) or depth < 1:
+        raise TreeError(f"depth must be a positive integer, got {depth!r}")
+    return [(0,) * d for d in range(1, depth + 1)]
+
+
+def build_static(pair, shape: list[tuple[int, ...]], mode: str, chooser: Chooser) -> Tree:
+    """Build one static sampled tree of the given (parsed) shape."""
+    if mode not in SAMPLING_MODES:
+        raise TreeError(f"unknown sampling mode {mode!r}; choose from {', '.join(SAMPLING_MODES)}")
+    one = laws.parse_number(1, pair.exact)
+    tree = Tree(one)
+    n_children: dict[tuple, int] = {(): 0}
+    for t in shape:
+        n_children[t[:-1]] = n_children.get(t[:-1], 0) + 1
+        n_children.setdefault(t, 0)
+    node_of: dict[tuple, int] = {(): 0}
+    for t in [()] + shape:  # BFS: a node is expanded after it is created
+        if t not in node_of:
+            continue  # its slot was empty (without replacement, support exhausted)
+        k = n_children[t]
+        if k == 0:
+            continue
+        v = node_of[t]
+        if tree.nodes[v].token is None:
+            tree.resolve(v, chooser)
+        prefix = tree.path(v)
+        q = pair.q(prefix)
+        support = sum(1 for w in q if w > 0)
+        group = SampleGroup(base=q, mode=mode, key=(prefix, mode))
+        for i in range(k if mode == "iid" else min(k, support)):
+            node_of[t + (i,)] = tree.add(v, SAMPLED, one, group=group)
+    return tree.finish()

@@ -1,0 +1,215 @@
+"""The draft-tree data type and the chooser protocol through which builders draw tokens.
+
+A builder is a small program that creates nodes and, now and then, needs a random token
+("draw from this law"). It asks a *chooser* for it. Which chooser is passed decides how the
+builder is evaluated:
+
+- :class:`RandomChooser` samples with a ``numpy.random.Generator`` (Monte Carlo);
+- :class:`ReplayChooser` answers from a script and raises :class:`NeedChoice` past its end, so
+  the exhaustive enumerator can branch over every answer (exact or float weights).
+
+Sampled tokens are drawn *lazily*: a sampled node keeps ``token=None`` until some rule needs its
+identity (it is expanded, or a later draw without replacement depends on it). A sampled node
+still unresolved when the tree is finished is a leaf whose identity influenced nothing; the
+enumerator integrates it analytically instead of branching on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from .. import laws
+from ..verify.rules import Candidate
+
+__all__ = [
+    "Node",
+    "SampleGroup",
+    "Tree",
+    "Chooser",
+    "RandomChooser",
+    "ReplayChooser",
+    "NeedChoice",
+    "DET",
+    "SAMPLED",
+    "FILLER",
+    "ROOT",
+]
+
+ROOT, DET, SAMPLED, FILLER = "root", "det", "sampled", "filler"
+
+
+class Chooser(Protocol):
+    def draw(self, law) -> int:
+        """Return a token drawn from ``law`` (# [vocab], non-zero total)."""
+
+
+class NeedChoice(Exception):
+    """Raised by :class:`ReplayChooser` when its script is exhausted."""
+
+    def __init__(self, law):
+        super().__init__("replay script exhausted")
+        self.law = law
+
+
+class ReplayChooser:
+    """Answers draws from a script of tokens; raises :class:`NeedChoice` when it runs out."""
+
+    def __init__(self, script):
+        self.script = script
+        self.i = 0
+
+    def draw(self, law) -> int:
+        if self.i >= len(self.script):
+            raise NeedChoice(law)
+        tok = self.script[self.i]
+        self.i += 1
+        return tok
+
+
+class RandomChooser:
+    """Samples each draw with a seeded ``numpy.random.Generator``."""
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng = rng
+
+    def draw(self, law) -> int:
+        w = laws.to_float(law) if law.dtype == object else np.asarray(law, dtype=np.float64)
+        c = np.cumsum(w)
+        u = self.rng.random() * c[-1]
+        tok = int(np.searchsorted(c, u, side="right"))
+        # NOTE: guard against u landing exactly on the total, or a trailing zero-mass token.
+        while tok >= len(w) or w[tok] <= 0:
+            tok -= 1
+        return tok
+
+
+@dataclass
+class SampleGroup:
+    """Sibling tokens drawn at one node from one base law, i.i.d. or without replacement."""
+
+    base: object  # law of the first member, # [vocab]
+    mode: str  # "iid" or "wor"
+    key: tuple  # canonical identity of the base law (e.g. the parent's path and the rule)
+    members: list = field(default_factory=list)  # node indices in slot order
+
+
+@dataclass
+class Node:
+    parent: int  # index of the parent node, -1 for the root
+    depth: int  # root 0
+    kind: str  # ROOT, DET, SAMPLED or FILLER
+    score: object  # construction score (builders that prune on it); 1 for the root
+    token: int | None = None  # None: an unresolved sampled token
+    group: SampleGroup | None = None  # the sampling group of a SAMPLED node
+    pos: int = 0  # position inside its group
+    children: list = field(default_factory=list)  # node indices in creation order
+
+
+class Tree:
+    """A draft tree under construction, then pruned (``kept``) and handed to the verifier."""
+
+    def __init__(self, one):
+        self.nodes: list[Node] = [Node(-1, 0, ROOT, one, token=-1)]
+        self.kept: list[bool] | None = None  # set by finish()/prune
+
+    # -- construction ------------------------------------------------------------------------
+    def add(self, parent: int, kind: str, score, token=None, group=None) -> int:
+        idx = len(self.nodes)
+        pos = 0
+        if group is not None:
+            pos = len(group.members)
+            group.members.append(idx)
+        self.nodes.append(Node(parent, self.nodes[parent].depth + 1, kind, score, token, group, pos))
+        self.nodes[parent].children.append(idx)
+        return idx
+
+    def member_law(self, idx: int):
+        """The law a SAMPLED node is drawn from, given the earlier members of its group."""
+        node = self.nodes[idx]
+        g = node.group
+        if g.mode == "iid" or node.pos == 0:
+            return g.base
+        earlier = [self.nodes[j].token for j in g.members[:node.pos]]
+        return laws.restrict(g.base, earlier)
+
+    def resolve(self, idx: int, chooser: Chooser) -> int:
+        """The token of node ``idx``, drawing it (and the group members before it) if needed."""
+        node = self.nodes[idx]
+        if node.token is None:
+            if node.group.mode == "wor":
+                for j in node.group.members[:node.pos]:
+                    self.resolve(j, chooser)
+            node.token = chooser.draw(self.member_law(idx))
+        return node.token
+
+    def path(self, idx: int) -> tuple[int, ...]:
+        """Tokens from the root to ``idx`` (every node on it must be resolved)."""
+        out = []
+        while idx > 0:
+            node = self.nodes[idx]
+            if node.token is None:
+                raise RuntimeError("path through an unresolved sampled node")
+            out.append(node.token)
+            idx = node.parent
+        return tuple(reversed(out))
+
+    def finish(self, kept: list[bool] | None = None) -> "Tree":
+        """Mark the kept nodes (all by default); drops any node whose parent is dropped."""
+        kept = [True] * len(self.nodes) if kept is None else list(kept)
+        kept[0] = True
+        for i in range(1, len(self.nodes)):  # parents precede children
+            if not kept[self.nodes[i].parent]:
+                kept[i] = False
+        self.kept = kept
+        return self
+
+    # -- the verifier's view -----------------------------------------------------------------
+    def kept_children(self, idx: int) -> list[int]:
+        return [c for c in self.nodes[idx].children if self.kept[c]]
+
+    def num_kept(self) -> int:
+        """Kept non-root nodes."""
+        return sum(self.kept) - 1
+
+    def law_key(self, idx: int):
+        """Hashable identity of the law a resolved SAMPLED node was drawn from (None if DET)."""
+        node = self.nodes[idx]
+        if node.kind != SAMPLED:
+            return None
+        g = node.group
+        if g.mode == "iid":
+            return (g.key, "iid")
+        return (g.key, tuple(self.nodes[j].token for j in g.members[:node.pos]))
+
+    def candidate(self, idx: int) -> Candidate:
+        node = self.nodes[idx]
+        return Candidate(node.token, self.member_law(idx) if node.kind == SAMPLED else None)
+
+    def canonical_key(self, idx: int = 0):
+        """What the verifier sees below ``idx``: tokens (None if unresolved), kinds, group
+        positions and, recursively, the kept children in order. Equal keys = one class."""
+        node = self.nodes[idx]
+        kind = "s" if node.kind == SAMPLED else "d"
+        return (node.token, kind, node.pos, tuple(self.canonical_key(c) for c in self.kept_children(idx)))
+
+    def unresolved_count(self) -> int:
+        """Number of raw construction outcomes this tree stands for (product of the support
+        sizes of its still-unresolved draws, kept or pruned)."""
+        total = 1
+        seen = set()
+        for node in self.nodes:
+            g = node.group
+            if g is None or id(g) in seen:
+                continue
+            seen.add(id(g))
+            unresolved = [j for j in g.members if self.nodes[j].token is None]
+            if not unresolved:
+                continue
+            n = sum(1 for w in g.base if w > 0)
+            r = len(g.members) - len(unresolved)
+            for i in range(len(unresolved)):
+                total *= n if g.mode == "iid" else (n - r - i)
+        return total

@@ -1,0 +1,256 @@
+r"""Per-node verifiers as transition laws.
+
+At a node the verifier knows the target law ``p`` (``# [vocab]``) and the node's candidate
+children, in the order they are tried (creation order). A :class:`Candidate` is either
+
+- *deterministic* (``law is None``): placed by rank, verified one-hot (its draft law is a point
+  mass), or
+- *sampled* from ``law`` (``# [vocab]``): the law it was actually drawn from, given everything
+  drawn before it at this node (for a draw without replacement: the draft with the earlier
+  draws removed and renormalised).
+
+A verifier returns a :class:`Transition`: ``cont[i]`` is the probability of continuing into
+candidate ``i``, ``emit[y]`` the probability of emitting token ``y`` and ending the step.
+``sum(cont) + sum(emit) == 1``. A verifier is *lossless at the node* when, averaged over the
+candidates' sampling, the law of the output token (the candidate's token when continuing, ``y``
+when emitting) is ``p``.
+
+Every rule is written once on top of :mod:`rheotheory.laws`, so it evaluates in exact rationals,
+in float64 (both numpy arrays) and, for the decoder, in torch.
+
+Rules (REFERENCE section 3):
+
+- :func:`onehot` (EAGLE): every candidate treated as a point mass. Child ``x`` is accepted with
+  the current ``p(x)``; on rejection ``x`` is zeroed and ``p`` renormalised.
+- :func:`sequential`: deterministic candidates one-hot as above; a sampled candidate ``x`` drawn
+  from ``L`` is accepted with :math:`\min(1, p(x)/L(x))`, and on rejection
+  :math:`p \leftarrow \mathrm{norm}((p - L)_+)`. With i.i.d. candidates this is RRS (SpecInfer);
+  with draws without replacement (``L`` = the conditional law) it is RRS-without-replacement
+  (RSD/Sequoia). ``rrs`` and ``rrs-wor`` are therefore names for this one rule.
+- :func:`kseq` (SpecTr K-SEQ) for ``k`` i.i.d. candidates from one law.
+- :func:`ot`: the optimal verifier for deterministic candidates ``G`` plus one sampled candidate
+  ``s ~ L``: accept ``s`` with :math:`\min(1, p(s)/L(s))`; otherwise draw
+  :math:`Y \sim \mathrm{norm}((p - L)_+)` and continue into the candidate holding ``Y`` if there
+  is one, else emit ``Y``. When ``L`` is zero on ``G`` this attains
+  :math:`p(G) + \sum_{x \notin G} \min(p(x), L(x))`, the optimal-transport value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .. import laws
+from ..errors import VerifierError
+
+__all__ = [
+    "Candidate",
+    "Transition",
+    "onehot",
+    "sequential",
+    "kseq",
+    "ot",
+    "VERIFIERS",
+    "get_verifier",
+    "kseq_rho",
+    "acceptance",
+    "output_law",
+]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One child presented to a verifier."""
+
+    token: int  # the child's token id
+    law: object = None  # None: deterministic; else the law it was drawn from, # [vocab]
+
+
+@dataclass
+class Transition:
+    """The transition law of one node (see the module docstring)."""
+
+    cont: list  # [num_candidates] probability of continuing into each candidate
+    emit: np.ndarray  # [vocab] probability of emitting y and stopping
+
+    def total(self):
+        return sum(self.cont) + laws.total(self.emit)
+
+
+def _one(p):
+    """The number 1 in p's number type."""
+    return Fraction(1) if laws.is_exact(p) else 1.0
+
+
+def _min1(a, b):
+    """min(1, a / b) with b > 0, in the number type of a and b."""
+    r = a / b
+    return r if r < 1 else (r * 0 + 1)
+
+
+def sequential(p, cands: Sequence[Candidate]) -> Transition:
+    """Sequential verification: one-hot for deterministic, min(1, p/L) for sampled candidates."""
+    cur = p
+    rest = _one(p)  # probability that every candidate so far was rejected
+    cont = []
+    for c in cands:
+        x = c.token
+        if c.law is None:
+            a = cur[x]
+            cont.append(rest * a)
+            rest = rest * (1 - a)
+            cur = laws.normalise(laws.zero_at(cur, x))
+        else:
+            lx = c.law[x]
+            if not lx > 0:
+                raise VerifierError(f"sampled candidate {x} has zero probability under its own law")
+            a = _min1(cur[x], lx)
+            cont.append(rest * a)
+            rest = rest * (1 - a)
+            cur = laws.residual(cur, c.law)
+    return Transition(cont, rest * cur)
+
+
+def onehot(p, cands: Sequence[Candidate]) -> Transition:
+    """EAGLE's verification: every candidate is checked one-hot, whatever its drafting law."""
+    return sequential(p, [Candidate(c.token) for c in cands])
+
+
+def _kseq_c(beta, k):
+    """(1 - (1 - beta)^k) / beta, the expected number of draws tried per acceptance; k at beta = 0."""
+    if beta == 0:
+        return beta * 0 + k
+    return (1 - (1 - beta) ** k) / beta
+
+
+#: Bisection steps for K-SEQ's rho; the exact path then uses the (dyadic) upper end of the
+#: bracket, where c(rho) <= rho holds exactly, so the residual is a valid law and the rule is
+#: exactly lossless (optimality is kept to about 2^-60).
+KSEQ_BISECTION_STEPS = 60
+
+
+def kseq_rho(p, q, k: int):
+    """SpecTr's rho in [1, k]: a root of (1 - (1 - beta(rho))^k) / beta(rho) = rho.
+
+    beta(rho) = sum_x min(q(x), p(x)/rho). Returns a value in p's number type at which
+    c(rho) <= rho holds (exactly, for exact laws).
+    """
+    pf = laws.to_float(p)
+    qf = laws.to_float(q)
+
+    def gap(rho):
+        beta = float(np.minimum(qf, pf / rho).sum())
+        return _kseq_c(beta, k) - rho
+
+    lo, hi = 1.0, float(k)
+    if gap(lo) <= 0:
+        hi = lo
+    else:
+        for _ in range(KSEQ_BISECTION_STEPS):
+            mid = 0.5 * (lo + hi)
+            if gap(mid) > 0:
+                lo = mid
+            else:
+                hi = mid
+    if not laws.is_exact(p):
+        return hi
+    rho = Fraction(hi)
+    # NOTE: float rounding could leave c(rho) a hair above rho; walk up until it holds exactly.
+    step = Fraction(1, 2**50)
+    while True:
+        beta = laws.total(laws.minimum(q, p / rho))
+        if _kseq_c(beta, k) <= rho or rho >= k:
+            return min(rho, Fraction(k))
+        rho += step
+        step *= 2
+
+
+def kseq(p, cands: Sequence[Candidate]) -> Transition:
+    """SpecTr K-SEQ for k i.i.d. candidates drawn from one law q.
+
+    Candidate i is accepted with min(1, p(x)/(rho q(x))); if all k are rejected the token is
+    drawn from [p - min(q, p/rho) c] / (1 - beta)^k with c = (1 - (1 - beta)^k) / beta.
+    """
+    if not cands:
+        return Transition([], p * 1)
+    q = cands[0].law
+    if q is None or any(c.law is None or c.law is not q and not np.array_equal(c.law, q) for c in cands):
+        raise VerifierError("kseq needs every candidate sampled i.i.d. from one law (static or chain trees)")
+    k = len(cands)
+    rho = kseq_rho(p, q, k)
+    m = laws.minimum(q, p / rho)  # per-token accepted mass of one draw, # [vocab]
+    beta = laws.total(m)
+    rest = _one(p)
+    cont = []
+    for c in cands:
+        a = m[c.token] / q[c.token]
+        cont.append(rest * a)
+        rest = rest * (1 - a)
+    fail = (1 - beta) ** k
+    resid = (p - m * _kseq_c(beta, k)) / fail if fail != 0 else p * 0
+    resid = laws.pos(resid)  # NOTE: clears float round-off only; exactly non-negative in exact mode
+    return Transition(cont, rest * resid)
+
+
+def ot(p, cands: Sequence[Candidate]) -> Transition:
+    """The optimal verifier for deterministic candidates plus at most one sampled candidate."""
+    sampled = [i for i, c in enumerate(cands) if c.law is not None]
+    if not sampled:
+        return onehot(p, cands)
+    if len(sampled) > 1:
+        raise VerifierError("ot is defined for at most one sampled candidate per node")
+    i_s = sampled[0]
+    s = cands[i_s]
+    ls = s.law[s.token]
+    if not ls > 0:
+        raise VerifierError(f"sampled candidate {s.token} has zero probability under its own law")
+    a = _min1(p[s.token], ls)
+    r = laws.residual(p, s.law)  # law of Y after rejecting s, # [vocab]
+    rej = 1 - a
+    cont = [p[0] * 0 for _ in cands]
+    cont[i_s] = a
+    emit = rej * r
+    taken = set()
+    for i, c in enumerate(cands):
+        # NOTE: Y goes to the first candidate holding it; duplicates after it get nothing.
+        if c.token in taken:
+            continue
+        taken.add(c.token)
+        cont[i] = cont[i] + emit[c.token]
+    emit = laws.zero_at(emit, list(taken))
+    return Transition(cont, emit)
+
+
+#: Verifier name -> transition rule. ``rrs`` and ``rrs-wor`` are the sequential rule applied to
+#: i.i.d. and without-replacement candidates respectively.
+VERIFIERS: dict[str, Callable[..., Transition]] = {
+    "onehot": onehot,
+    "sequential": sequential,
+    "rrs": sequential,
+    "rrs-wor": sequential,
+    "kseq": kseq,
+    "ot": ot,
+}
+
+
+def get_verifier(name: str) -> Callable[..., Transition]:
+    try:
+        return VERIFIERS[name]
+    except KeyError:
+        raise VerifierError(f"unknown verifier {name!r}; choose from {', '.join(VERIFIERS)}") from None
+
+
+def acceptance(tr: Transition):
+    """Probability of continuing into some candidate."""
+    return sum(tr.cont)
+
+
+def output_law(tr: Transition, cands: Sequence[Candidate]) -> np.ndarray:
+    """Law of the node's output token under fixed candidates (continuing into c outputs c.token)."""
+    out = tr.emit * 1
+    for c, w in zip(cands, tr.cont):
+        out[c.token] = out[c.token] + w
+    return out
