@@ -57,9 +57,22 @@ class Enumeration:
     total_weight: object  # sum of class weights (exactly 1)
 
 
-def enumerate_classes(pair, method: Method, progress=None) -> Enumeration:
-    """Enumerate every construction outcome of ``method`` on ``pair`` and group them."""
+def enumerate_classes(pair, method: Method, progress=None, eager: bool = False) -> Enumeration:
+    """Enumerate every construction outcome of ``method`` on ``pair`` and group them.
+
+    ``eager=True`` also branches over every draw left unresolved at the end (no analytic
+    integration): slower, and used by the tests to check the lazy path.
+    """
     build = method.builder(pair)
+    if eager:
+        lazy_build = build
+
+        def build(chooser):
+            tree = lazy_build(chooser)
+            for i, node in enumerate(tree.nodes):
+                if node.token is None:
+                    tree.resolve(i, chooser)
+            return tree
     one = laws.parse_number(1, pair.exact)
     classes: dict = {}
     outcomes = branches = 0
@@ -276,8 +289,13 @@ class Certificate:
         }
 
 
-def certify(pair, method: Method, exact: bool | None = None, progress: bool = False) -> Certificate:
-    """Exhaustively certify ``method`` on ``pair`` (exact rationals unless ``exact=False``)."""
+def certify(pair, method: Method, exact: bool | None = None, progress: bool = False,
+            eager: bool = False) -> Certificate:
+    """Exhaustively certify ``method`` on ``pair``.
+
+    ``exact`` converts the pair to exact rationals (True) or float64 (False); None keeps its
+    number type. ``eager`` disables the analytic integration of sampled leaves (for checks).
+    """
     from .errors import TreeError
 
     t0 = time.perf_counter()
@@ -291,7 +309,7 @@ def certify(pair, method: Method, exact: bool | None = None, progress: bool = Fa
         from tqdm import tqdm
 
         bar = tqdm(desc="construction branches", unit="br", leave=False)
-    enum = enumerate_classes(pair, method, progress=bar)
+    enum = enumerate_classes(pair, method, progress=bar, eager=eager)
     if bar is not None:
         bar.close()
         from tqdm import tqdm

@@ -1,0 +1,110 @@
+"""Hypothesis strategies for laws, toy pairs and candidate sets (shipped with the library so that
+users can property-test their own verifiers against the same generators).
+
+Requires ``hypothesis`` (in the ``dev`` extra).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+from hypothesis import strategies as st
+
+from . import laws
+from .pairs import ToyPair, prefixes
+from .verify import Candidate
+
+__all__ = ["exact_laws", "law_pairs", "toy_pairs", "det_plus_sample", "iid_candidates", "wor_candidates"]
+
+#: Largest integer weight used to build exact laws: small denominators keep proofs fast and
+#: still produce every ordering/sign case of min/max.
+MAX_WEIGHT = 9
+
+
+@st.composite
+def exact_laws(draw, vocab_size: int | None = None, min_vocab: int = 2, max_vocab: int = 5,
+               allow_zeros: bool = True, min_support: int = 1):
+    """An exact law (object array of Fractions) from small integer weights.
+
+    ``allow_zeros`` lets some tokens carry probability 0 (a degenerate case builders must skip).
+    """
+    V = vocab_size if vocab_size is not None else draw(st.integers(min_vocab, max_vocab))
+    lo = 0 if allow_zeros else 1
+    w = draw(st.lists(st.integers(lo, MAX_WEIGHT), min_size=V, max_size=V))
+    if sum(1 for x in w if x > 0) < min_support:
+        idx = draw(st.permutations(range(V)))
+        for i in idx[:min_support]:
+            w[i] = max(w[i], 1)
+    s = sum(w)
+    return np.array([Fraction(x, s) for x in w], dtype=object)
+
+
+@st.composite
+def law_pairs(draw, min_vocab: int = 2, max_vocab: int = 5, allow_zeros: bool = True):
+    """(p, q): two exact laws over one vocabulary; sometimes equal, sometimes disjoint-ish."""
+    V = draw(st.integers(min_vocab, max_vocab))
+    p = draw(exact_laws(V, allow_zeros=allow_zeros))
+    kind = draw(st.sampled_from(["independent", "equal", "point"]))
+    if kind == "equal":
+        q = p.copy()
+    elif kind == "point":
+        q = np.array([Fraction(0)] * V, dtype=object)
+        q[draw(st.integers(0, V - 1))] = Fraction(1)
+    else:
+        q = draw(exact_laws(V, allow_zeros=allow_zeros))
+    return p, q
+
+
+@st.composite
+def toy_pairs(draw, min_vocab: int = 2, max_vocab: int = 4, max_horizon: int = 3, allow_zeros: bool = True):
+    """An exact :class:`~rheotheory.pairs.ToyPair` with random tables."""
+    V = draw(st.integers(min_vocab, max_vocab))
+    H = draw(st.integers(1, max_horizon))
+    target, draft = {}, {}
+    for pre in prefixes(V, H):
+        target[pre] = draw(exact_laws(V, allow_zeros=allow_zeros))
+        draft[pre] = draw(exact_laws(V, allow_zeros=allow_zeros))
+    return ToyPair(V, H, target, draft, exact=True)
+
+
+@st.composite
+def det_plus_sample(draw, p=None, q=None, max_det: int = 3):
+    """(det tokens, tail law): the first m ranked draft tokens and q restricted to the rest."""
+    ranked = laws.rank(q)
+    m = draw(st.integers(0, min(max_det, max(len(ranked) - 1, 0))))
+    det = ranked[:m]
+    return det, laws.restrict(q, det)
+
+
+def _draws_iid(law, k):
+    import itertools
+
+    support = [x for x, w in enumerate(law) if w > 0]
+    for seq in itertools.product(support, repeat=k):
+        w = Fraction(1)
+        for x in seq:
+            w *= law[x]
+        yield w, [Candidate(x, law) for x in seq]
+
+
+def _draws_wor(law, k):
+    def rec(cur, chosen, w):
+        if len(chosen) == k or laws.total(cur) == 0:
+            yield w, list(chosen)
+            return
+        for x, wx in enumerate(cur):
+            if wx > 0:
+                yield from rec(laws.restrict(cur, [x]), chosen + [Candidate(x, cur)], w * wx)
+
+    yield from rec(law, [], Fraction(1))
+
+
+def iid_candidates(law, k: int):
+    """Every outcome of k i.i.d. draws from ``law``: iterable of (weight, [Candidate])."""
+    return _draws_iid(law, k)
+
+
+def wor_candidates(law, k: int):
+    """Every outcome of k successive draws without replacement: (weight, [Candidate])."""
+    return _draws_wor(law, k)

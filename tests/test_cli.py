@@ -1,0 +1,69 @@
+"""The `rheo` command line: the certify contract and one-line errors with exit code 2."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from rheotheory import random_pair
+from rheotheory.cli import main
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "rheotheory.cli", *args], capture_output=True, text=True)
+
+
+def test_certify_json_contract(tmp_path, capsys):
+    path = tmp_path / "i.json"
+    random_pair(3, 2, seed=1).save(path)
+    assert main(["certify", str(path), "--method", "rheo", "--top-k", "2", "--depth", "2", "--budget", "3",
+                 "--proxy", "next", "--verifier", "ot", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["lossless"] is True and out["max_deviation"] == "0"
+    for key in ("tokens_per_step", "outcomes", "classes"):
+        assert key in out
+    assert "/" in out["tokens_per_step"] or out["tokens_per_step"].isdigit()
+
+
+def test_certify_reports_a_lossy_method(tmp_path, capsys):
+    path = tmp_path / "i.json"
+    random_pair(3, 2, seed=0).save(path)
+    assert main(["certify", str(path), "--top-k", "2", "--depth", "2", "--budget", "2", "--proxy", "true",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["lossless"] is False and out["max_deviation"] != "0" and out["worst_sequence"]
+
+
+def test_certify_default_and_float_text_report(capsys):
+    assert main(["certify"]) == 0
+    assert "LOSSLESS" in capsys.readouterr().out
+    assert main(["certify", "--float", "--method", "static", "--shape", "[[0],[1]]", "--verifier", "kseq"]) == 0
+    assert "float64" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["certify", "missing.json"], "cannot read"),
+    (["certify", "--top-k", "0"], "must be >= 1"),
+    (["certify", "--method", "static"], "needs a shape"),
+    (["certify", "--depth", "7"], "horizon"),
+    (["certify", "--method", "eagle", "--verifier", "kseq"], "does not apply"),
+    (["certify", "--head", "5"], "head"),
+    (["certify", "--proxy", "bogus"], "invalid choice"),
+    (["instance", "--vocab", "x"], "not an integer"),
+])
+def test_bad_input_one_line_exit_2(args, msg):
+    r = run(*args)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and msg in lines[0], r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_instance_command_round_trip(tmp_path):
+    r = run("instance", "--vocab", "3", "--horizon", "2", "--seed", "4")
+    assert r.returncode == 0
+    path = tmp_path / "i.json"
+    path.write_text(r.stdout)
+    r2 = run("certify", str(path), "--depth", "2", "--json")
+    assert r2.returncode == 0 and json.loads(r2.stdout)["lossless"] is True
