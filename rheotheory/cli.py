@@ -22,7 +22,9 @@ EXIT_BAD_INPUT = 2
 
 #: Modules that contribute subcommands: each defines ``register(subparsers)``, adding a parser
 #: whose ``func`` default takes the parsed arguments and returns an exit code.
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = (
+    "rheotheory.commands_proof",
+)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,267 @@
+"""Counterexample search: find a toy instance on which a method is lossy, then shrink it.
+
+The search draws seeded random instances (:func:`rheotheory.pairs.random_pair`) together with
+random tree parameters inside the limits given, and certifies the method on each one exactly
+(:func:`rheotheory.exact.certify`). The first lossy instance is then *shrunk* greedily, one
+simplification at a time, keeping a step only if the method is still lossy on the result:
+
+1. fewer tokens: drop one token from the vocabulary (its probability is removed from every law,
+   which is renormalised; prefixes containing it disappear);
+2. smaller tree: depth - 1 (the instance horizon follows), then top-K - 1, then budget - 1;
+3. simpler rationals: each law is replaced by the first of the uniform law and its
+   renormalised best approximations with denominators 2, 3, ... that keeps the method lossy and
+   has a smaller common denominator than before.
+
+The loop repeats until no step applies, so the result is a local minimum in the order
+(vocabulary, depth, top-K, budget, denominators). Everything is exact and seeded: the same
+arguments always give the same counterexample.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+import numpy as np
+
+from . import laws
+from .errors import InstanceError, RheoError, TreeError
+from .exact import certify
+from .methods import Method
+from .pairs import ToyPair, prefixes, random_pair
+
+__all__ = ["SearchSpace", "CounterexampleResult", "search", "shrink", "drop_token", "lower_horizon",
+           "find_counterexample", "is_lossy"]
+
+#: Largest denominator tried when simplifying the rationals of one law.
+MAX_SIMPLE_DENOMINATOR = 12
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """Where random instances are drawn from (inclusive ranges)."""
+
+    min_vocab: int = 3  # smallest vocabulary drawn
+    max_vocab: int = 4  # largest vocabulary drawn
+    max_top_k: int = 3  # K drawn in 2..max_top_k (dynamic methods)
+    max_depth: int = 3  # D drawn in 2..max_depth (dynamic methods and chains)
+    max_budget: int = 8  # N drawn in K..min(2K, max_budget) (dynamic methods)
+
+    def __post_init__(self):
+        for name in ("min_vocab", "max_vocab", "max_top_k", "max_depth", "max_budget"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise RheoError(f"{name} must be a positive integer, got {v!r}")
+        if self.min_vocab > self.max_vocab:
+            raise RheoError(f"min_vocab {self.min_vocab} exceeds max_vocab {self.max_vocab}")
+
+
+@dataclass(frozen=True)
+class CounterexampleResult:
+    """Outcome of a search (and of the shrinking, when something was found)."""
+
+    found: bool
+    instances: int  # instances certified by the search
+    seed: int  # search seed
+    pair: ToyPair | None = None  # the shrunk instance
+    method: Method | None = None  # the method with the shrunk tree parameters
+    max_deviation: object = None  # exact rational
+    sequence: tuple | None = None  # a sequence z attaining max_deviation
+    original_pair: ToyPair | None = None  # the instance as first found
+    original_method: Method | None = None
+    original_deviation: object = None
+    certifications: int = 0  # certify calls in total (search + shrinking)
+
+    def to_dict(self) -> dict:
+        fmt = laws.format_number
+        d = {"found": self.found, "instances": self.instances, "seed": self.seed,
+             "certifications": self.certifications}
+        if not self.found:
+            d.update({"instance": None, "max_deviation": None, "sequence": None, "method": None})
+            return d
+        d.update({
+            "instance": self.pair.to_dict(),
+            "max_deviation": fmt(self.max_deviation),
+            "sequence": list(self.sequence),
+            "method": self.method.to_dict(),
+            "original": {"vocab_size": self.original_pair.vocab_size,
+                         "method": self.original_method.to_dict(),
+                         "max_deviation": fmt(self.original_deviation)},
+        })
+        return d
+
+
+def is_lossy(pair: ToyPair, method: Method):
+    """The exact certificate if ``method`` is lossy on ``pair``, else None (invalid combos: None)."""
+    try:
+        cert = certify(pair, method)
+    except RheoError:
+        # NOTE: a shrinking step can produce parameters the method rejects (e.g. a budget the
+        # tree cannot reach is fine, but a vocabulary too small for a static shape is not).
+        return None
+    return None if cert.lossless else cert
+
+
+def _random_method(base: Method, space: SearchSpace, rng: np.random.Generator) -> Method:
+    if base.method in ("eagle", "rheo"):
+        k = int(rng.integers(2, max(2, space.max_top_k) + 1))
+        d = int(rng.integers(2, max(2, space.max_depth) + 1))
+        n = int(rng.integers(k, max(k, min(2 * k, space.max_budget)) + 1))
+        head = None if base.head is None else min(base.head, k - 1)
+        return replace(base, top_k=k, depth=d, budget=n, head=head)
+    if base.method == "chain":
+        d = int(rng.integers(2, max(2, space.max_depth) + 1))
+        return Method("chain", depth=d, verifier=base.verifier, sampling=base.sampling)
+    return base
+
+
+def search(method: Method, instances: int = 200, seed: int = 0, space: SearchSpace = SearchSpace()):
+    """Certify ``instances`` random instances; return (pair, method, cert, index) of the first lossy
+    one, or None."""
+    if not isinstance(instances, int) or instances < 1:
+        raise RheoError(f"instances must be a positive integer, got {instances!r}")
+    rng = np.random.default_rng(seed)
+    for i in range(instances):
+        m = _random_method(method, space, rng)
+        v = int(rng.integers(space.min_vocab, space.max_vocab + 1))
+        pair_seed = int(rng.integers(2**31))
+        pair = random_pair(v, m.depth, seed=pair_seed)
+        cert = is_lossy(pair, m)
+        if cert is not None:
+            return pair, m, cert, i + 1
+    return None
+
+
+# -- shrinking steps ---------------------------------------------------------------------------
+
+def drop_token(pair: ToyPair, token: int) -> ToyPair:
+    """The instance without ``token``: its mass is removed from every law, which is renormalised.
+
+    Raises :class:`InstanceError` if some law had all its mass on ``token``.
+    """
+    V = pair.vocab_size
+    if V < 2:
+        raise InstanceError("cannot drop the only token")
+    old = [t for t in range(V) if t != token]
+    target, draft = {}, {}
+    for pre in prefixes(V - 1, pair.horizon):
+        opre = tuple(old[t] for t in pre)
+        for table, src in ((target, pair.target), (draft, pair.draft)):
+            law = np.array([src[opre][t] for t in old], dtype=object)
+            s = laws.total(law)
+            if s == 0:
+                raise InstanceError(f"law at prefix {opre} has all its mass on token {token}")
+            table[pre] = law / s
+    return ToyPair(V - 1, pair.horizon, target, draft, exact=True)
+
+
+def lower_horizon(pair: ToyPair, horizon: int) -> ToyPair:
+    """The instance restricted to prefixes of length <= ``horizon``."""
+    keep = lambda t: {k: v for k, v in t.items() if len(k) <= horizon}  # noqa: E731
+    return ToyPair(pair.vocab_size, horizon, keep(pair.target), keep(pair.draft), exact=True)
+
+
+def _denominator(law) -> int:
+    return math.lcm(*(Fraction(x).denominator for x in law))
+
+
+def _simpler_laws(law):
+    """Candidate replacements for one law, simplest first (all strictly simpler than ``law``)."""
+    V = len(law)
+    cur = _denominator(law)
+    seen = set()
+    cands = [np.array([Fraction(1, V)] * V, dtype=object)]
+    for d in range(2, MAX_SIMPLE_DENOMINATOR + 1):
+        vals = [Fraction(x).limit_denominator(d) for x in law]
+        s = sum(vals)
+        if s == 0:
+            continue
+        cands.append(np.array([v / s for v in vals], dtype=object))
+    for c in cands:
+        key = tuple(c)
+        if key in seen or _denominator(c) >= cur:
+            continue
+        seen.add(key)
+        yield c
+
+
+def _complexity(pair: ToyPair, method: Method) -> tuple:
+    dens = sum(_denominator(v) for t in (pair.target, pair.draft) for v in t.values())
+    return (pair.vocab_size, method.depth, method.top_k, method.budget, dens)
+
+
+def shrink(pair: ToyPair, method: Method, max_rounds: int = 20):
+    """Greedy shrinking of a lossy (pair, method); returns (pair, method, cert, certifications)."""
+    cert = is_lossy(pair, method)
+    if cert is None:
+        raise RheoError("shrink needs an instance on which the method is lossy")
+    calls = 1
+    dynamic = method.method in ("eagle", "rheo")
+    for _ in range(max_rounds):
+        changed = False
+        # 1. fewer tokens
+        for t in range(pair.vocab_size):
+            try:
+                cand = drop_token(pair, t)
+            except (InstanceError, TreeError):
+                continue
+            c = is_lossy(cand, method)
+            calls += 1
+            if c is not None:
+                pair, cert, changed = cand, c, True
+                break
+        # 2. smaller tree
+        steps = []
+        if method.depth > 1 and method.method in ("eagle", "rheo", "chain"):
+            steps.append("depth")
+        if dynamic and method.top_k > 1:
+            steps.append("top_k")
+        if dynamic and method.budget > 1:
+            steps.append("budget")
+        for what in steps:
+            try:
+                if what == "depth":
+                    m2 = (replace(method, depth=method.depth - 1) if dynamic else
+                          Method("chain", depth=method.depth - 1, verifier=method.verifier, sampling=method.sampling))
+                    p2 = lower_horizon(pair, method.depth - 1)
+                elif what == "top_k":
+                    head = None if method.head is None else min(method.head, method.top_k - 2)
+                    m2, p2 = replace(method, top_k=method.top_k - 1, head=head), pair
+                else:
+                    m2, p2 = replace(method, budget=method.budget - 1), pair
+            except RheoError:
+                continue
+            c = is_lossy(p2, m2)
+            calls += 1
+            if c is not None:
+                pair, method, cert, changed = p2, m2, c, True
+        # 3. simpler rationals, one law at a time
+        for which in ("draft", "target"):
+            for pre in list(prefixes(pair.vocab_size, pair.horizon)):
+                table = getattr(pair, which)
+                for law in _simpler_laws(table[pre]):
+                    new = dict(table)
+                    new[pre] = law
+                    tables = {"target": pair.target, "draft": pair.draft, which: new}
+                    cand = ToyPair(pair.vocab_size, pair.horizon, tables["target"], tables["draft"], exact=True)
+                    c = is_lossy(cand, method)
+                    calls += 1
+                    if c is not None:
+                        pair, cert, changed = cand, c, True
+                        break
+        if not changed:
+            break
+    return pair, method, cert, calls
+
+
+def find_counterexample(method: Method, instances: int = 200, seed: int = 0,
+                        space: SearchSpace = SearchSpace(), do_shrink: bool = True) -> CounterexampleResult:
+    """Search for a lossy instance and shrink it (see the module docstring)."""
+    hit = search(method, instances, seed, space)
+    if hit is None:
+        return CounterexampleResult(False, instances, seed, certifications=instances)
+    pair, m, cert, used = hit
+    p2, m2, c2, calls = (shrink(pair, m) if do_shrink else (pair, m, cert, 0))
+    return CounterexampleResult(True, used, seed, p2, m2, c2.max_deviation, c2.worst_sequence,
+                                pair, m, cert.max_deviation, used + calls)
