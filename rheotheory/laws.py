@@ -201,12 +201,37 @@ def residual(p, q):
     return normalise(pos(p - q))
 
 
-def rank(q, exclude: Sequence[int] = ()) -> list[int]:
-    """Token ids by decreasing probability, ties by smaller id; zero-probability tokens omitted."""
+def rank(q, exclude: Sequence[int] = (), limit: int | None = None) -> list[int]:
+    """Token ids by decreasing probability, ties by smaller id; zero-probability tokens omitted.
+
+    ``limit`` keeps only the first ``limit`` ids (the builders need the top K + 1 only). Float
+    arrays take a vectorised path (a partition, then a sort of the few survivors) with the same
+    result as the exact path.
+    """
+    if isinstance(q, np.ndarray) and q.dtype != object:
+        return _rank_float(q, exclude, limit)
     excl = set(int(t) for t in exclude)
     items = [(x, t) for t, x in enumerate(q.tolist()) if x > 0 and t not in excl]
     items.sort(key=lambda it: (-it[0], it[1]))
-    return [t for _, t in items]
+    out = [t for _, t in items]
+    return out if limit is None else out[:limit]
+
+
+def _rank_float(q: np.ndarray, exclude: Sequence[int], limit: int | None) -> list[int]:
+    """:func:`rank` for a float64 law # [vocab], in O(V) plus a sort of the kept entries."""
+    vals = np.asarray(q, dtype=np.float64)
+    if len(exclude):
+        vals = vals.copy()
+        vals[np.asarray([int(t) for t in exclude], dtype=np.int64)] = 0.0
+    ids = np.flatnonzero(vals > 0)  # [support]
+    if limit is not None and ids.size > limit:
+        sub = vals[ids]
+        kth = np.partition(sub, sub.size - limit)[sub.size - limit]  # limit-th largest value
+        # NOTE: every id tied with the threshold is kept here; the sort below breaks ties by id.
+        ids = ids[sub >= kth]
+    order = np.lexsort((ids, -vals[ids]))
+    out = ids[order].tolist()
+    return out if limit is None else out[:limit]
 
 
 def tv(p, q):

@@ -95,10 +95,19 @@ class ExpansionCache:
         self._rank: dict = {}
         self._tail: dict = {}
 
-    def ranked(self, prefix):
-        r = self._rank.get(prefix)
-        if r is None:
-            r = self._rank[prefix] = laws.rank(self.pair.q(prefix))
+    def ranked(self, prefix, limit: int | None = None):
+        """Ranked draft tokens after ``prefix`` (:func:`laws.rank`), at least the first ``limit``.
+
+        ``limit=None`` ranks the whole support; a limit only shortens the list, never changes
+        its entries, so callers that read the first ``limit`` ids see the same tokens.
+        """
+        hit = self._rank.get(prefix)
+        if hit is not None:
+            r, full = hit
+            if full or (limit is not None and len(r) >= limit):
+                return r
+        r = laws.rank(self.pair.q(prefix), limit=limit)
+        self._rank[prefix] = (r, limit is None or len(r) < limit)
         return r
 
     def tail(self, prefix, head: tuple):
@@ -139,7 +148,7 @@ def build_dynamic(pair, cfg: DynamicConfig, chooser: Chooser, cache: ExpansionCa
         node = tree.nodes[v]
         prefix = tree.path(v)
         q = pair.q(prefix)
-        ranked = cache.ranked(prefix)
+        ranked = cache.ranked(prefix, K + 1)  # slots read the top K ranks, "next" reads rank m+1
         head = tuple(ranked[:m])
         for t in head:
             tree.add(v, DET, node.score * q[t], token=t)
@@ -164,6 +173,14 @@ def build_dynamic(pair, cfg: DynamicConfig, chooser: Chooser, cache: ExpansionCa
     for _ in range(2, cfg.depth + 1):
         chosen = sorted(layer, key=lambda i: (order(tree.nodes[i].score), i))[:K]
         start = len(tree.nodes)
+        prefetch = getattr(pair, "prefetch", None)
+        if prefetch is not None:
+            # NOTE: a model-backed pair evaluates a whole layer in one batched pass. Resolving the
+            # chosen nodes before any expansion only reorders independent draws (each law is fixed
+            # by the node's prefix), so the tree's law is unchanged.
+            for v in chosen:
+                tree.resolve(v, chooser) if tree.nodes[v].token is None else None
+            prefetch([tree.path(v) for v in chosen])
         for v in chosen:
             tree.resolve(v, chooser) if tree.nodes[v].token is None else None
             expand(v)

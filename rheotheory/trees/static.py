@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from .. import laws
 from ..errors import TreeError
 from .tree import SAMPLED, Chooser, SampleGroup, Tree
@@ -83,7 +85,7 @@ def build_static(pair, shape: list[tuple[int, ...]], mode: str, chooser: Chooser
             tree.resolve(v, chooser)
         prefix = tree.path(v)
         q = pair.q(prefix)
-        support = sum(1 for w in q if w > 0)
+        support = int(np.count_nonzero(q > 0))  # vectorised: q may have 32k entries
         group = SampleGroup(base=q, mode=mode, key=(prefix, mode))
         for i in range(k if mode == "iid" else min(k, support)):
             node_of[t + (i,)] = tree.add(v, SAMPLED, one, group=group)
