@@ -1,0 +1,247 @@
+r"""Monte-Carlo evaluation of one speculative step: sample a branch where the enumerator sums.
+
+The exact enumerator (:mod:`rheotheory.exact`) runs a method's tree builder over *every*
+answer of its chooser and sums the verifier's transition laws. Here the very same builder
+runs with a :class:`~rheotheory.trees.RandomChooser` (one answer, drawn from a seeded
+``numpy.random.Generator``) and the walk *samples* the verifier's transition at each node:
+
+1. ``tree = method.builder(pair)(RandomChooser(rng))``;
+2. at node ``v`` (path ``u``) with kept children ``C``: resolve the children still undrawn
+   (a lazily drawn sampled leaf is drawn now, from the law the builder gave it), compute
+   ``tr = method.verify(p(u), candidates)``, then continue into child ``i`` with probability
+   ``tr.cont[i]`` or emit ``y`` with probability ``tr.emit[y]`` and stop;
+3. a node without kept children emits ``y ~ p(u)`` (the bonus token).
+
+The result is one draw of Z (accepted tokens, then one target token). Everything random comes
+from the one generator passed in, so a seed reproduces every step.
+
+Along the walk the sampler also records, at every visited node with candidates, the
+acceptance ``sum(tr.cont)`` and the *per-node optimum* of :mod:`rheotheory.verify.optimum`
+for the node's candidate set (:func:`node_optimum`).
+
+>>> from rheotheory import Method, random_pair
+>>> res = run_steps(random_pair(3, 2, seed=1, exact=False), Method("chain", depth=2), steps=200, seed=0)
+>>> res.steps, 1 <= res.tau <= 3
+(200, True)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .errors import RheoError
+from .methods import Method
+from .trees import RandomChooser
+from .verify.optimum import ot_value
+
+__all__ = [
+    "StepRecord",
+    "MCResult",
+    "sample_step",
+    "sample_outputs",
+    "run_steps",
+    "node_optimum",
+    "mean_ci",
+    "Z_95",
+    "CONTEXT_LENGTH",
+]
+
+#: Two-sided 95% normal quantile for confidence intervals of means.
+Z_95 = 1.959963984540054
+
+#: Length of the random context a step starts from when contexts are drawn (synthetic pairs).
+CONTEXT_LENGTH = 3
+
+#: Seed-sequence tags separating the stream of contexts from the stream of step randomness, so
+#: that every method evaluated with one seed sees the same contexts (common random numbers).
+_STEP_TAG, _CONTEXT_TAG = 0, 1
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One sampled step."""
+
+    z: tuple  # the step's output tokens (accepted drafts, then one target token)
+    node_accept: tuple  # acceptance sum(cont) at each visited node with candidates, root first
+    node_opt: tuple  # per-node optimum (or upper bound) at the same nodes; nan where unknown
+    nodes: int  # kept non-root nodes of the tree (the verification cost)
+
+
+@dataclass(frozen=True)
+class MCResult:
+    """Summary of many sampled steps (plain data; :meth:`to_dict` serialises it)."""
+
+    steps: int  # number of sampled steps
+    tau: float  # mean tokens per step E|Z|, bonus token included
+    tau_low: float  # 95% confidence interval of tau (normal approximation)
+    tau_high: float
+    node_accept: float  # mean acceptance over visited nodes with candidates
+    node_opt: float  # mean per-node optimum over the same nodes (nan where unknown); an upper
+    # bound on node_accept on average (not node by node: given the drawn sampled token the
+    # verifier may accept more often than the optimum, which averages over that token)
+    nodes: float  # mean kept tree nodes
+    seconds: float  # wall-clock time of the sampling
+    steps_per_second: float
+
+    def to_dict(self) -> dict:
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(self).items()}
+
+
+def mean_ci(values) -> tuple[float, float, float]:
+    """Mean and its 95% normal-approximation confidence interval."""
+    x = np.asarray(values, dtype=np.float64)
+    m = float(x.mean())
+    if x.size < 2:
+        return m, -math.inf, math.inf
+    half = Z_95 * float(x.std(ddof=1)) / math.sqrt(x.size)
+    return m, m - half, m + half
+
+
+def _as_float_pair(pair):
+    # NOTE: Monte Carlo runs in float64; an exact ToyPair is converted once.
+    return pair.to_float() if getattr(pair, "exact", False) else pair
+
+
+def node_optimum(p, cands) -> float:
+    r"""The per-node optimum acceptance for the node's candidate set, or an upper bound.
+
+    - deterministic children ``G`` and at most one sampled child drawn from ``L``: the
+      optimal-transport value ``p(G) + sum_{x not in G} min(p(x), L(x))``
+      (:func:`~rheotheory.verify.optimum.ot_value`); exact when the deterministic children do
+      not depend on the sampled token (RheoSampling's fillers do; they are taken as given);
+    - ``k`` i.i.d. children from one law ``L``: the upper bound
+      :math:`\sum_x \min(p(x), 1 - (1 - L(x))^k)` (each token can be accepted at most as often
+      as it is proposed); equal to the optimum for ``k = 1``;
+    - otherwise (draws without replacement, k >= 2): ``nan`` (the inclusion probabilities are
+      not computed at this scale).
+    """
+    sampled = [c for c in cands if c.law is not None]
+    det = sorted({c.token for c in cands if c.law is None})
+    if len(sampled) <= 1:
+        law = sampled[0].law if sampled else np.zeros(len(p))
+        return float(ot_value(p, det, law))
+    base = sampled[0].law
+    if not det and all(c.law is base for c in sampled):
+        incl = 1.0 - (1.0 - np.asarray(base, dtype=np.float64)) ** len(sampled)  # [vocab]
+        return float(np.minimum(np.asarray(p, dtype=np.float64), incl).sum())
+    return math.nan
+
+
+def _draw_index(weights, rng: np.random.Generator) -> int:
+    """Index drawn with probability proportional to ``weights`` (non-negative, non-zero sum)."""
+    c = np.cumsum(np.asarray(weights, dtype=np.float64))
+    i = int(np.searchsorted(c, rng.random() * c[-1], side="right"))
+    # NOTE: guard against u landing exactly on the total, or trailing zero weights.
+    w = np.asarray(weights, dtype=np.float64)
+    while i >= len(c) or w[i] <= 0:
+        i -= 1
+    return i
+
+
+def sample_step(pair, method: Method, rng: np.random.Generator, build=None, optimum: bool = False) -> StepRecord:
+    """Sample one step of ``method`` on ``pair`` (float laws) with generator ``rng``.
+
+    ``build`` is ``method.builder(pair)`` (pass it to reuse its per-pair cache); ``optimum``
+    also evaluates :func:`node_optimum` at the visited nodes.
+    """
+    build = build or method.builder(pair)
+    chooser = RandomChooser(rng)
+    tree = build(chooser)
+    verify = method.verify
+    idx, prefix = 0, ()
+    accepts, opts = [], []
+    while True:
+        kids = tree.kept_children(idx)
+        p = pair.p(prefix)
+        if not kids:
+            y = chooser.draw(p)
+            break
+        for k in kids:
+            tree.resolve(k, chooser)
+        cands = [tree.candidate(k) for k in kids]
+        tr = verify(p, cands)
+        acc = float(sum(tr.cont))
+        accepts.append(acc)
+        if optimum:
+            opts.append(node_optimum(p, cands))
+        emit_mass = 1.0 - acc
+        u = rng.random()
+        if u < acc:
+            i = _draw_index(tr.cont, rng)
+            idx = kids[i]
+            prefix = prefix + (tree.nodes[idx].token,)
+            continue
+        # NOTE: acceptance of exactly 1 leaves no emit mass; u < acc then always holds.
+        y = _draw_index(tr.emit, rng) if emit_mass > 0 else chooser.draw(p)
+        break
+    return StepRecord(prefix + (y,), tuple(accepts), tuple(opts), tree.num_kept())
+
+
+def _step_rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng([int(seed), _STEP_TAG])
+
+
+def _context_rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng([int(seed), _CONTEXT_TAG])
+
+
+def _check_run_args(steps, seed):
+    if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool) or steps < 1:
+        raise RheoError(f"steps must be a positive integer, got {steps!r}")
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise RheoError(f"seed must be a non-negative integer, got {seed!r}")
+
+
+def sample_outputs(pair, method: Method, samples: int, seed: int = 0) -> list[tuple]:
+    """``samples`` i.i.d. draws of Z from the pair's root prefix (reproducible from ``seed``)."""
+    _check_run_args(samples, seed)
+    pair = _as_float_pair(pair)
+    rng = _step_rng(seed)
+    build = method.builder(pair)
+    return [sample_step(pair, method, rng, build).z for _ in range(samples)]
+
+
+def run_steps(pair, method: Method, steps: int, seed: int = 0, contexts: bool = False,
+              optimum: bool = False, records: list | None = None) -> MCResult:
+    """Sample ``steps`` steps and summarise them (tau with its 95% interval, acceptances, speed).
+
+    ``contexts=True`` starts every step from a fresh random context (``pair.at(ctx)``, synthetic
+    pairs); the contexts depend on ``seed`` only, so every method run with one seed sees the
+    same contexts. Otherwise every step starts from the root prefix. Sampled
+    :class:`StepRecord` objects are appended to ``records`` when given.
+    """
+    _check_run_args(steps, seed)
+    pair = _as_float_pair(pair)
+    if contexts and not hasattr(pair, "at"):
+        raise RheoError("contexts need a pair with .at(context) (a synthetic pair)")
+    rng, crng = _step_rng(seed), _context_rng(seed)
+    build = None if contexts else method.builder(pair)
+    lengths, accepts, opts, nodes = [], [], [], []
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        if contexts:
+            ctx = tuple(int(x) for x in crng.integers(0, pair.vocab_size, size=CONTEXT_LENGTH))
+            step_pair = pair.at(ctx)
+            rec = sample_step(step_pair, method, rng, method.builder(step_pair), optimum)
+        else:
+            rec = sample_step(pair, method, rng, build, optimum)
+        lengths.append(len(rec.z))
+        accepts.extend(rec.node_accept)
+        nodes.append(rec.nodes)
+        if optimum:
+            opts.extend(rec.node_opt)
+        if records is not None:
+            records.append(rec)
+    secs = time.perf_counter() - t0
+    tau, lo, hi = mean_ci(lengths)
+    nan = math.nan
+    return MCResult(
+        steps=int(steps), tau=tau, tau_low=lo, tau_high=hi,
+        node_accept=float(np.mean(accepts)) if accepts else nan,
+        node_opt=float(np.mean(opts)) if opts else nan,
+        nodes=float(np.mean(nodes)), seconds=secs, steps_per_second=steps / secs if secs > 0 else math.inf,
+    )
