@@ -203,12 +203,12 @@ def lossless_test(pair, method: Method, samples: int = 2000, alpha: float = DEFA
     """
     _check(samples, alpha, min_expected)
     pair = pair.to_float() if getattr(pair, "exact", False) else pair
-    outs = sample_outputs(pair, method, samples, seed)
     L = method.depth + 1
     horizon = getattr(pair, "horizon", None)
-    if horizon is not None and horizon < L - 1:
-        raise RheoError(f"depth {method.depth} needs target laws up to prefix length {L - 1}; "
-                        f"the instance horizon is {horizon}")
+    if horizon is not None and horizon < method.depth:
+        raise RheoError(f"depth {method.depth} exceeds the instance horizon {horizon} "
+                        "(need prefixes up to length D)")
+    outs = sample_outputs(pair, method, samples, seed)
     seqs = extend_outputs(pair, outs, L, np.random.default_rng([int(seed), _COMPLETION_TAG]))
     tests = chi_square_by_length(pair, seqs, L, min_expected)
     pv = combined_p_value(tests)

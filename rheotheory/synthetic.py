@@ -51,11 +51,11 @@ DEFAULT_DRAFT_TOP_K = 128
 
 #: Named draft mismatch levels used by the sweeps: draft noise scale (see the module docstring).
 #: Their single-draft acceptance 1 - TV(p, q) at T = 1 is measured by
-#: :func:`single_draft_acceptance` (about 0.8 for "low" and 0.55 for "high" at V = 32k).
-MISMATCH_LEVELS = {"low": 0.7, "high": 1.6}
+#: :func:`single_draft_acceptance` (about 0.77 for "low" and 0.56 for "high" at V = 32k, T = 1).
+MISMATCH_LEVELS = {"low": 0.7, "high": 2.2}
 
-#: Tags mixed into the per-prefix seeds so target and draft noise are independent.
-_TARGET_TAG, _DRAFT_TAG, _GLOBAL_TAG = 0, 1, 2
+#: Tags mixed into the seeds so the per-prefix stream and the global permutation differ.
+_PREFIX_TAG, _GLOBAL_TAG = 0, 2
 
 
 @dataclass(frozen=True)
@@ -68,10 +68,10 @@ class SyntheticPair:
     temperature: float = 1.0  # T applied to the target (0 = exact greedy)
     temper_draft: bool = False  # also apply T to the draft (EAGLE does not)
     draft_top_k: int | None = DEFAULT_DRAFT_TOP_K  # sparse draft: top-k logits kept; None = off
-    zipf: float = 2.0  # alpha, slope of the base log-law
-    context_noise: float = 1.5  # sigma, context perturbation of the head logits
-    context_head: int = 2048  # H, tokens whose logits depend on the context
-    sharpness: float = 0.5  # gamma, spread of the per-context logit scale
+    zipf: float = 3.0  # alpha, slope of the base log-law
+    context_noise: float = 2.0  # sigma, context perturbation of the head logits
+    context_head: int = 512  # H, tokens whose logits depend on the context
+    sharpness: float = 0.4  # gamma, spread of the per-context logit scale
     context: tuple = ()  # prefix prepended to every query (see :meth:`at`)
     cache_size: int = 128  # prefixes whose laws are kept (LRU)
     exact: bool = field(default=False, init=False)  # always float64
@@ -110,8 +110,9 @@ class SyntheticPair:
             rank_of = np.empty(self.vocab_size, dtype=np.int64)
             rank_of[perm] = np.arange(self.vocab_size)
             base = -self.zipf * np.log1p(rank_of.astype(np.float64))  # [vocab]
-            head = perm[: min(self.context_head, self.vocab_size)]  # [H] token ids
-            g = self._state["global"] = (base, head)
+            head = perm[: min(self.context_head, self.vocab_size)]  # [H] token ids, by base rank
+            tail = perm[head.size:]  # [V - H] the other ids, by base rank
+            g = self._state["global"] = (base, head, tail)
             self._state["cache"] = OrderedDict()
         return g
 
@@ -131,33 +132,46 @@ class SyntheticPair:
         return replace(self, temperature=temperature)
 
     # -- logits --------------------------------------------------------------------------------
-    def _logits(self, full_prefix: tuple):
-        """Target and draft logits after ``full_prefix`` (context included). # [vocab] each"""
-        base, head = self._global()
-        ss = [int(self.seed), _TARGET_TAG, len(full_prefix), *full_prefix]
-        rng_t = np.random.default_rng(ss)
-        scale = math.exp(self.sharpness * rng_t.standard_normal())
-        lt = base.copy()
-        lt[head] += self.context_noise * rng_t.standard_normal(head.size)
-        lt *= scale
-        ld = lt.copy()
-        if self.mismatch > 0:
-            rng_d = np.random.default_rng([int(self.seed), _DRAFT_TAG, len(full_prefix), *full_prefix])
-            ld[head] += self.mismatch * scale * rng_d.standard_normal(head.size)
-        return lt, ld
+    def _head_logits(self, full_prefix: tuple):
+        """(s_u, target head logits, draft head logits) after ``full_prefix``. # [H] each
 
-    def _draft_law(self, ld: np.ndarray) -> np.ndarray:
+        Only the head depends on the context; the tail logits are ``s_u * base``.
+        """
+        base, head, _ = self._global()
+        # One generator per prefix; the target's draws come first, then the draft's, so the
+        # draft noise is independent of the target noise and the target does not depend on it.
+        rng = np.random.default_rng([int(self.seed), _PREFIX_TAG, len(full_prefix), *full_prefix])
+        scale = math.exp(self.sharpness * rng.standard_normal())
+        lt = scale * (base[head] + self.context_noise * rng.standard_normal(head.size))
+        ld = lt + self.mismatch * scale * rng.standard_normal(head.size)
+        return scale, lt, ld
+
+    def _full(self, scale: float, head_logits: np.ndarray) -> np.ndarray:
+        base, head, _ = self._global()
+        out = scale * base  # [vocab]
+        out[head] = head_logits
+        return out
+
+    def _draft_law(self, scale: float, ld_head: np.ndarray) -> np.ndarray:
+        """The (sparse) draft law from the draft head logits. # [vocab]"""
         k = self.draft_top_k
         t = self.temperature if self.temper_draft else 1.0
-        if k is None or k >= ld.size:
-            return _softmax(ld, t)
-        keep = np.flatnonzero(_top_k_mask(ld, k))  # [k] ids, the rest get probability 0
-        q = np.zeros(ld.size)
-        q[keep] = _softmax(ld[keep], t)
+        if k is None or k >= self.vocab_size:
+            return _softmax(self._full(scale, ld_head), t)
+        base, head, tail = self._global()
+        # NOTE: tail logits decrease strictly with the base rank, so the top k of the whole vector
+        # lie among the head and the k best tail tokens: the truncation is exact, in O(H + k).
+        ids = np.concatenate([head, tail[:k]])  # [H + k] candidate token ids
+        lg = np.concatenate([ld_head, scale * base[tail[:k]]])  # [H + k] their logits
+        order = np.argsort(ids, kind="stable")  # ties by smaller id need id order
+        ids, lg = ids[order], lg[order]
+        keep = _top_k_mask(lg, k)
+        q = np.zeros(self.vocab_size)
+        q[ids[keep]] = _softmax(lg[keep], t)
         return q
 
-    def laws_at(self, prefix: tuple):
-        """(p, q) after ``prefix`` (relative to :attr:`context`), cached. # [vocab] each"""
+    def _entry(self, prefix) -> list:
+        """Cache entry [scale, target head logits, draft head logits, p or None, q or None]."""
         self._global()
         cache = self._state["cache"]
         key = tuple(prefix)
@@ -166,25 +180,34 @@ class SyntheticPair:
             cache.move_to_end(key)
             return hit
         for t in key:
-            if not 0 <= t < self.vocab_size:
-                raise InstanceError(f"token {t} outside the vocabulary 0..{self.vocab_size - 1}")
-        lt, ld = self._logits(self.context + key)
-        p = _softmax(lt, float(self.temperature))
-        q = self._draft_law(ld)
-        p.flags.writeable = False
-        q.flags.writeable = False
-        cache[key] = (p, q)
+            if not isinstance(t, (int, np.integer)) or not 0 <= t < self.vocab_size:
+                raise InstanceError(f"token {t!r} outside the vocabulary 0..{self.vocab_size - 1}")
+        entry = cache[key] = [*self._head_logits(self.context + key), None, None]
         if len(cache) > self.cache_size:
             cache.popitem(last=False)
-        return p, q
+        return entry
 
     def p(self, prefix) -> np.ndarray:
-        """Target law after ``prefix``. # [vocab]"""
-        return self.laws_at(prefix)[0]
+        """Target law after ``prefix`` (computed on first use, then cached). # [vocab]"""
+        e = self._entry(prefix)
+        if e[3] is None:
+            p = _softmax(self._full(e[0], e[1]), float(self.temperature))
+            p.flags.writeable = False
+            e[3] = p
+        return e[3]
 
     def q(self, prefix) -> np.ndarray:
-        """Draft law after ``prefix`` (top-k truncated when sparse). # [vocab]"""
-        return self.laws_at(prefix)[1]
+        """Draft law after ``prefix`` (top-k truncated when sparse; cached). # [vocab]"""
+        e = self._entry(prefix)
+        if e[4] is None:
+            q = self._draft_law(e[0], e[2])
+            q.flags.writeable = False
+            e[4] = q
+        return e[4]
+
+    def laws_at(self, prefix):
+        """(p, q) after ``prefix`` (relative to :attr:`context`). # [vocab] each"""
+        return self.p(prefix), self.q(prefix)
 
     def describe(self) -> str:
         sparse = f"top-{self.draft_top_k}" if self.draft_top_k is not None else "off"

@@ -1,0 +1,373 @@
+"""Acceptance-versus-temperature sweeps on synthetic LM pairs, methods at equal node budgets.
+
+A sweep evaluates every method of a list at every (draft mismatch, temperature, tree size)
+with the Monte-Carlo sampler (:mod:`rheotheory.montecarlo`), each step from a fresh random
+context of a :class:`~rheotheory.synthetic.SyntheticPair`. All methods of one sweep use the
+same seed, hence the same contexts (common random numbers), so their differences are measured
+on paired steps.
+
+Method specs (strings, :func:`make_method`), at tree size (K, D, N):
+
+- ``eagle``: EAGLE-2/3 dynamic tree, K deterministic slots, one-hot verification;
+- ``rheo:m=M:proxy=P:verifier=V``: RheoSampling; ``M`` in ``1``, ``K/2``, ``K-1`` or an
+  integer (default ``K-1``), ``P`` a proxy (default ``next``), ``V`` ``ot`` (default) or
+  ``sequential``;
+- ``rheo`` (no options): the recommended default, :func:`rheo_default`: ``m = 1``, proxy
+  ``next``, ``ot`` verification at T > 0, and the all-deterministic (EAGLE) tree at T = 0, where
+  a greedy target can only accept its arg-max and a sampled slot wastes a deterministic one;
+- ``static-iid`` / ``static-wor``: a static sampled tree with N nodes and depth <= D
+  (:func:`static_shape`), i.i.d. children + RRS, or without replacement + RRS-wor;
+- ``chain``: standard speculative sampling, a chain of D sampled tokens.
+
+Every row reports tau with a 95% interval, the mean per-node acceptance, the mean per-node
+optimal-transport value of the visited nodes' candidate sets (the per-node upper bound of
+:func:`rheotheory.montecarlo.node_optimum`), kept nodes and steps/s, and, for every method
+other than ``eagle``, the paired difference of tau against ``eagle`` with its 95% interval.
+"""
+
+from __future__ import annotations
+
+import csv
+import heapq
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import RheoError
+from .methods import Method
+from .montecarlo import Z_95, run_steps
+from .synthetic import DEFAULT_DRAFT_TOP_K, MISMATCH_LEVELS, SyntheticPair, single_draft_acceptance
+from .trees.dynamic import PROXIES
+
+__all__ = ["SweepConfig", "make_method", "rheo_default", "static_shape", "run_sweep", "write_csv", "plot_sweep",
+           "format_table", "DEFAULT_METHODS", "CSV_FIELDS"]
+
+#: Methods of the default sweep.
+DEFAULT_METHODS = ("eagle", "rheo", "rheo:m=K-1", "static-iid", "static-wor", "chain")
+
+#: Static shapes are chosen greedily (Sequoia-like) assuming the i-th sampled child of a node is
+#: accepted with STATIC_ACCEPT * STATIC_DECAY**i; only the ordering of these weights matters.
+STATIC_ACCEPT, STATIC_DECAY = 0.75, 0.5
+
+CSV_FIELDS = ("vocab_size", "draft_top_k", "mismatch", "mismatch_value", "single_accept", "temperature",
+              "top_k", "depth", "budget", "method", "description", "steps", "tau", "tau_low", "tau_high",
+              "gain_vs_eagle", "gain_low", "gain_high", "node_accept", "node_opt", "nodes", "steps_per_second",
+              "seed")
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """What to sweep (plain data)."""
+
+    vocab_size: int = 1000  # V of the synthetic pair
+    draft_top_k: int | None = DEFAULT_DRAFT_TOP_K  # sparse draft (None: off)
+    mismatch: tuple = ("low", "high")  # names of MISMATCH_LEVELS or numbers
+    temperatures: tuple = (0.0, 0.5, 1.0, 1.5)
+    trees: tuple = ((6, 5, 32),)  # (K, D, N) tree sizes
+    methods: tuple = DEFAULT_METHODS  # method specs, see the module docstring
+    steps: int = 200  # sampled steps per row
+    seed: int = 0  # language and sampling seed (the same for every row: paired steps)
+    workers: int = 2  # processes (1: run in this process)
+    temper_draft: bool = False  # also temper the draft (EAGLE does not)
+
+    def __post_init__(self):
+        if not isinstance(self.steps, int) or self.steps < 2:
+            raise RheoError(f"steps must be an integer >= 2, got {self.steps!r}")
+        if not isinstance(self.workers, int) or self.workers < 1:
+            raise RheoError(f"workers must be a positive integer, got {self.workers!r}")
+        if not self.temperatures or any(not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0
+                                        for t in self.temperatures):
+            raise RheoError(f"temperatures must be finite numbers >= 0, got {self.temperatures!r}")
+        for level in self.mismatch:
+            _mismatch_value(level)
+        if not self.trees:
+            raise RheoError("no tree sizes given")
+        for tree in self.trees:
+            if len(tree) != 3 or any(not isinstance(x, int) or x < 1 for x in tree):
+                raise RheoError(f"tree size must be three positive integers K,D,N, got {tree!r}")
+            for spec in self.methods:
+                make_method(spec, *tree)  # validates the spec at this size
+        if not self.methods:
+            raise RheoError("no methods given")
+        SyntheticPair(self.vocab_size, seed=self.seed, draft_top_k=self.draft_top_k)  # validates V, k
+
+    def tasks(self) -> list[dict]:
+        return [dict(mismatch=level, temperature=float(t), tree=tuple(tree), method=spec)
+                for level in self.mismatch for t in self.temperatures for tree in self.trees
+                for spec in self.methods]
+
+
+def _mismatch_value(level) -> float:
+    if isinstance(level, str):
+        if level in MISMATCH_LEVELS:
+            return MISMATCH_LEVELS[level]
+        try:
+            level = float(level)
+        except ValueError:
+            raise RheoError(f"unknown mismatch {level!r}; use {', '.join(MISMATCH_LEVELS)} or a number") from None
+    if not isinstance(level, (int, float)) or not math.isfinite(level) or level < 0:
+        raise RheoError(f"mismatch must be a number >= 0, got {level!r}")
+    return float(level)
+
+
+def static_shape(budget: int, depth: int) -> list[list[int]]:
+    """A static shape of ``budget`` nodes and depth <= ``depth``, grown greedily by path weight.
+
+    The i-th child of a node weighs STATIC_ACCEPT * STATIC_DECAY**i; a node's path weight is the
+    product along its path. The ``budget`` heaviest nodes form a connected tree (a child never
+    outweighs its parent or its elder sibling), as Sequoia's construction does.
+    """
+    if budget < 1 or depth < 1:
+        raise RheoError("static shape needs budget >= 1 and depth >= 1")
+    heap = [(-STATIC_ACCEPT, (0,))]
+    out = []
+    while heap and len(out) < budget:
+        negw, path = heapq.heappop(heap)
+        out.append(list(path))
+        w = -negw
+        heapq.heappush(heap, (-(w * STATIC_DECAY), path[:-1] + (path[-1] + 1,)))  # next sibling
+        if len(path) < depth:
+            heapq.heappush(heap, (-(w * STATIC_ACCEPT), path + (0,)))  # first child
+    return out
+
+
+#: Head size of the recommended RheoSampling default (the paper reports m = 1 best; the sweeps
+#: in simulations/results agree at T > 0).
+DEFAULT_HEAD = 1
+
+
+def rheo_default(top_k: int, depth: int, budget: int, temperature: float) -> Method:
+    """The recommended RheoSampling method at a target temperature.
+
+    At T = 0 the target is a point mass on its arg-max: a sampled slot can only be accepted when
+    it hits that token, which a deterministic slot covers more often, so the default uses the
+    all-deterministic (EAGLE) tree there. At T > 0: head m = 1, proxy ``next``, OT verification.
+    """
+    if temperature == 0:
+        return Method("eagle", top_k=top_k, depth=depth, budget=budget)
+    return Method("rheo", top_k=top_k, depth=depth, budget=budget, head=min(DEFAULT_HEAD, top_k - 1),
+                  proxy="next", verifier="ot")
+
+
+def make_method(spec: str, top_k: int, depth: int, budget: int, temperature: float = 1.0) -> Method:
+    """The :class:`Method` of a spec string (module docstring) at tree size (K, D, N).
+
+    ``temperature`` only matters for the plain ``rheo`` default (:func:`rheo_default`).
+    """
+    if not isinstance(spec, str) or not spec:
+        raise RheoError(f"method spec must be a non-empty string, got {spec!r}")
+    name, *opts = spec.split(":")
+    if name == "rheo" and not opts:
+        return rheo_default(top_k, depth, budget, temperature)
+    if name == "eagle" and not opts:
+        return Method("eagle", top_k=top_k, depth=depth, budget=budget)
+    if name == "chain" and not opts:
+        return Method("chain", depth=depth)
+    if name in ("static-iid", "static-wor") and not opts:
+        iid = name == "static-iid"
+        return Method("static", shape=static_shape(budget, depth), verifier="rrs" if iid else "rrs-wor",
+                      sampling="iid" if iid else "wor")
+    if name != "rheo":
+        raise RheoError(f"unknown method spec {spec!r}; use eagle, rheo[:m=M][:proxy=P][:verifier=V], "
+                        "static-iid, static-wor or chain")
+    kw = {"m": "K-1", "proxy": "next", "verifier": "ot"}
+    for opt in opts:
+        key, eq, val = opt.partition("=")
+        if not eq or key not in kw:
+            raise RheoError(f"bad option {opt!r} in {spec!r}; use m=, proxy= or verifier=")
+        kw[key] = val
+    m = {"1": 1, "K/2": top_k // 2, "K-1": top_k - 1}.get(kw["m"])
+    if m is None:
+        try:
+            m = int(kw["m"])
+        except ValueError:
+            raise RheoError(f"head m must be 1, K/2, K-1 or an integer, got {kw['m']!r}") from None
+    if kw["proxy"] not in PROXIES:
+        raise RheoError(f"unknown proxy {kw['proxy']!r}; choose from {', '.join(PROXIES)}")
+    return Method("rheo", top_k=top_k, depth=depth, budget=budget, head=m, proxy=kw["proxy"],
+                  verifier=kw["verifier"])
+
+
+def _run_task(args) -> dict:
+    """One sweep row (top-level so that worker processes can run it)."""
+    cfg, task = args
+    K, D, N = task["tree"]
+    mv = _mismatch_value(task["mismatch"])
+    pair = SyntheticPair(cfg.vocab_size, seed=cfg.seed, mismatch=mv, temperature=task["temperature"],
+                         temper_draft=cfg.temper_draft, draft_top_k=cfg.draft_top_k)
+    method = make_method(task["method"], K, D, N, task["temperature"])
+    records: list = []
+    res = run_steps(pair, method, cfg.steps, seed=cfg.seed, contexts=True, optimum=True, records=records)
+    row = {
+        "vocab_size": cfg.vocab_size, "draft_top_k": cfg.draft_top_k if cfg.draft_top_k is not None else "",
+        "mismatch": str(task["mismatch"]), "mismatch_value": mv,
+        "single_accept": single_draft_acceptance(pair, contexts=50, seed=cfg.seed),
+        "temperature": task["temperature"], "top_k": K, "depth": D, "budget": N,
+        "method": task["method"], "description": method.describe(), "steps": res.steps, "tau": res.tau,
+        "tau_low": res.tau_low, "tau_high": res.tau_high, "node_accept": res.node_accept,
+        "node_opt": res.node_opt, "nodes": res.nodes, "steps_per_second": res.steps_per_second, "seed": cfg.seed,
+    }
+    row["_lengths"] = [len(r.z) for r in records]
+    return row
+
+
+def _add_gains(rows: list[dict]) -> None:
+    """Paired difference of tau against eagle on the same contexts (same seed, same config)."""
+    key = lambda r: (r["mismatch"], r["temperature"], r["top_k"], r["depth"], r["budget"])  # noqa: E731
+    eagle = {key(r): r["_lengths"] for r in rows if r["method"] == "eagle"}
+    for r in rows:
+        base = eagle.get(key(r))
+        if base is None or r["method"] == "eagle" or len(base) != len(r["_lengths"]):
+            r["gain_vs_eagle"] = r["gain_low"] = r["gain_high"] = ""
+            continue
+        d = np.asarray(r["_lengths"], dtype=float) - np.asarray(base, dtype=float)
+        m = float(d.mean())
+        half = Z_95 * float(d.std(ddof=1)) / math.sqrt(d.size)
+        r["gain_vs_eagle"], r["gain_low"], r["gain_high"] = m, m - half, m + half
+
+
+def run_sweep(cfg: SweepConfig, progress: bool = True) -> list[dict]:
+    """Run every task of ``cfg`` (in a process pool when ``cfg.workers > 1``); rows in task order."""
+    tasks = cfg.tasks()
+    jobs = [(cfg, t) for t in tasks]
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(jobs), desc="sweep", unit="row")
+    rows: list = [None] * len(jobs)
+    if cfg.workers == 1:
+        for i, job in enumerate(jobs):
+            rows[i] = _run_task(job)
+            bar.update(1) if bar else None
+    else:
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(max_workers=cfg.workers) as ex:
+            futs = {ex.submit(_run_task, job): i for i, job in enumerate(jobs)}
+            for fut in as_completed(futs):
+                rows[futs[fut]] = fut.result()
+                bar.update(1) if bar else None
+    if bar:
+        bar.close()
+    _add_gains(rows)
+    for r in rows:
+        r.pop("_lengths", None)
+    return rows
+
+
+def write_csv(rows: list[dict], path) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items() if k in CSV_FIELDS})
+
+
+def read_csv(path) -> list[dict]:
+    """Rows of a sweep CSV with numbers parsed back."""
+    out = []
+    with Path(path).open() as f:
+        for r in csv.DictReader(f):
+            row = {}
+            for k, v in r.items():
+                try:
+                    row[k] = float(v) if k not in ("method", "description", "mismatch") and v != "" else v
+                except ValueError:
+                    row[k] = v
+            out.append(row)
+    return out
+
+
+def plot_sweep(rows: list[dict], path, title: str = "") -> None:
+    """Tau against temperature per method (95% bands), one panel per (mismatch, tree size)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = sorted({(r["mismatch"], int(r["top_k"]), int(r["depth"]), int(r["budget"])) for r in rows},
+                    key=lambda p: (str(p[0]), p[1:]))
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    ncol = min(len(panels), 3)
+    nrow = math.ceil(len(panels) / ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(5.2 * ncol, 3.9 * nrow), squeeze=False)
+    for ax, (mm, K, D, N) in zip(axes.flat, panels):
+        for meth in methods:
+            sel = sorted((r for r in rows if r["method"] == meth and r["mismatch"] == mm and int(r["top_k"]) == K
+                          and int(r["depth"]) == D and int(r["budget"]) == N), key=lambda r: float(r["temperature"]))
+            if not sel:
+                continue
+            T = [float(r["temperature"]) for r in sel]
+            style = "-" if meth.startswith("rheo") else "--"
+            lw = 2.2 if meth in ("rheo", "eagle") else 1.2
+            line, = ax.plot(T, [float(r["tau"]) for r in sel], style, marker="o", ms=3, lw=lw, label=meth)
+            ax.fill_between(T, [float(r["tau_low"]) for r in sel], [float(r["tau_high"]) for r in sel],
+                            color=line.get_color(), alpha=0.15)
+        acc = [float(r["single_accept"]) for r in rows if r["mismatch"] == mm and float(r["temperature"]) == 1.0]
+        sub = f", 1-TV@T=1 {acc[0]:.2f}" if acc else ""
+        ax.set_title(f"mismatch {mm}{sub}; K={K} D={D} N={N}", fontsize=9)
+        ax.set_xlabel("temperature T")
+        ax.set_ylabel("tokens per step (tau)")
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7, loc="best")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def format_table(rows: list[dict]) -> str:
+    """A fixed-width text table of the main columns."""
+    head = ("mismatch", "T", "K", "D", "N", "method", "tau", "95% CI", "vs eagle", "node acc", "node opt", "steps/s")
+    lines = []
+    for r in rows:
+        g = r.get("gain_vs_eagle", "")
+        gain = "" if g == "" else f"{float(g):+.3f} [{float(r['gain_low']):+.3f},{float(r['gain_high']):+.3f}]"
+        opt = float(r["node_opt"])
+        lines.append((str(r["mismatch"]), f"{float(r['temperature']):g}", str(int(r["top_k"])), str(int(r["depth"])),
+                      str(int(r["budget"])), r["method"], f"{float(r['tau']):.3f}",
+                      f"[{float(r['tau_low']):.3f},{float(r['tau_high']):.3f}]", gain,
+                      f"{float(r['node_accept']):.3f}", "n/a" if math.isnan(opt) else f"{opt:.3f}",
+                      f"{float(r['steps_per_second']):.1f}"))
+    widths = [max(len(h), *(len(l[i]) for l in lines)) if lines else len(h) for i, h in enumerate(head)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join([fmt.format(*head), fmt.format(*("-" * w for w in widths))] + [fmt.format(*l) for l in lines])
+
+
+@dataclass(frozen=True)
+class SweepOutputs:
+    rows: list = field(default_factory=list)
+    csv_path: str = ""
+    png_path: str = ""
+    seconds: float = 0.0
+
+
+def sweep_to_files(cfg: SweepConfig, out_dir, stem: str = "sweep", progress: bool = True,
+                   plot: bool = True) -> SweepOutputs:
+    """Run the sweep and write ``stem.csv`` (and ``stem.png``) under ``out_dir``."""
+    t0 = time.perf_counter()
+    rows = run_sweep(cfg, progress=progress)
+    out = Path(out_dir)
+    csv_path = out / f"{stem}.csv"
+    write_csv(rows, csv_path)
+    png_path = ""
+    if plot:
+        sparse = f"sparse top-{cfg.draft_top_k}" if cfg.draft_top_k else "dense draft"
+        png_path = str(out / f"{stem}.png")
+        plot_sweep(rows, png_path, title=f"synthetic V={cfg.vocab_size}, {sparse}, {cfg.steps} steps/point, "
+                   f"seed {cfg.seed}")
+    return SweepOutputs(rows, str(csv_path), png_path, time.perf_counter() - t0)
+
+
+def config_dict(cfg: SweepConfig) -> dict:
+    return asdict(cfg)
