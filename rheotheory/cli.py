@@ -24,6 +24,7 @@ EXIT_BAD_INPUT = 2
 #: whose ``func`` default takes the parsed arguments and returns an exit code.
 COMMAND_MODULES: tuple[str, ...] = (
     "rheotheory.commands_proof",
+    "rheotheory.commands_decode",
     "rheotheory.commands_mc",
 )
 

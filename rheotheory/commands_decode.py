@@ -1,0 +1,173 @@
+"""``rheo decode`` and ``rheo bench``: speculative decoding with the built-in model pair.
+
+Both need PyTorch (the ``torch`` extra); without it they exit with one line saying so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from .cli import add_method_arguments, method_from_args
+from .errors import RheoError
+
+__all__ = ["register"]
+
+#: Tree defaults of `decode` and `bench` (larger than the exact tools' toy defaults).
+DECODE_TOP_K = 4
+DECODE_DEPTH = 5
+DECODE_BUDGET = 16
+
+
+def _nonneg_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not v >= 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0")
+    return v
+
+
+def _pos_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+    return v
+
+
+def _temperatures(text: str) -> list[float]:
+    return [_nonneg_float(t) for t in text.split(",") if t.strip()]
+
+
+def _common(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--target-top-k", type=_pos_int, default=None, metavar="K",
+                    help="truncate the target to its K most probable tokens (T > 0)")
+    ap.add_argument("--target-top-p", type=float, default=None, metavar="P",
+                    help="truncate the target to its top-p nucleus (T > 0)")
+    ap.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    ap.add_argument("--seed", type=int, default=0, help="torch generator seed (default 0)")
+    ap.add_argument("--threads", type=_pos_int, default=1, help="CPU threads for torch (default 1)")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.set_defaults(top_k=DECODE_TOP_K, depth=DECODE_DEPTH, budget=DECODE_BUDGET)
+
+
+def register(sub) -> None:
+    d = sub.add_parser("decode", help="generate text with speculative decoding (built-in model pair)",
+                       description="Speculative decoding with the built-in character-level pair (target ~1M "
+                       "parameters, draft ~0.1M, trained on Python source). Prints the continuation and "
+                       "per-step statistics.")
+    d.add_argument("--prompt", default="def fib(", help="ASCII prompt (default 'def fib(')")
+    add_method_arguments(d)
+    # NOTE: `decode` also offers the plain-sampling baseline next to the tree methods.
+    method_action = d._option_string_actions["--method"]
+    method_action.choices = tuple(method_action.choices) + ("autoregressive",)
+    d.add_argument("--temperature", type=_nonneg_float, default=1.0, help="target temperature T (0 = greedy)")
+    d.add_argument("--max-new-tokens", type=_pos_int, default=120, help="tokens to generate (default 120)")
+    _common(d)
+    d.set_defaults(func=_cmd_decode)
+
+    b = sub.add_parser("bench", help="tokens/step, tokens/s and speed-up of each method (built-in pair)",
+                       description="Decode fixed prompts with autoregressive sampling and each tree method "
+                       "at the same node budget; print tokens per step, tokens per second and the speed-up "
+                       "over autoregressive sampling for each temperature.")
+    b.add_argument("--temperatures", type=_temperatures, default=[0.0, 0.5, 1.0], metavar="T,T,...",
+                   help="comma-separated temperatures (default 0,0.5,1)")
+    b.add_argument("--methods", default="autoregressive,chain,static,eagle,rheo",
+                   help="comma-separated subset of autoregressive,chain,static,eagle,rheo")
+    b.add_argument("--top-k", type=_pos_int, default=DECODE_TOP_K, metavar="K", help="eagle/rheo K")
+    b.add_argument("--depth", type=_pos_int, default=DECODE_DEPTH, metavar="D", help="tree depth (all methods)")
+    b.add_argument("--budget", type=_pos_int, default=DECODE_BUDGET, metavar="N",
+                   help="tree nodes (eagle, rheo, static)")
+    b.add_argument("--max-new-tokens", type=_pos_int, default=100, help="tokens per prompt (default 100)")
+    b.add_argument("--repeats", type=_pos_int, default=1, help="passes over the prompts (default 1)")
+    _common(b)
+    b.set_defaults(func=_cmd_bench)
+
+
+def _torch():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise RheoError("this command needs PyTorch: pip install 'rheotheory[torch]'") from None
+    return torch
+
+
+def _check_target_trunc(args) -> None:
+    if args.target_top_p is not None and not 0 < args.target_top_p <= 1:
+        raise RheoError(f"--target-top-p must be in (0, 1], got {args.target_top_p}")
+
+
+def _cmd_decode(args) -> int:
+    torch = _torch()
+    from collections import Counter
+
+    from .decode.builtin import load_builtin_pair
+    from .decode.engine import AUTOREGRESSIVE, DecodeConfig, decode
+
+    _check_target_trunc(args)
+    torch.set_num_threads(args.threads)
+    method = AUTOREGRESSIVE if args.method == "autoregressive" else method_from_args(args)
+    cfg = DecodeConfig(temperature=args.temperature, top_k=args.target_top_k, top_p=args.target_top_p,
+                       max_new_tokens=args.max_new_tokens)
+    pair = load_builtin_pair(args.device)
+    prompt = pair.encode(args.prompt)
+    res = decode(pair.target, pair.draft, prompt, method, cfg, torch.Generator().manual_seed(args.seed))
+    text = pair.decode(res.tokens)
+    hist = Counter(s.accepted + 1 for s in res.steps)
+    desc = method if isinstance(method, str) else method.describe()
+    if args.json:
+        print(json.dumps({"prompt": args.prompt, "continuation": text, "method": desc,
+                          "temperature": args.temperature, "steps": len(res.steps),
+                          "tokens_per_step": res.tokens_per_step, "tokens_per_second": res.tokens_per_second,
+                          "tokens_per_step_histogram": {str(k): hist[k] for k in sorted(hist)},
+                          "mean_tree_nodes": sum(s.tree_nodes for s in res.steps) / len(res.steps),
+                          "device": args.device, "seed": args.seed}))
+        return 0
+    print(args.prompt + text)
+    print("-" * 60)
+    print(f"method          : {desc}")
+    print(f"temperature     : {args.temperature:g}" + ("  (greedy)" if args.temperature == 0 else ""))
+    print(f"tokens          : {len(res.tokens)} in {len(res.steps)} steps")
+    print(f"tokens per step : {res.tokens_per_step:.3f}")
+    print("|Z| histogram   : " + ", ".join(f"{k}: {hist[k]}" for k in sorted(hist)))
+    print(f"tree nodes/step : {sum(s.tree_nodes for s in res.steps) / len(res.steps):.1f}")
+    print(f"draft passes    : {sum(s.draft_passes for s in res.steps) / len(res.steps):.1f} per step")
+    print(f"speed           : {res.tokens_per_second:.1f} tokens/s on {args.device} ({res.seconds:.2f} s)")
+    return 0
+
+
+def _cmd_bench(args) -> int:
+    torch = _torch()
+    from .decode.bench import bench_methods, format_table, run_bench, table_json
+    from .decode.builtin import load_builtin_pair
+
+    _check_target_trunc(args)
+    torch.set_num_threads(args.threads)
+    wanted = [m.strip() for m in args.methods.split(",") if m.strip()]
+    all_methods = {m if isinstance(m, str) else m.method: m
+                   for m in bench_methods(args.top_k, args.depth, args.budget)}
+    unknown = [m for m in wanted if m not in all_methods]
+    if unknown:
+        raise RheoError(f"unknown method {unknown[0]!r}; choose from {', '.join(all_methods)}")
+    if "autoregressive" not in wanted:
+        wanted.insert(0, "autoregressive")  # the speed-up baseline
+    wanted.sort(key=lambda m: m != "autoregressive")
+    pair = load_builtin_pair(args.device)
+    log = None if args.json else print
+    if log:
+        print(f"built-in pair on {args.device}: target {pair.target.num_params()} params, draft "
+              f"{pair.draft.num_params()} params; K={args.top_k} D={args.depth} N={args.budget}, "
+              f"{args.max_new_tokens} tokens x 6 prompts x {args.repeats}")
+        print(format_table([], header=True))
+    rows = run_bench(pair, [all_methods[m] for m in wanted], args.temperatures, args.max_new_tokens,
+                     args.repeats, args.seed, top_k=args.target_top_k, top_p=args.target_top_p, log=log)
+    if args.json:
+        print(json.dumps({"device": args.device, "rows": table_json(rows)}))
+    else:
+        print()
+        print(format_table(rows))
+    return 0

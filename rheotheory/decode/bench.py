@@ -1,0 +1,129 @@
+"""Tokens per step and wall-clock speed-up of each method against autoregressive sampling."""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import torch
+
+from ..methods import Method
+from .engine import AUTOREGRESSIVE, DecodeConfig, decode
+
+__all__ = ["BenchRow", "BENCH_PROMPTS", "default_static_shape", "bench_methods", "run_bench", "format_table",
+           "table_json"]
+
+#: Fixed prompts of the benchmark (Python source openings, like the training text).
+BENCH_PROMPTS = (
+    "def fib(",
+    "import os\n",
+    "class Parser:\n    def __init__(self",
+    "    for i in range(",
+    "        if not isinstance(",
+    "\"\"\"Return the ",
+)
+
+#: Assumed acceptance of a node's first child, and the factor applied per later sibling, used
+#: only to lay out the default static shape (Sequoia-like: deep first-child chains, few
+#: siblings further down).
+SHAPE_FIRST_CHILD = 0.7
+SHAPE_SIBLING_DECAY = 0.4
+
+
+def default_static_shape(budget: int, depth: int) -> list[list[int]]:
+    """A static shape of ``budget`` nodes and depth <= ``depth``, greedily by assumed path value."""
+    heap = [(-SHAPE_FIRST_CHILD, (0,))]
+    shape = []
+    while heap and len(shape) < budget:
+        negv, path = heapq.heappop(heap)
+        shape.append(list(path))
+        v = -negv
+        heapq.heappush(heap, (-v * SHAPE_SIBLING_DECAY, path[:-1] + (path[-1] + 1,)))  # next sibling
+        if len(path) < depth:
+            heapq.heappush(heap, (-v * SHAPE_FIRST_CHILD, path + (0,)))  # first child
+    return shape
+
+
+def bench_methods(top_k: int, depth: int, budget: int) -> list:
+    """The methods compared, at one node budget (the chain has ``depth`` nodes)."""
+    return [
+        AUTOREGRESSIVE,
+        Method("chain", depth=depth),
+        Method("static", shape=default_static_shape(budget, depth)),
+        Method("eagle", top_k=top_k, depth=depth, budget=budget),
+        Method("rheo", top_k=top_k, depth=depth, budget=budget),
+    ]
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    method: str  # method name (autoregressive, chain, static, eagle, rheo)
+    description: str  # full method description
+    temperature: float
+    tokens: int  # tokens generated over all prompts and repeats
+    steps: int  # decoding steps
+    seconds: float  # wall-clock seconds of the decoding loops
+    nodes_per_step: float  # mean tree nodes sent to the target per step
+    speedup: float  # tokens/s divided by autoregressive tokens/s at the same temperature
+
+    @property
+    def tokens_per_step(self) -> float:
+        return self.tokens / self.steps
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.seconds
+
+
+def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, seed: int,
+              prompts=BENCH_PROMPTS, top_k=None, top_p=None, log=None) -> list[BenchRow]:
+    """Decode every prompt ``repeats`` times with each method and temperature.
+
+    Tokens per step counts every step whole (the last step of a run may overshoot
+    ``max_new_tokens``; its extra tokens are counted in tokens/step, not in tokens/s).
+    """
+    rows = []
+    for T in temperatures:
+        cfg = DecodeConfig(temperature=T, top_k=top_k, top_p=top_p, max_new_tokens=max_new_tokens)
+        base = None
+        for m in methods:
+            name = m if isinstance(m, str) else m.method
+            gen = torch.Generator().manual_seed(seed)
+            emitted = steps = tokens = 0
+            secs = nodes = 0.0
+            # NOTE: one untimed warm-up run so allocator and kernel start-up are not billed.
+            decode(pair.target, pair.draft, pair.encode(prompts[0]), m, cfg, gen)
+            for _ in range(repeats):
+                for text in prompts:
+                    r = decode(pair.target, pair.draft, pair.encode(text), m, cfg, gen)
+                    emitted += sum(s.accepted + 1 for s in r.steps)
+                    steps += len(r.steps)
+                    tokens += len(r.tokens)
+                    secs += r.seconds
+                    nodes += sum(s.tree_nodes for s in r.steps)
+            tps = tokens / secs
+            if base is None:
+                base = tps
+            rows.append(BenchRow(name, m if isinstance(m, str) else m.describe(), T, emitted, steps, secs,
+                                 nodes / steps, tps / base))
+            if log is not None:
+                log(format_table(rows[-1:], header=False))
+    return rows
+
+
+def format_table(rows, header: bool = True) -> str:
+    lines = []
+    if header:
+        lines.append(f"{'method':<15} {'T':>4} {'nodes':>6} {'tok/step':>9} {'tok/s':>8} {'speed-up':>9}")
+    for r in rows:
+        lines.append(f"{r.method:<15} {r.temperature:>4g} {r.nodes_per_step:>6.1f} {r.tokens_per_step:>9.3f} "
+                     f"{r.tokens_per_second:>8.1f} {r.speedup:>8.2f}x")
+    return "\n".join(lines)
+
+
+def table_json(rows) -> list[dict]:
+    return [{"method": r.method, "description": r.description, "temperature": r.temperature,
+             "tokens_per_step": r.tokens_per_step, "tokens_per_second": r.tokens_per_second,
+             "speedup": r.speedup, "nodes_per_step": r.nodes_per_step, "steps": r.steps,
+             "seconds": r.seconds} for r in rows]
+

@@ -1,0 +1,71 @@
+"""The built-in model pair: a ~1M-parameter character-level target and a ~0.1M draft.
+
+Both were trained on CPython's standard-library source by ``scripts/train_tiny_pair.py``; the
+weights ship in ``rheotheory/data`` with the manifest ``tiny_pair.json`` (corpus hash, configs,
+seed, losses). Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..errors import InstanceError
+from .models import ModelConfig, TinyLM
+from .train import decode_text, encode
+
+__all__ = ["ModelPair", "load_builtin_pair", "resolve_device", "DATA_DIR"]
+
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+MANIFEST = "tiny_pair.json"
+
+
+@dataclass(frozen=True)
+class ModelPair:
+    """A target p and a draft q sharing one tokenizer."""
+
+    target: TinyLM  # p
+    draft: TinyLM  # q
+    manifest: dict  # provenance (see tiny_pair.json)
+
+    def encode(self, text: str) -> list[int]:
+        return encode(text)
+
+    def decode(self, tokens) -> str:
+        return decode_text(tokens)
+
+
+def resolve_device(name: str) -> torch.device:
+    """``cpu``, ``cuda`` or ``cuda:N``; a clear error when CUDA is not available."""
+    if name == "cpu":
+        return torch.device("cpu")
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise InstanceError(f"device {name!r} requested but CUDA is not available on this machine")
+        return torch.device(name)
+    raise InstanceError(f"unknown device {name!r}; use cpu or cuda")
+
+
+def _load(path: Path, cfg: ModelConfig, device, dtype) -> TinyLM:
+    from safetensors.torch import load_file
+
+    model = TinyLM(cfg)
+    model.load_state_dict(load_file(str(path)))
+    return model.to(device=device, dtype=dtype).eval()
+
+
+def load_builtin_pair(device="cpu", dtype=torch.float32, data_dir=None) -> ModelPair:
+    """Load the built-in pair onto ``device`` (a name or ``torch.device``)."""
+    folder = Path(data_dir) if data_dir is not None else DATA_DIR
+    man_path = folder / MANIFEST
+    if not man_path.exists():
+        raise InstanceError(f"built-in model manifest {str(man_path)!r} is missing; "
+                            "rebuild it with scripts/train_tiny_pair.py")
+    manifest = json.loads(man_path.read_text())
+    dev = resolve_device(device) if isinstance(device, str) else device
+    target = _load(folder / "tiny_target.safetensors", ModelConfig(**manifest["target"]["model"]), dev, dtype)
+    draft = _load(folder / "tiny_draft.safetensors", ModelConfig(**manifest["draft"]["model"]), dev, dtype)
+    return ModelPair(target, draft, manifest)

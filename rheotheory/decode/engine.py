@@ -1,0 +1,324 @@
+r"""The decoding loop: speculative decoding with real models, the same builders and verifiers.
+
+One step of a tree method (batch size 1):
+
+1. **Draft.** The draft first catches up on the committed text it has not seen (one chained
+   pass), which gives q at the root. The method's own tree builder
+   (:meth:`rheotheory.methods.Method.builder`) then runs on a :class:`DraftTreePair`, whose
+   ``q(prefix)`` comes from the draft evaluated over the tree *layer by layer* (one batched pass
+   per expanded layer, tree attention mask, depth-based positions). Random draws go through a
+   :class:`TorchChooser` (a ``torch.Generator``).
+2. **Verify.** Every kept node is resolved; one target pass evaluates the pending token (the
+   root) and the whole tree with the tree attention mask. The walk starts at the root: at each
+   node the method's verifier (:mod:`rheotheory.verify.rules`, evaluated on torch tensors) gives
+   the transition law, from which "continue into child c" or "emit y" is sampled.
+3. **Commit.** The target's KV cache keeps the root and the accepted path only; the emitted
+   token becomes the next root. Z = accepted tokens + the emitted one.
+
+At T = 0 the target law is the one-hot argmax, so every method reproduces greedy decoding
+exactly (up to floating-point ties). At T > 0 the target law is softmax(logits / T), optionally
+truncated to its top-k tokens and/or its top-p nucleus. The draft is tempered with the same T
+when T > 0 and left untempered (T = 1) when T = 0, so that its ranking and sampled slots still
+carry information.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ..errors import InstanceError, LawError
+from ..methods import Method
+from ..trees.tree import SAMPLED
+from ..verify.rules import Candidate
+from .models import KVCache, TinyLM, chain_mask, tree_mask
+
+__all__ = ["DecodeConfig", "StepStats", "DecodeResult", "TorchChooser", "DraftTreePair", "target_law",
+           "draft_law", "decode", "AUTOREGRESSIVE"]
+
+#: Name of the plain-sampling baseline (one target pass per token).
+AUTOREGRESSIVE = "autoregressive"
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """Sampling settings of one decoding run."""
+
+    temperature: float = 1.0  # T of the target; 0 = greedy
+    top_k: int | None = None  # keep the target's k most probable tokens (None: all)
+    top_p: float | None = None  # keep the target's smallest nucleus of mass >= top_p (None: all)
+    max_new_tokens: int = 64  # tokens generated after the prompt (the last step may overshoot; cut)
+
+    def __post_init__(self):
+        t = self.temperature
+        if not isinstance(t, (int, float)) or not np.isfinite(t) or t < 0:
+            raise LawError(f"temperature must be a finite number >= 0, got {t!r}")
+        if self.top_k is not None and (not isinstance(self.top_k, int) or self.top_k < 1):
+            raise LawError(f"top-k must be a positive integer, got {self.top_k!r}")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise LawError(f"top-p must be in (0, 1], got {self.top_p!r}")
+        if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
+            raise LawError(f"max_new_tokens must be a positive integer, got {self.max_new_tokens!r}")
+
+    @property
+    def draft_temperature(self) -> float:
+        return self.temperature if self.temperature > 0 else 1.0
+
+
+def target_law(logits: torch.Tensor, cfg: DecodeConfig) -> torch.Tensor:
+    """Target laws from logits: # [n, V] -> # [n, V] float64 (one-hot argmax at T = 0)."""
+    z = logits.double()
+    if cfg.temperature == 0:
+        out = torch.zeros_like(z)
+        out.scatter_(1, z.argmax(dim=1, keepdim=True), 1.0)  # argmax: first maximum
+        return out
+    p = torch.softmax(z / cfg.temperature, dim=1)
+    if cfg.top_k is not None and cfg.top_k < p.shape[1]:
+        kth = p.topk(cfg.top_k, dim=1).values[:, -1:]
+        p = torch.where(p >= kth, p, torch.zeros_like(p))
+    if cfg.top_p is not None and cfg.top_p < 1:
+        srt, idx = p.sort(dim=1, descending=True)
+        before = srt.cumsum(dim=1) - srt  # mass strictly before each token
+        keep = torch.zeros_like(p, dtype=torch.bool).scatter_(1, idx, before < cfg.top_p * srt.sum(1, keepdim=True))
+        p = torch.where(keep, p, torch.zeros_like(p))
+    return p / p.sum(dim=1, keepdim=True)
+
+
+def draft_law(logits: torch.Tensor, cfg: DecodeConfig) -> np.ndarray:
+    """Draft laws as float64 numpy arrays for the builders: # [n, V] -> # [n, V]."""
+    return torch.softmax(logits.double() / cfg.draft_temperature, dim=1).cpu().numpy()
+
+
+class TorchChooser:
+    """The builders' chooser, sampling with a ``torch.Generator`` (CPU)."""
+
+    def __init__(self, gen: torch.Generator):
+        self.gen = gen
+
+    def draw(self, law) -> int:
+        w = torch.as_tensor(np.asarray(law, dtype=np.float64))
+        return int(torch.multinomial(w, 1, generator=self.gen))
+
+
+class DraftTreePair:
+    """Pair-like adapter for the tree builders over one step's draft tree.
+
+    ``q(prefix)`` (prefix = tokens below the root) is the draft law there, # [V] float64. A miss
+    evaluates that node; :meth:`prefetch` (called by the dynamic builder once per layer)
+    evaluates a whole layer in one pass. Keys/values of evaluated nodes are kept in an
+    uncommitted side buffer that later layers attend to. ``p`` is not available here: the
+    target is evaluated once, after the tree is built.
+    """
+
+    exact = False
+
+    def __init__(self, model: TinyLM, cache: KVCache, root_q: np.ndarray, cfg: DecodeConfig):
+        self.model, self.cache, self.cfg = model, cache, cfg
+        self.vocab_size = model.cfg.vocab_size
+        self.device = cache.k.device
+        self._q = {(): root_q}
+        self._slot: dict = {}  # prefix -> index in the side buffer
+        self._k = self._v = None  # [layers, 1, H, n_side, hd]
+        self.passes = 0  # draft passes made for the tree
+
+    def q(self, prefix):
+        law = self._q.get(prefix)
+        if law is None:
+            self.prefetch([prefix])
+            law = self._q[prefix]
+        return law
+
+    def p(self, prefix):  # pragma: no cover - the protocol's other half, never used while drafting
+        raise InstanceError("the draft-tree adapter has no target law")
+
+    def prefetch(self, prefixes) -> None:
+        new = [tuple(pf) for pf in dict.fromkeys(prefixes) if tuple(pf) not in self._q]
+        if not new:
+            return
+        n_side = len(self._slot)
+        mask = torch.zeros(len(new), n_side + len(new), dtype=torch.bool)
+        for i, pf in enumerate(new):
+            for j in range(1, len(pf)):
+                mask[i, self._slot[pf[:j]]] = True  # NOTE: ancestors were expanded, hence evaluated
+            mask[i, n_side + i] = True
+        tokens = torch.tensor([pf[-1] for pf in new], device=self.device)
+        depths = torch.tensor([len(pf) - 1 for pf in new], device=self.device)
+        extra = None if self._k is None else (self._k, self._v)
+        logits, k, v = self.model.extend(self.cache, tokens, depths, mask.to(self.device), extra)
+        self.passes += 1
+        self._k = k if self._k is None else torch.cat([self._k, k], dim=3)
+        self._v = v if self._v is None else torch.cat([self._v, v], dim=3)
+        qs = draft_law(logits, self.cfg)
+        for i, pf in enumerate(new):
+            self._slot[pf] = n_side + i
+            self._q[pf] = qs[i]
+
+
+@dataclass(frozen=True)
+class StepStats:
+    """What one step did."""
+
+    accepted: int  # draft tokens accepted (|Z| - 1)
+    tree_nodes: int  # non-root nodes sent to the target
+    draft_passes: int  # draft forward passes in this step
+
+
+@dataclass
+class DecodeResult:
+    """Output and statistics of one decoding run."""
+
+    tokens: list  # generated token ids (max_new_tokens of them)
+    steps: list = field(default_factory=list)  # [StepStats] per step
+    seconds: float = 0.0  # wall-clock time of the loop (prefill included)
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Mean |Z| over the steps (every step emits accepted + 1 tokens; the cut last step counts whole)."""
+        return float(np.mean([s.accepted + 1 for s in self.steps]))
+
+    @property
+    def tokens_per_second(self) -> float:
+        return len(self.tokens) / self.seconds if self.seconds > 0 else float("nan")
+
+
+def _sample(weights: torch.Tensor, gen: torch.Generator) -> int:
+    """Index drawn from non-negative ``weights`` (# [n]) with the CPU generator."""
+    w = weights.detach().double().cpu().clamp(min=0)  # NOTE: clears float round-off below 0
+    return int(torch.multinomial(w, 1, generator=gen))
+
+
+def _law_tensor(law, memo: dict, device) -> torch.Tensor:
+    """The torch copy of a builder's numpy law, one per law object (kseq needs shared identity).
+
+    ``memo`` holds the numpy law too, so its id cannot be reused while the memo lives.
+    """
+    hit = memo.get(id(law))
+    if hit is None:
+        hit = memo[id(law)] = (law, torch.from_numpy(np.asarray(law, dtype=np.float64)).to(device))
+    return hit[1]
+
+
+class _State:
+    """Committed text and both caches."""
+
+    def __init__(self, target: TinyLM, draft: TinyLM | None, prompt: list[int], device, dtype):
+        if len(prompt) < 1:
+            raise InstanceError("the prompt must have at least one token")
+        self.ctx = list(prompt)
+        self.device = device
+        self.tcache = KVCache(target.cfg, device, dtype)
+        if len(prompt) > 1:  # target cache: everything but the pending (last) token
+            toks = torch.tensor(prompt[:-1], device=device)
+            _, k, v = target.extend(self.tcache, toks, torch.arange(len(toks), device=device),
+                                    chain_mask(len(toks), device))
+            self.tcache.commit(k, v)
+        self.dcache = KVCache(draft.cfg, device, dtype) if draft is not None else None
+
+
+def _draft_root(draft: TinyLM, st: _State, cfg: DecodeConfig) -> np.ndarray:
+    """Catch the draft cache up on the committed text (root included); q at the root, # [V]."""
+    toks = torch.tensor(st.ctx[st.dcache.length:], device=st.device)
+    n = len(toks)
+    logits, k, v = draft.extend(st.dcache, toks, torch.arange(n, device=st.device), chain_mask(n, st.device))
+    st.dcache.commit(k, v)
+    return draft_law(logits[-1:], cfg)[0]
+
+
+def _tree_step(target: TinyLM, draft: TinyLM, method: Method, st: _State, cfg: DecodeConfig,
+               gen: torch.Generator, verify) -> tuple[list[int], StepStats]:
+    chooser = TorchChooser(gen)
+    root_q = _draft_root(draft, st, cfg)
+    adapter = DraftTreePair(draft, st.dcache, root_q, cfg)
+    tree = method.builder(adapter)(chooser)
+    # every kept node is sent to the target: draw the sampled leaves nothing depended on
+    order = [i for i in range(1, len(tree.nodes)) if tree.kept[i]]  # parents precede children
+    for i in order:
+        tree.resolve(i, chooser)
+    row = {0: 0}
+    for r, i in enumerate(order, start=1):
+        row[i] = r
+    parents = [-1] + [row[tree.nodes[i].parent] for i in order]
+    tokens = torch.tensor([st.ctx[-1]] + [tree.nodes[i].token for i in order], device=st.device)
+    depths = torch.tensor([0] + [tree.nodes[i].depth for i in order], device=st.device)
+    logits, k, v = target.extend(st.tcache, tokens, depths, tree_mask(parents, st.device))
+    P = target_law(logits, cfg)  # [n, V]
+    memo: dict = {}
+    idx, path_rows, out = 0, [0], []
+    while True:
+        kids = tree.kept_children(idx)
+        p = P[row[idx]]
+        if not kids:
+            out.append(_sample(p, gen))
+            break
+        cands = []
+        for kid in kids:
+            c = tree.candidate(kid)
+            cands.append(Candidate(c.token, None if c.law is None else _law_tensor(c.law, memo, st.device)))
+        tr = verify(p, cands)
+        cont = torch.stack([torch.as_tensor(c, dtype=torch.float64, device=st.device) for c in tr.cont])
+        j = _sample(torch.cat([cont, tr.emit]), gen)
+        if j < len(kids):
+            idx = kids[j]
+            path_rows.append(row[idx])
+            out.append(tree.nodes[idx].token)
+        else:
+            out.append(j - len(kids))
+            break
+    st.tcache.commit(k, v, torch.tensor(path_rows, device=st.device))
+    return out, StepStats(len(out) - 1, len(order), adapter.passes + 1)
+
+
+def _autoregressive_step(target: TinyLM, st: _State, cfg: DecodeConfig, gen: torch.Generator):
+    tok = torch.tensor([st.ctx[-1]], device=st.device)
+    logits, k, v = target.extend(st.tcache, tok, torch.zeros(1, dtype=torch.long, device=st.device),
+                                 torch.ones(1, 1, dtype=torch.bool, device=st.device))
+    st.tcache.commit(k, v)
+    return [_sample(target_law(logits, cfg)[0], gen)], StepStats(0, 0, 0)
+
+
+@torch.inference_mode()
+def decode(target: TinyLM, draft: TinyLM | None, prompt: list[int], method: Method | str,
+           cfg: DecodeConfig, gen: torch.Generator, verifier=None) -> DecodeResult:
+    """Generate ``cfg.max_new_tokens`` tokens after ``prompt`` (token ids).
+
+    ``method`` is a :class:`~rheotheory.methods.Method` or :data:`AUTOREGRESSIVE`; ``gen`` is the
+    CPU ``torch.Generator`` behind every random choice (tree draws, acceptances, emissions).
+    ``verifier`` replaces the method's per-node rule (a transition-law function); tests use it
+    to plant a known-lossy rule.
+    """
+    device = next(target.parameters()).device
+    dtype = next(target.parameters()).dtype
+    tree_method = method != AUTOREGRESSIVE
+    if tree_method and not isinstance(method, Method):
+        raise InstanceError(f"unknown method {method!r}")
+    if tree_method and draft is None:
+        raise InstanceError("speculative decoding needs a draft model")
+    if draft is not None and draft.cfg.vocab_size != target.cfg.vocab_size:
+        raise InstanceError("target and draft vocabularies differ")
+    for t in prompt:
+        if not 0 <= t < target.cfg.vocab_size:
+            raise InstanceError(f"prompt token {t} outside the vocabulary 0..{target.cfg.vocab_size - 1}")
+    depth = method.depth if tree_method else 0
+    need = len(prompt) + cfg.max_new_tokens + depth + 1
+    if need > target.cfg.max_len:
+        raise InstanceError(f"prompt ({len(prompt)} tokens) + {cfg.max_new_tokens} new tokens + tree depth "
+                            f"{depth} exceed the model's {target.cfg.max_len} positions")
+    t0 = time.perf_counter()
+    st = _State(target, draft if tree_method else None, prompt, device, dtype)
+    res = DecodeResult([])
+    while len(res.tokens) < cfg.max_new_tokens:
+        if tree_method:
+            out, stats = _tree_step(target, draft, method, st, cfg, gen, verifier or method.verify)
+        else:
+            out, stats = _autoregressive_step(target, st, cfg, gen)
+        st.ctx.extend(out)
+        res.tokens.extend(out)
+        res.steps.append(stats)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    res.seconds = time.perf_counter() - t0
+    res.tokens = res.tokens[:cfg.max_new_tokens]
+    return res

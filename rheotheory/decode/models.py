@@ -1,0 +1,193 @@
+"""A small decoder-only transformer with tree attention, depth-based positions and a KV cache.
+
+One forward pass evaluates a whole draft *tree*: the new tokens attend to every cached token
+and, among themselves, only to their ancestors (and themselves). Each new token sits at the
+position ``cache length + depth`` so a tree node sees exactly the positions a chain through
+it would. After verification :meth:`KVCache.commit` keeps the keys/values of the accepted path
+only, so the cache always holds the committed text.
+
+Shapes: B = 1 (batch), H heads, L cached tokens, n new tokens, hd = d_model / H.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..errors import InstanceError
+
+__all__ = ["ModelConfig", "TinyLM", "KVCache", "tree_mask", "chain_mask"]
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Architecture of one :class:`TinyLM`."""
+
+    vocab_size: int = 128  # token ids 0..V-1 (the built-in pair: ASCII code points)
+    n_layer: int = 4  # transformer blocks
+    n_head: int = 4  # attention heads per block
+    d_model: int = 128  # residual width
+    max_len: int = 256  # positions 0..max_len-1 (learned position embeddings)
+    mlp_ratio: int = 4  # hidden width of the MLP = mlp_ratio * d_model
+
+    def __post_init__(self):
+        if self.d_model % self.n_head:
+            raise InstanceError(f"d_model {self.d_model} is not divisible by n_head {self.n_head}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class KVCache:
+    """Keys and values of the committed tokens, per layer, in preallocated buffers."""
+
+    def __init__(self, cfg: ModelConfig, device, dtype):
+        hd = cfg.d_model // cfg.n_head
+        shape = (cfg.n_layer, 1, cfg.n_head, cfg.max_len, hd)
+        self.k = torch.zeros(shape, device=device, dtype=dtype)  # [layers, 1, H, max_len, hd]
+        self.v = torch.zeros(shape, device=device, dtype=dtype)  # [layers, 1, H, max_len, hd]
+        self.length = 0  # committed tokens held
+        self.max_len = cfg.max_len
+
+    def commit(self, new_k: torch.Tensor, new_v: torch.Tensor, keep: torch.Tensor | None = None) -> None:
+        """Append the new tokens' keys/values selected by ``keep`` (indices into the new tokens).
+
+        ``new_k``, ``new_v``: # [layers, 1, H, n, hd]; ``keep``: # [m] long, None = all n.
+        """
+        if keep is not None:
+            new_k = new_k.index_select(3, keep)
+            new_v = new_v.index_select(3, keep)
+        m = new_k.shape[3]
+        if self.length + m > self.max_len:
+            raise InstanceError(f"context of {self.length + m} tokens exceeds the model's {self.max_len} positions")
+        self.k[:, :, :, self.length:self.length + m] = new_k
+        self.v[:, :, :, self.length:self.length + m] = new_v
+        self.length += m
+
+
+def chain_mask(n: int, device) -> torch.Tensor:
+    """Causal mask among n new tokens. # [n, n] bool, True = may attend"""
+    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
+
+
+def tree_mask(parents: list[int], device) -> torch.Tensor:
+    """Ancestor mask of a tree given each node's parent index among the new tokens (-1: none).
+
+    Parents precede children. # [n, n] bool, entry (i, j) True iff j is i or an ancestor of i.
+    """
+    n = len(parents)
+    m = torch.eye(n, dtype=torch.bool)
+    for i, par in enumerate(parents):
+        if par >= 0:
+            m[i] |= m[par]
+    return m.to(device)
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.n_head = cfg.n_head
+        self.ln1 = nn.LayerNorm(cfg.d_model)
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+        self.proj = nn.Linear(cfg.d_model, cfg.d_model)
+        self.ln2 = nn.LayerNorm(cfg.d_model)
+        self.fc = nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model)
+        self.out = nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model)
+
+    def forward(self, x, past_k, past_v, mask):
+        """x: # [1, n, d]; past_k/v: # [1, H, L, hd] or None; mask: # [n, L + n] bool or None (causal)."""
+        b, n, d = x.shape
+        h = self.ln1(x)
+        q, k, v = self.qkv(h).split(d, dim=2)
+        q = q.view(b, n, self.n_head, -1).transpose(1, 2)  # [1, H, n, hd]
+        k = k.view(b, n, self.n_head, -1).transpose(1, 2)
+        v = v.view(b, n, self.n_head, -1).transpose(1, 2)
+        if past_k is not None:
+            kk, vv = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)  # [1, H, L + n, hd]
+            y = F.scaled_dot_product_attention(q, kk, vv, attn_mask=mask)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = y.transpose(1, 2).reshape(b, n, d)
+        x = x + self.proj(y)
+        x = x + self.out(F.gelu(self.fc(self.ln2(x))))
+        return x, k, v
+
+
+class TinyLM(nn.Module):
+    """Pre-LayerNorm decoder-only transformer (nanoGPT-style) with tied input/output embeddings."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.tok = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.pos = nn.Embedding(cfg.max_len, cfg.d_model)
+        self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layer)])
+        self.ln_f = nn.LayerNorm(cfg.d_model)
+        self.apply(self._init)
+        for blk in self.blocks:  # GPT-2 scaling of the residual projections
+            nn.init.normal_(blk.proj.weight, std=0.02 / math.sqrt(2 * cfg.n_layer))
+            nn.init.normal_(blk.out.weight, std=0.02 / math.sqrt(2 * cfg.n_layer))
+
+    @staticmethod
+    def _init(mod):
+        if isinstance(mod, nn.Linear):
+            nn.init.normal_(mod.weight, std=0.02)
+            nn.init.zeros_(mod.bias)
+        elif isinstance(mod, nn.Embedding):
+            nn.init.normal_(mod.weight, std=0.02)
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Training/scoring pass without a cache: tokens # [B, T] -> logits # [B, T, V]."""
+        t = tokens.shape[1]
+        if t > self.cfg.max_len:
+            raise InstanceError(f"{t} tokens exceed the model's {self.cfg.max_len} positions")
+        x = self.tok(tokens) + self.pos(torch.arange(t, device=tokens.device))
+        for blk in self.blocks:
+            x, _, _ = blk(x, None, None, None)
+        return self.ln_f(x) @ self.tok.weight.T
+
+    def extend(self, cache: KVCache, tokens: torch.Tensor, depths: torch.Tensor, mask: torch.Tensor,
+               extra: tuple | None = None):
+        """Evaluate new tokens against the cache without committing them.
+
+        Parameters
+        ----------
+        cache : the committed keys/values (length L).
+        tokens : # [n] long, the new tokens.
+        depths : # [n] long, each token's offset: its position is ``L + depth``.
+        mask : # [n, L_extra + n] bool over (extra tokens, new tokens); the cache is always visible.
+        extra : optional (k, v) of earlier uncommitted tokens (# [layers, 1, H, L_extra, hd]),
+            e.g. the upper layers of a draft tree evaluated layer by layer.
+
+        Returns
+        -------
+        logits : # [n, V]
+        new_k, new_v : # [layers, 1, H, n, hd], for :meth:`KVCache.commit` or as ``extra``.
+        """
+        n = tokens.shape[0]
+        L = cache.length
+        if L + int(depths.max()) + 1 > self.cfg.max_len:
+            raise InstanceError(f"context of {L + int(depths.max()) + 1} tokens exceeds the model's "
+                                f"{self.cfg.max_len} positions; shorten the prompt or --max-new-tokens")
+        x = (self.tok(tokens) + self.pos(depths + L)).unsqueeze(0)  # [1, n, d]
+        n_extra = 0 if extra is None else extra[0].shape[3]
+        full = torch.ones(n, L + n_extra + n, dtype=torch.bool, device=tokens.device)
+        full[:, L:] = mask
+        ks, vs = [], []
+        for li, blk in enumerate(self.blocks):
+            pk, pv = cache.k[li, :, :, :L], cache.v[li, :, :, :L]
+            if extra is not None:
+                pk = torch.cat([pk, extra[0][li]], dim=2)
+                pv = torch.cat([pv, extra[1][li]], dim=2)
+            x, k, v = blk(x, pk, pv, full)
+            ks.append(k)
+            vs.append(v)
+        logits = (self.ln_f(x) @ self.tok.weight.T)[0]
+        return logits, torch.stack(ks), torch.stack(vs)

@@ -1,0 +1,154 @@
+"""Train the built-in character-level model pair on CPython's standard-library source.
+
+The corpus ships with every Python installation, so the pair can be rebuilt offline. Text is
+read from the ``*.py`` files directly inside the standard-library folder (sorted by name), every
+non-ASCII character replaced by ``?``, and cut to :attr:`TrainConfig.corpus_chars` characters;
+its SHA-256 goes into the manifest (a different Python version gives a different corpus and a
+different hash). Tokens are ASCII code points (vocabulary 128).
+
+Training is deterministic on one CPU thread: fixed seed, ``torch.set_num_threads(1)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+import sysconfig
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from ..errors import InstanceError
+from .models import ModelConfig, TinyLM
+
+__all__ = ["TrainConfig", "TARGET_CONFIG", "DRAFT_CONFIG", "build_corpus", "encode", "decode_text",
+           "train_model", "train_pair", "REPLACEMENT"]
+
+#: Character that stands for any non-ASCII character of the corpus or a prompt.
+REPLACEMENT = "?"
+
+#: The built-in target (~1M parameters) and draft (~0.1M parameters).
+TARGET_CONFIG = ModelConfig(vocab_size=128, n_layer=6, n_head=4, d_model=112, max_len=256)
+DRAFT_CONFIG = ModelConfig(vocab_size=128, n_layer=2, n_head=4, d_model=64, max_len=256)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimisation settings of one model."""
+
+    steps: int = 1200  # optimiser steps
+    batch: int = 8  # sequences per step
+    seq_len: int = 256  # tokens per sequence (= the model's max_len)
+    lr: float = 3e-3  # peak AdamW learning rate
+    warmup: int = 50  # linear warm-up steps
+    min_lr_ratio: float = 0.1  # cosine decay floor, as a fraction of lr
+    weight_decay: float = 0.01
+    seed: int = 0  # torch seed for init and batch sampling
+    corpus_chars: int = 3_000_000  # characters of stdlib source used
+    val_fraction: float = 0.05  # tail of the corpus held out for the validation loss
+    val_batches: int = 20  # validation batches (fixed positions) for the reported loss
+
+
+def build_corpus(max_chars: int) -> tuple[str, list[str]]:
+    """Concatenated stdlib source (ASCII, non-ASCII -> ``?``) and the file names used."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(p for p in root.glob("*.py") if p.is_file())
+    if not files:
+        raise InstanceError(f"no standard-library sources found under {root}")
+    parts, names, n = [], [], 0
+    for f in files:
+        text = f.read_text(encoding="utf-8", errors="replace")
+        text = "".join(c if ord(c) < 128 else REPLACEMENT for c in text)
+        parts.append(text)
+        names.append(f.name)
+        n += len(text)
+        if n >= max_chars:
+            break
+    return "".join(parts)[:max_chars], names
+
+
+def encode(text: str) -> list[int]:
+    """ASCII code points; raises :class:`InstanceError` on any other character."""
+    bad = [c for c in text if ord(c) >= 128]
+    if bad:
+        raise InstanceError(f"text has non-ASCII character {bad[0]!r}; the built-in models read ASCII only")
+    return [ord(c) for c in text]
+
+
+def decode_text(tokens) -> str:
+    return "".join(chr(int(t)) for t in tokens)
+
+
+def _lr(cfg: TrainConfig, step: int) -> float:
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    frac = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * frac)))
+
+
+def train_model(mcfg: ModelConfig, tcfg: TrainConfig, data: torch.Tensor, log=None) -> tuple[TinyLM, dict]:
+    """Train one model on ``data`` (# [N] long tokens); returns it and its loss record."""
+    torch.manual_seed(tcfg.seed)
+    gen = torch.Generator().manual_seed(tcfg.seed)
+    n_val = int(len(data) * tcfg.val_fraction)
+    train, val = data[:-n_val], data[-n_val:]
+    model = TinyLM(mcfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=tcfg.lr, weight_decay=tcfg.weight_decay, betas=(0.9, 0.99))
+    T = tcfg.seq_len
+    offs = torch.arange(T + 1)
+    t0 = time.perf_counter()
+    loss_ema = None
+    for step in range(tcfg.steps):
+        for g in opt.param_groups:
+            g["lr"] = _lr(tcfg, step)
+        starts = torch.randint(0, len(train) - T - 1, (tcfg.batch,), generator=gen)
+        xy = train[starts[:, None] + offs]  # [B, T + 1]
+        logits = model(xy[:, :-1])
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, mcfg.vocab_size), xy[:, 1:].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        loss_ema = loss.item() if loss_ema is None else 0.95 * loss_ema + 0.05 * loss.item()
+        if log is not None and (step % 100 == 0 or step == tcfg.steps - 1):
+            log(f"step {step:5d}  loss {loss_ema:.4f}  {time.perf_counter() - t0:.0f}s")
+    model.eval()
+    with torch.no_grad():
+        starts = torch.linspace(0, len(val) - T - 1, tcfg.val_batches).long()
+        xy = val[starts[:, None] + offs]
+        logits = model(xy[:, :-1])
+        vloss = torch.nn.functional.cross_entropy(logits.reshape(-1, mcfg.vocab_size), xy[:, 1:].reshape(-1)).item()
+    return model, {"train_loss_ema": round(loss_ema, 4), "val_loss": round(vloss, 4),
+                   "seconds": round(time.perf_counter() - t0, 1), "params": model.num_params()}
+
+
+def train_pair(out_dir, tcfg_target: TrainConfig, tcfg_draft: TrainConfig, log=print) -> dict:
+    """Train target and draft, write ``tiny_target.safetensors``, ``tiny_draft.safetensors`` and
+    ``tiny_pair.json`` (the manifest) into ``out_dir``; returns the manifest."""
+    from safetensors.torch import save_file
+
+    torch.set_num_threads(1)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    text, names = build_corpus(max(tcfg_target.corpus_chars, tcfg_draft.corpus_chars))
+    data = torch.tensor(encode(text), dtype=torch.long)
+    manifest = {
+        "corpus": {"source": "CPython standard library *.py (top level, sorted), non-ASCII -> '?'",
+                   "python": sys.version.split()[0], "chars": len(text), "files": len(names),
+                   "first_file": names[0], "last_file": names[-1],
+                   "sha256": hashlib.sha256(text.encode("ascii")).hexdigest()},
+        "torch": torch.__version__,
+        "threads": 1,
+    }
+    for role, mcfg, tcfg in (("target", TARGET_CONFIG, tcfg_target), ("draft", DRAFT_CONFIG, tcfg_draft)):
+        log(f"training {role}: {mcfg}")
+        model, rec = train_model(mcfg, tcfg, data[:tcfg.corpus_chars], log=log)
+        save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out / f"tiny_{role}.safetensors"))
+        manifest[role] = {"model": mcfg.to_dict(), "train": asdict(tcfg), **rec}
+        log(f"{role}: {rec}")
+    (out / "tiny_pair.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest

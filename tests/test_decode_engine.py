@@ -1,0 +1,147 @@
+"""The decoding loop: greedy equivalence, losslessness with the built-in pair, a planted bug caught."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from rheotheory.decode.bench import BENCH_PROMPTS, default_static_shape  # noqa: E402
+from rheotheory.decode.builtin import load_builtin_pair  # noqa: E402
+from rheotheory.decode.checks import chi_square, lossless_test  # noqa: E402
+from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode, target_law  # noqa: E402
+from rheotheory.errors import InstanceError, LawError  # noqa: E402
+from rheotheory.methods import Method  # noqa: E402
+from rheotheory.trees import parse_shape  # noqa: E402
+from rheotheory.verify import Candidate, Transition  # noqa: E402
+from rheotheory import laws  # noqa: E402
+
+#: Significance level of the chi-square lossless tests (fixed seeds: the outcome is reproducible).
+ALPHA = 1e-3
+#: Runs per prompt of the default-suite lossless tests, and the prompts used.
+N_PER_PROMPT = 400
+LOSSLESS_PROMPTS = ("def fib(", "import ")
+LOSSLESS_SEED = 20260601
+
+METHODS = {
+    "chain": Method("chain", depth=3),
+    "static": Method("static", shape=default_static_shape(8, 3)),
+    "eagle": Method("eagle", top_k=3, depth=3, budget=8),
+    "rheo": Method("rheo", top_k=3, depth=3, budget=8),
+}
+
+
+#: Small trees for the Monte-Carlo tests: only the first two tokens are checked.
+SMALL = {
+    "chain": Method("chain", depth=2),
+    "static": Method("static", shape=default_static_shape(5, 2)),
+    "eagle": Method("eagle", top_k=2, depth=2, budget=4),
+    "rheo": Method("rheo", top_k=2, depth=2, budget=4),
+}
+
+
+@pytest.fixture(scope="module")
+def pair():
+    """float64 weights: greedy comparisons must not flip on float ties."""
+    torch.set_num_threads(1)
+    return load_builtin_pair("cpu", dtype=torch.float64)
+
+
+@pytest.fixture(scope="module")
+def pair32():
+    torch.set_num_threads(1)
+    return load_builtin_pair("cpu", dtype=torch.float32)
+
+
+def test_builtin_pair_sizes_and_manifest(pair):
+    assert 0.8e6 <= pair.target.num_params() <= 1.3e6
+    assert 0.08e6 <= pair.draft.num_params() <= 0.2e6
+    man = pair.manifest
+    assert len(man["corpus"]["sha256"]) == 64 and man["target"]["train"]["seed"] == 0
+    assert man["target"]["val_loss"] < man["draft"]["val_loss"] < 3.0
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_greedy_equals_autoregressive_greedy(pair, name):
+    cfg = DecodeConfig(temperature=0.0, max_new_tokens=40)
+    prompt = pair.encode("def fib(")
+    ref = decode(pair.target, pair.draft, prompt, AUTOREGRESSIVE, cfg, torch.Generator().manual_seed(0))
+    res = decode(pair.target, pair.draft, prompt, METHODS[name], cfg, torch.Generator().manual_seed(1))
+    assert res.tokens == ref.tokens
+    assert res.tokens_per_step > 1.0, "greedy drafting should accept something on in-domain text"
+
+
+def test_target_truncation_and_greedy_law():
+    logits = torch.tensor([[1.0, 3.0, 2.0, 3.0]])
+    g = target_law(logits, DecodeConfig(temperature=0.0))
+    assert g.tolist() == [[0.0, 1.0, 0.0, 0.0]]  # first maximum
+    k2 = target_law(logits, DecodeConfig(temperature=1.0, top_k=2))
+    assert k2[0, 0].item() == 0.0 and k2[0, 2].item() == 0.0 and abs(k2.sum().item() - 1) <= 1e-15
+    nucleus = target_law(torch.tensor([[5.0, 0.0, 0.0, 0.0]]), DecodeConfig(temperature=1.0, top_p=0.5))
+    assert nucleus.tolist() == [[1.0, 0.0, 0.0, 0.0]]
+
+
+def test_bad_decode_input_is_a_clear_error(pair):
+    with pytest.raises(LawError):
+        DecodeConfig(temperature=-1.0)
+    with pytest.raises(InstanceError, match="non-ASCII"):
+        pair.encode("d\u00e9f")
+    with pytest.raises(InstanceError, match="positions"):
+        decode(pair.target, pair.draft, [65] * 250, METHODS["rheo"], DecodeConfig(max_new_tokens=20),
+               torch.Generator())
+
+
+def test_default_static_shape_is_valid():
+    for n, d in ((1, 1), (8, 3), (16, 5), (30, 6)):
+        shape = default_static_shape(n, d)
+        assert len(shape) == n and max(len(t) for t in shape) <= d
+        assert len(parse_shape(shape)) == n
+
+
+def test_chi_square_pools_rare_cells():
+    probs = np.array([[0.5, 0.3], [0.199, 0.001]])
+    counts = np.array([[50, 30], [20, 0]])
+    stat, df = chi_square(counts, probs)
+    # cells with expected >= 5: 50, 30, 19.9; the pool (0.1 expected) is dropped
+    assert df == 2 and abs(stat - (0 + 0 + 0.1**2 / 19.9)) <= 1e-12
+
+
+def test_lossless_first_two_tokens(pair32):
+    """rheo (K=2, D=2, N=4, OT): alpha = 1e-3, seed LOSSLESS_SEED, N = 400 runs x 2 prompts, T = 1."""
+    name = "rheo"
+    res = lossless_test(pair32, LOSSLESS_PROMPTS, SMALL[name], DecodeConfig(temperature=1.0),
+                        N_PER_PROMPT, LOSSLESS_SEED)
+    assert res.df >= 10
+    assert res.p_value > ALPHA, f"{name}: chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}"
+
+
+def ot_without_residual(p, cands):
+    """A planted bug: the OT rule, but a rejection re-draws from p instead of the residual."""
+    sampled = [i for i, c in enumerate(cands) if c.law is not None]
+    if not sampled:
+        from rheotheory.verify import onehot
+        return onehot(p, cands)
+    s = cands[sampled[0]]
+    a = s.law[s.token]
+    a = p[s.token] / a if p[s.token] < a else a * 0 + 1
+    emit = (1 - a) * p
+    cont = [p[0] * 0 for _ in cands]
+    cont[sampled[0]] = a
+    for i, c in enumerate(cands):
+        cont[i] = cont[i] + emit[c.token]
+    return Transition(cont, laws.zero_at(emit, [c.token for c in cands]))
+
+
+def test_biased_verifier_is_rejected(pair32):
+    """Companion: the same test (alpha, seed, N) rejects a verifier that skips the residual."""
+    res = lossless_test(pair32, LOSSLESS_PROMPTS, SMALL["rheo"], DecodeConfig(temperature=1.0),
+                        N_PER_PROMPT, LOSSLESS_SEED, verifier=ot_without_residual)
+    assert res.p_value < ALPHA, f"planted bug not caught: chi2 = {res.statistic:.1f}, df = {res.df}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_lossless_first_two_tokens_large(pair32, name):
+    """alpha = 1e-3, seed LOSSLESS_SEED + 1, N = 3000 runs x 3 prompts, T = 0.7 with top-p 0.95."""
+    res = lossless_test(pair32, BENCH_PROMPTS[:3], METHODS[name],
+                        DecodeConfig(temperature=0.7, top_p=0.95), 3000, LOSSLESS_SEED + 1)
+    assert res.p_value > ALPHA, f"{name}: chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}"

@@ -1,0 +1,62 @@
+"""Tree attention and the KV cache give the same laws as plain causal passes over each path."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from rheotheory.decode.models import KVCache, ModelConfig, TinyLM, chain_mask, tree_mask  # noqa: E402
+from rheotheory.errors import InstanceError  # noqa: E402
+
+#: float64 models: tree/cached and plain passes differ only by summation order.
+LOGIT_TOL = 1e-9
+
+CFG = ModelConfig(vocab_size=16, n_layer=2, n_head=2, d_model=16, max_len=32)
+
+
+def _model(seed=0):
+    torch.manual_seed(seed)
+    return TinyLM(CFG).double().eval()
+
+
+def test_tree_mask_is_ancestor_closure():
+    m = tree_mask([-1, 0, 0, 1, 3], "cpu")
+    expected = torch.tensor([[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 0, 1, 0, 0], [1, 1, 0, 1, 0], [1, 1, 0, 1, 1]],
+                            dtype=torch.bool)
+    assert torch.equal(m, expected)
+
+
+@torch.inference_mode()
+def test_tree_pass_matches_causal_pass_per_path_and_commit_keeps_path():
+    model = _model()
+    prefix = [3, 1, 4, 1, 5]
+    cache = KVCache(CFG, "cpu", torch.float64)
+    _, k, v = model.extend(cache, torch.tensor(prefix[:-1]), torch.arange(4), chain_mask(4, "cpu"))
+    cache.commit(k, v)
+    # root = pending token 5; tree: 5 -> {9 -> {2, 7 -> 8}, 6}
+    tokens = [5, 9, 6, 2, 7, 8]
+    parents = [-1, 0, 0, 1, 1, 4]
+    depths = [0, 1, 1, 2, 2, 3]
+    logits, k, v = model.extend(cache, torch.tensor(tokens), torch.tensor(depths), tree_mask(parents, "cpu"))
+    for i in range(len(tokens)):
+        path, j = [], i
+        while j >= 0:
+            path.append(tokens[j])
+            j = parents[j]
+        seq = prefix[:-1] + path[::-1]
+        ref = model(torch.tensor([seq]))[0, -1]
+        dev = (logits[i] - ref).abs().max().item()
+        assert dev <= LOGIT_TOL, f"node {i}: tree logits deviate by {dev:.3g}"
+    # keep the accepted path root -> 9 -> 7, then continue with token 8 from the cache alone
+    cache.commit(k, v, torch.tensor([0, 1, 4]))
+    assert cache.length == 7
+    nxt, _, _ = model.extend(cache, torch.tensor([8]), torch.tensor([0]), torch.ones(1, 1, dtype=torch.bool))
+    ref = model(torch.tensor([prefix + [9, 7, 8]]))[0, -1]
+    assert (nxt[0] - ref).abs().max().item() <= LOGIT_TOL
+
+
+@torch.inference_mode()
+def test_context_overflow_is_a_clear_error():
+    model = _model()
+    cache = KVCache(CFG, "cpu", torch.float64)
+    with pytest.raises(InstanceError, match="positions"):
+        model.extend(cache, torch.tensor([1]), torch.tensor([CFG.max_len]), torch.ones(1, 1, dtype=torch.bool))
