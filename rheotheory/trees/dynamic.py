@@ -138,7 +138,9 @@ def build_dynamic(pair, cfg: DynamicConfig, chooser: Chooser, cache: ExpansionCa
     exact = pair.exact
     one = laws.parse_number(1, exact)
     if exact:
-        order = lambda s: -s  # noqa: E731
+        # float(s) is monotone in s, so comparing it first and the exact value only on float ties
+        # gives exactly the rational order, with far fewer Fraction comparisons.
+        order = lambda s: (-float(s), -s)  # noqa: E731
     else:
         order = lambda s: -float(f"{s:.{FLOAT_SCORE_DIGITS}g}")  # noqa: E731
     K, m = cfg.top_k, cfg.m
