@@ -1,0 +1,126 @@
+"""Sweeps: method specs, static shapes, paired rows, CSV/PNG output, the CLI and its errors."""
+
+import json
+
+import pytest
+
+from rheotheory.cli import main
+from rheotheory.errors import RheoError
+from rheotheory.sweep import (
+    CSV_FIELDS,
+    SweepConfig,
+    make_method,
+    read_csv,
+    run_sweep,
+    static_shape,
+    sweep_to_files,
+)
+from rheotheory.trees import parse_shape
+
+
+@pytest.mark.parametrize("N,D", [(16, 4), (60, 6), (5, 1), (1, 3)])
+def test_static_shape_has_the_budget_and_depth(N, D):
+    shape = static_shape(N, D)
+    assert len(shape) == N and max(len(p) for p in shape) <= D
+    assert len(parse_shape(shape)) == N  # connected, sibling indices 0, 1, 2, ...
+
+
+def test_method_specs():
+    assert make_method("eagle", 6, 5, 32).method == "eagle"
+    m = make_method("rheo:m=K/2:proxy=tail:verifier=sequential", 6, 5, 32)
+    assert (m.method, m.head, m.proxy, m.verifier, m.budget) == ("rheo", 3, "tail", "sequential", 32)
+    assert make_method("rheo:m=K-1", 6, 5, 32).head == 5
+    assert make_method("rheo:m=2", 6, 5, 32).head == 2
+    assert make_method("static-wor", 6, 5, 32).verifier == "rrs-wor"
+    assert make_method("chain", 6, 5, 32).depth == 5
+    # the recommended default: m = 1 at T > 0, the deterministic tree at T = 0
+    assert make_method("rheo", 6, 5, 32, temperature=1.0).head == 1
+    assert make_method("rheo", 6, 5, 32, temperature=0.0).method == "eagle"
+
+
+@pytest.mark.parametrize("spec,match", [
+    ("foo", "unknown method spec"),
+    ("rheo:m=many", "head m"),
+    ("rheo:proxy=bogus", "unknown proxy"),
+    ("rheo:colour=red", "bad option"),
+    ("eagle:m=1", "unknown method spec"),
+])
+def test_bad_specs(spec, match):
+    with pytest.raises(RheoError, match=match):
+        make_method(spec, 4, 3, 8)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(steps=1), "steps"),
+    (dict(workers=0), "workers"),
+    (dict(temperatures=(-1.0,)), "temperatures"),
+    (dict(mismatch=("medium",)), "mismatch"),
+    (dict(trees=((4, 0, 8),)), "tree size"),
+    (dict(methods=("rheo:m=9",), trees=((4, 3, 8),)), "head"),
+    (dict(vocab_size=1), "vocab_size"),
+])
+def test_bad_sweep_config(kwargs, match):
+    with pytest.raises(RheoError, match=match):
+        SweepConfig(**kwargs)
+
+
+TINY = SweepConfig(vocab_size=50, draft_top_k=None, mismatch=("low",), temperatures=(0.0, 1.0), trees=((3, 2, 6),),
+                   methods=("eagle", "rheo", "rheo:m=K-1", "chain"), steps=12, seed=1, workers=1)
+
+
+def test_sweep_rows_are_paired_and_reproducible():
+    rows = run_sweep(TINY, progress=False)
+    assert len(rows) == 8
+    by = {(r["method"], r["temperature"]): r for r in rows}
+    assert by[("eagle", 0.0)]["gain_vs_eagle"] == ""
+    # at T = 0 the default rheo is the eagle tree on the same contexts: the paired gain is exactly 0
+    assert by[("rheo", 0.0)]["gain_vs_eagle"] == 0.0 and by[("rheo", 0.0)]["tau"] == by[("eagle", 0.0)]["tau"]
+    for r in rows:
+        assert r["tau_low"] <= r["tau"] <= r["tau_high"] and 1 <= r["tau"] <= 3
+    # the process pool gives the very same rows
+    pooled = run_sweep(SweepConfig(**{**TINY.__dict__, "workers": 2}), progress=False)
+    assert [(r["method"], r["tau"]) for r in pooled] == [(r["method"], r["tau"]) for r in rows]
+
+
+def test_sweep_files(tmp_path):
+    out = sweep_to_files(TINY, tmp_path, stem="tiny", progress=False)
+    rows = read_csv(out.csv_path)
+    assert len(rows) == 8 and set(rows[0]) == set(CSV_FIELDS)
+    png = (tmp_path / "tiny.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_sweep_and_mc(tmp_path, capsys):
+    rc = main(["sweep", "--vocab", "50", "--no-sparse", "--mismatch", "low", "--temperatures", "1",
+               "--trees", "3,2,6", "--methods", "eagle", "rheo", "--steps", "5", "--workers", "1",
+               "--out", str(tmp_path), "--no-progress"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "eagle" in out and (tmp_path / "sweep.csv").exists() and (tmp_path / "sweep.png").exists()
+    rc = main(["mc", "--vocab", "50", "--samples", "200", "--json", "--top-k", "3", "--depth", "2", "--budget", "5"])
+    assert rc == 0
+    d = json.loads(capsys.readouterr().out)
+    for key in ("lossless", "p_value", "samples", "tokens_per_step", "tokens_per_step_ci95"):
+        assert key in d
+    assert d["samples"] == 200 and isinstance(d["lossless"], bool)
+
+
+@pytest.mark.parametrize("argv", [
+    ["mc", "--samples", "0"],
+    ["mc", "--alpha", "1"],
+    ["mc", "--vocab", "1", "--samples", "10"],
+    ["mc", "--temperature", "-1"],
+    ["mc", "--top-k", "2", "--head", "4"],
+    ["mc", "/nonexistent/instance.json"],
+    ["sweep", "--trees", "4,4"],
+    ["sweep", "--methods", "nope", "--steps", "2"],
+    ["sweep", "--mismatch", "medium"],
+])
+def test_cli_bad_arguments_exit_2_with_one_line(argv, capsys):
+    try:
+        rc = main(argv)
+    except SystemExit as e:  # argparse usage errors
+        rc = e.code
+    assert rc == 2
+    err = capsys.readouterr().err.strip()
+    assert err and len(err.splitlines()) == 1 and "Traceback" not in err
