@@ -20,6 +20,9 @@ __all__ = ["main", "build_parser", "add_method_arguments", "method_from_args"]
 
 EXIT_BAD_INPUT = 2
 
+#: `rheo certify` gives up after this many builder runs (about an hour of exact arithmetic).
+DEFAULT_MAX_BRANCHES = 2_000_000
+
 #: Modules that contribute subcommands: each defines ``register(subparsers)``, adding a parser
 #: whose ``func`` default takes the parsed arguments and returns an exit code.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -101,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--float", dest="use_float", action="store_true", help="float64 instead of exact rationals")
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.add_argument("--progress", action="store_true", help="show progress bars on stderr")
+    c.add_argument("--max-branches", type=_positive_int, default=DEFAULT_MAX_BRANCHES, metavar="B",
+                   help=f"stop with an error after B construction branches (default {DEFAULT_MAX_BRANCHES})")
     c.set_defaults(func=_cmd_certify)
 
     i = sub.add_parser("instance", help="write a random toy instance JSON to stdout",
@@ -127,7 +132,7 @@ def _cmd_certify(args) -> int:
     method = method_from_args(args)
     exact = not args.use_float
     pair = ToyPair.load(args.instance, exact=exact) if args.instance else example_pair(exact=exact)
-    cert = certify(pair, method, progress=args.progress)
+    cert = certify(pair, method, progress=args.progress, max_branches=args.max_branches)
     if args.json:
         d = cert.to_dict()
         d["instance"] = args.instance or "built-in example"

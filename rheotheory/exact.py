@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import laws
+from .errors import RheoError, TreeError
 from .methods import Method
 from .trees import NeedChoice, ReplayChooser, Tree
 from .trees.tree import SAMPLED
@@ -57,11 +58,13 @@ class Enumeration:
     total_weight: object  # sum of class weights (exactly 1)
 
 
-def enumerate_classes(pair, method: Method, progress=None, eager: bool = False) -> Enumeration:
+def enumerate_classes(pair, method: Method, progress=None, eager: bool = False,
+                      max_branches: int | None = None) -> Enumeration:
     """Enumerate every construction outcome of ``method`` on ``pair`` and group them.
 
     ``eager=True`` also branches over every draw left unresolved at the end (no analytic
-    integration): slower, and used by the tests to check the lazy path.
+    integration): slower, and used by the tests to check the lazy path. ``max_branches`` stops
+    with a :class:`~rheotheory.errors.RheoError` once that many builder runs were made.
     """
     build = method.builder(pair)
     if eager:
@@ -78,8 +81,13 @@ def enumerate_classes(pair, method: Method, progress=None, eager: bool = False) 
     outcomes = branches = 0
     total = one * 0
     stack = [((), one)]
+    runs = 0
     while stack:
         script, w = stack.pop()
+        runs += 1
+        if max_branches is not None and runs > max_branches:
+            raise RheoError(f"enumeration exceeded {max_branches} construction branches; use a smaller "
+                            "instance (V, K, D, N) or raise the limit")
         try:
             tree = build(ReplayChooser(script))
         except NeedChoice as nc:
@@ -290,14 +298,13 @@ class Certificate:
 
 
 def certify(pair, method: Method, exact: bool | None = None, progress: bool = False,
-            eager: bool = False) -> Certificate:
+            eager: bool = False, max_branches: int | None = None) -> Certificate:
     """Exhaustively certify ``method`` on ``pair``.
 
     ``exact`` converts the pair to exact rationals (True) or float64 (False); None keeps its
-    number type. ``eager`` disables the analytic integration of sampled leaves (for checks).
+    number type. ``eager`` disables the analytic integration of sampled leaves (for checks);
+    ``max_branches`` bounds the enumeration (see :func:`enumerate_classes`).
     """
-    from .errors import TreeError
-
     t0 = time.perf_counter()
     if exact is not None:
         pair = pair.to_exact() if exact else pair.to_float()
@@ -309,7 +316,7 @@ def certify(pair, method: Method, exact: bool | None = None, progress: bool = Fa
         from tqdm import tqdm
 
         bar = tqdm(desc="construction branches", unit="br", leave=False)
-    enum = enumerate_classes(pair, method, progress=bar, eager=eager)
+    enum = enumerate_classes(pair, method, progress=bar, eager=eager, max_branches=max_branches)
     if bar is not None:
         bar.close()
         from tqdm import tqdm

@@ -67,3 +67,9 @@ def test_instance_command_round_trip(tmp_path):
     path.write_text(r.stdout)
     r2 = run("certify", str(path), "--depth", "2", "--json")
     assert r2.returncode == 0 and json.loads(r2.stdout)["lossless"] is True
+
+
+def test_runaway_enumeration_stops_with_one_line():
+    r = run("certify", "--proxy", "true", "--max-branches", "10")
+    assert r.returncode == 2 and "exceeded 10 construction branches" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
