@@ -7,13 +7,11 @@ torch = pytest.importorskip("torch")
 
 from rheotheory.decode.bench import BENCH_PROMPTS, default_static_shape  # noqa: E402
 from rheotheory.decode.builtin import load_builtin_pair  # noqa: E402
-from rheotheory.decode.checks import chi_square, lossless_test  # noqa: E402
+from rheotheory.decode.checks import chi_square, lossless_test, ot_skip_residual  # noqa: E402
 from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode, target_law  # noqa: E402
 from rheotheory.errors import InstanceError, LawError  # noqa: E402
 from rheotheory.methods import Method  # noqa: E402
 from rheotheory.trees import parse_shape  # noqa: E402
-from rheotheory.verify import Candidate, Transition  # noqa: E402
-from rheotheory import laws  # noqa: E402
 
 #: Significance level of the chi-square lossless tests (fixed seeds: the outcome is reproducible).
 ALPHA = 1e-3
@@ -98,11 +96,15 @@ def test_default_static_shape_is_valid():
 
 
 def test_chi_square_pools_rare_cells():
-    probs = np.array([[0.5, 0.3], [0.199, 0.001]])
+    probs = np.array([[0.5, 0.3], [0.18, 0.02]])
     counts = np.array([[50, 30], [20, 0]])
     stat, df = chi_square(counts, probs)
-    # cells with expected >= 5: 50, 30, 19.9; the pool (0.1 expected) is dropped
-    assert df == 2 and abs(stat - (0 + 0 + 0.1**2 / 19.9)) <= 1e-12
+    # kept: (0,0) 50, (0,1) 30, (1,0) 18; row 1's rare cell (expected 2) goes to the global pool,
+    # which stays below 5 and is dropped
+    assert df == 2 and abs(stat - (2**2 / 18)) <= 1e-12
+    probs2 = np.array([[0.5, 0.3], [0.1, 0.1]])
+    stat2, df2 = chi_square(np.array([[50, 30], [10, 10]]), probs2)
+    assert df2 == 3 and stat2 == 0.0
 
 
 def test_lossless_first_two_tokens(pair32):
@@ -114,27 +116,10 @@ def test_lossless_first_two_tokens(pair32):
     assert res.p_value > ALPHA, f"{name}: chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}"
 
 
-def ot_without_residual(p, cands):
-    """A planted bug: the OT rule, but a rejection re-draws from p instead of the residual."""
-    sampled = [i for i, c in enumerate(cands) if c.law is not None]
-    if not sampled:
-        from rheotheory.verify import onehot
-        return onehot(p, cands)
-    s = cands[sampled[0]]
-    a = s.law[s.token]
-    a = p[s.token] / a if p[s.token] < a else a * 0 + 1
-    emit = (1 - a) * p
-    cont = [p[0] * 0 for _ in cands]
-    cont[sampled[0]] = a
-    for i, c in enumerate(cands):
-        cont[i] = cont[i] + emit[c.token]
-    return Transition(cont, laws.zero_at(emit, [c.token for c in cands]))
-
-
 def test_biased_verifier_is_rejected(pair32):
     """Companion: the same test (alpha, seed, N) rejects a verifier that skips the residual."""
     res = lossless_test(pair32, LOSSLESS_PROMPTS, SMALL["rheo"], DecodeConfig(temperature=1.0),
-                        N_PER_PROMPT, LOSSLESS_SEED, verifier=ot_without_residual)
+                        N_PER_PROMPT, LOSSLESS_SEED, verifier=ot_skip_residual)
     assert res.p_value < ALPHA, f"planted bug not caught: chi2 = {res.statistic:.1f}, df = {res.df}"
 
 

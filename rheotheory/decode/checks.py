@@ -3,8 +3,7 @@
 The target's exact law of the first two generated tokens after a prompt,
 :math:`p(x_1)\\,p(x_2 \\mid x_1)`, is computed from the model directly (one batched pass over
 every x_1). Speculative decoding is run ``n`` times from the prompt; the observed pairs are
-compared with a chi-square goodness-of-fit test. Cells whose expected count is below
-:data:`MIN_EXPECTED` are pooled into one cell (dropped if even the pool is below it). Statistics
+compared with a chi-square goodness-of-fit test, rare cells pooled (see :func:`chi_square`). Statistics
 and degrees of freedom of several prompts add up (independent runs).
 """
 
@@ -16,9 +15,12 @@ import numpy as np
 import torch
 from scipy import stats
 
+from .. import laws
+from ..verify.rules import Transition, onehot
 from .engine import DecodeConfig, decode, target_law
 
-__all__ = ["MIN_EXPECTED", "ChiSquare", "two_token_law", "two_token_counts", "chi_square", "lossless_test"]
+__all__ = ["MIN_EXPECTED", "ChiSquare", "two_token_law", "two_token_counts", "chi_square", "lossless_test",
+           "ot_skip_residual"]
 
 #: Smallest expected count of a chi-square cell (Cochran's rule); rarer cells are pooled.
 MIN_EXPECTED = 5.0
@@ -57,19 +59,31 @@ def two_token_counts(pair, prompt: list[int], method, cfg: DecodeConfig, n: int,
 
 
 def chi_square(counts: np.ndarray, probs: np.ndarray) -> tuple[float, int]:
-    """Chi-square statistic and degrees of freedom, rare cells pooled (see the module docstring)."""
-    c = counts.ravel().astype(np.float64)
-    e = probs.ravel() * c.sum()
-    big = e >= MIN_EXPECTED
-    obs = list(c[big])
-    exp = list(e[big])
-    if e[~big].sum() >= MIN_EXPECTED:
-        obs.append(c[~big].sum())
-        exp.append(e[~big].sum())
-    else:
-        # NOTE: a pool this small carries no usable information; its observed count still
-        # shows up as a deficit in the kept cells.
-        pass
+    """Chi-square statistic and degrees of freedom over the (x1, x2) cells of # [V, V] arrays.
+
+    Rare cells are pooled hierarchically, so that the first token's law keeps its weight: within
+    each row x1 the cells with expected count < :data:`MIN_EXPECTED` form one cell (x1, other);
+    rows whose pooled cell is still too rare go to one global pool, kept if it reaches
+    :data:`MIN_EXPECTED` (otherwise dropped: its deficit still shows in the kept cells).
+    """
+    n = counts.sum()
+    obs, exp = [], []
+    pool_o = pool_e = 0.0
+    for row_c, row_p in zip(counts.astype(np.float64), probs):
+        e = row_p * n
+        big = e >= MIN_EXPECTED
+        obs.extend(row_c[big])
+        exp.extend(e[big])
+        ro, re = row_c[~big].sum(), e[~big].sum()
+        if re >= MIN_EXPECTED:
+            obs.append(ro)
+            exp.append(re)
+        else:
+            pool_o += ro
+            pool_e += re
+    if pool_e >= MIN_EXPECTED:
+        obs.append(pool_o)
+        exp.append(pool_e)
     obs, exp = np.array(obs), np.array(exp)
     return float(((obs - exp) ** 2 / exp).sum()), len(obs) - 1
 
@@ -86,3 +100,24 @@ def lossless_test(pair, prompts, method, cfg: DecodeConfig, n_per_prompt: int, s
         stat += s
         df += d
     return ChiSquare(stat, df, float(stats.chi2.sf(stat, df)), n_per_prompt * len(prompts))
+
+
+def ot_skip_residual(p, cands) -> Transition:
+    """Negative control, known to be lossy: the OT rule, but after rejecting the sampled
+    candidate the next token is drawn from p itself instead of the residual norm((p - L)+).
+
+    Tests pass it as ``verifier=`` to check that :func:`lossless_test` rejects a planted bug.
+    """
+    sampled = [i for i, c in enumerate(cands) if c.law is not None]
+    if not sampled:
+        return onehot(p, cands)
+    i_s = sampled[0]
+    s = cands[i_s]
+    ls = s.law[s.token]
+    a = p[s.token] / ls if p[s.token] < ls else ls * 0 + 1  # min(1, p(s) / L(s))
+    emit = (1 - a) * p  # the bug: should be (1 - a) * norm((p - L)+)
+    cont = [p[0] * 0 for _ in cands]
+    cont[i_s] = a
+    for i, c in enumerate(cands):
+        cont[i] = cont[i] + emit[c.token]
+    return Transition(cont, laws.zero_at(emit, [c.token for c in cands]))

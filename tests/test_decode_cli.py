@@ -1,0 +1,51 @@
+"""`rheo decode` and `rheo bench` with the built-in pair; bad input is one line and exit code 2."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from rheotheory.cli import main  # noqa: E402
+
+
+def test_decode_prints_continuation_and_stats(capsys):
+    rc = main(["decode", "--prompt", "def fib(", "--method", "rheo", "--temperature", "1.0",
+               "--max-new-tokens", "30", "--seed", "3"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert out.startswith("def fib(")
+    for field in ("tokens per step", "|Z| histogram", "tree nodes/step", "tokens/s"):
+        assert field in out
+
+
+@pytest.mark.parametrize("method", ["autoregressive", "chain", "static", "eagle"])
+def test_decode_every_method_json(capsys, method):
+    import json
+
+    extra = ["--shape", "[[0],[1],[0,0]]"] if method == "static" else []
+    rc = main(["decode", "--method", method, "--temperature", "0", "--max-new-tokens", "12", "--json"] + extra)
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 0 and d["steps"] >= 1 and d["temperature"] == 0
+
+
+def test_bench_small_table(capsys):
+    rc = main(["bench", "--methods", "rheo", "--temperatures", "1", "--max-new-tokens", "4", "--budget", "4",
+               "--depth", "2", "--top-k", "2"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    lines = [ln for ln in out.splitlines() if ln.startswith(("autoregressive", "rheo"))]
+    assert len(lines) == 4  # streamed rows, then the final table
+    assert "1.00x" in lines[-2]
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["decode", "--prompt", "d\u00e9f"], "non-ASCII"),
+    (["decode", "--device", "cuda"] if not torch.cuda.is_available() else ["decode", "--device", "tpu"], "device"),
+    (["decode", "--max-new-tokens", "400"], "positions"),
+    (["decode", "--target-top-p", "1.5"], "top-p"),
+    (["bench", "--methods", "medusa"], "unknown method"),
+])
+def test_bad_input_is_one_line(capsys, argv, msg):
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert msg in err and err.count("\n") == 1
