@@ -13,7 +13,7 @@ Method specs (strings, :func:`make_method`), at tree size (K, D, N):
   integer (default ``K-1``), ``P`` a proxy (default ``next``), ``V`` ``ot`` (default) or
   ``sequential``;
 - ``rheo`` (no options): the recommended default, :func:`rheo_default`: ``m = 1``, proxy
-  ``next``, ``ot`` verification at T > 0, and the all-deterministic (EAGLE) tree at T = 0, where
+  ``min-best-tail`` (with m = 1: min(q(best), 1 - q(best))), ``ot`` verification at T > 0, and the all-deterministic (EAGLE) tree at T = 0, where
   a greedy target can only accept its arg-max and a sampled slot wastes a deterministic one;
 - ``static-iid`` / ``static-wor``: a static sampled tree with N nodes and depth <= D
   (:func:`static_shape`), i.i.d. children + RRS, or without replacement + RRS-wor;
@@ -134,9 +134,11 @@ def static_shape(budget: int, depth: int) -> list[list[int]]:
     return out
 
 
-#: Head size of the recommended RheoSampling default (the paper reports m = 1 best; the sweeps
-#: in simulations/results agree at T > 0).
+#: Head size and proxy of the recommended RheoSampling default. The paper reports m = 1 best;
+#: the sweeps in simulations/results agree at T > 0 and find min-best-tail at least as good as
+#: next everywhere (sweep_v50: equal or better in every cell with T > 0).
 DEFAULT_HEAD = 1
+DEFAULT_PROXY = "min-best-tail"
 
 
 def rheo_default(top_k: int, depth: int, budget: int, temperature: float) -> Method:
@@ -144,12 +146,13 @@ def rheo_default(top_k: int, depth: int, budget: int, temperature: float) -> Met
 
     At T = 0 the target is a point mass on its arg-max: a sampled slot can only be accepted when
     it hits that token, which a deterministic slot covers more often, so the default uses the
-    all-deterministic (EAGLE) tree there. At T > 0: head m = 1, proxy ``next``, OT verification.
+    all-deterministic (EAGLE) tree there. At T > 0: head m = 1, proxy ``min-best-tail``, OT
+    verification.
     """
     if temperature == 0:
         return Method("eagle", top_k=top_k, depth=depth, budget=budget)
     return Method("rheo", top_k=top_k, depth=depth, budget=budget, head=min(DEFAULT_HEAD, top_k - 1),
-                  proxy="next", verifier="ot")
+                  proxy=DEFAULT_PROXY, verifier="ot")
 
 
 def make_method(spec: str, top_k: int, depth: int, budget: int, temperature: float = 1.0) -> Method:
@@ -294,7 +297,7 @@ def plot_sweep(rows: list[dict], path, title: str = "") -> None:
     panels = sorted({(r["mismatch"], int(r["top_k"]), int(r["depth"]), int(r["budget"])) for r in rows},
                     key=lambda p: (str(p[0]), p[1:]))
     methods = list(dict.fromkeys(r["method"] for r in rows))
-    ncol = min(len(panels), 3)
+    ncol = min(len(panels), 2 if len(panels) <= 4 else 3)
     nrow = math.ceil(len(panels) / ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(5.2 * ncol, 3.9 * nrow), squeeze=False)
     for ax, (mm, K, D, N) in zip(axes.flat, panels):

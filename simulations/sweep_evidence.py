@@ -3,7 +3,7 @@
 Usage::
 
     python3 simulations/sweep_evidence.py small    # V = 50, dense draft, 10 methods
-    python3 simulations/sweep_evidence.py large    # V = 32000, sparse top-128 draft, 6 methods
+    python3 simulations/sweep_evidence.py large    # V = 32000, sparse top-128 draft, 9 methods
 
 Writes ``simulations/results/sweep_v50.{csv,png}`` or ``sweep_v32k.{csv,png}`` and prints the
 table. Tree sizes span K = 4..10, D = 4..6, N = 16..60; two draft mismatch levels. Every
@@ -27,7 +27,8 @@ TEMPERATURES = (0.0, 0.5, 1.0, 1.5)
 SMALL_METHODS = ("eagle", "rheo", "rheo:m=K/2", "rheo:m=K-1", "rheo:m=1:proxy=tail",
                  "rheo:m=1:proxy=min-best-tail", "rheo:m=1:verifier=sequential", "static-iid", "static-wor",
                  "chain")
-LARGE_METHODS = ("eagle", "rheo", "rheo:m=K/2", "rheo:m=K-1", "static-iid", "chain")
+LARGE_METHODS = ("eagle", "rheo", "rheo:m=1:proxy=next", "rheo:m=1:proxy=tail", "rheo:m=K/2", "rheo:m=K-1",
+                 "static-iid", "static-wor", "chain")
 
 CONFIGS = {
     "small": ("sweep_v50", SweepConfig(vocab_size=50, draft_top_k=None, temperatures=TEMPERATURES, trees=TREES,
@@ -42,8 +43,18 @@ def main() -> None:
     ap.add_argument("which", choices=sorted(CONFIGS))
     ap.add_argument("--steps", type=int, default=None, help="override steps per point")
     ap.add_argument("--workers", type=int, default=None, help="override the number of processes")
+    ap.add_argument("--replot", action="store_true", help="redraw the PNG and table from the existing CSV")
     args = ap.parse_args()
     stem, cfg = CONFIGS[args.which]
+    if args.replot:
+        from rheotheory.sweep import plot_sweep, read_csv
+
+        rows = read_csv(RESULTS / f"{stem}.csv")
+        sparse = f"sparse top-{cfg.draft_top_k}" if cfg.draft_top_k else "dense draft"
+        plot_sweep(rows, RESULTS / f"{stem}.png", title=f"synthetic V={cfg.vocab_size}, {sparse}, "
+                   f"{int(rows[0]['steps'])} steps/point, seed {cfg.seed}")
+        print(format_table(rows))
+        return
     if args.steps or args.workers:
         from dataclasses import replace
 

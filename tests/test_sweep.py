@@ -34,7 +34,8 @@ def test_method_specs():
     assert make_method("static-wor", 6, 5, 32).verifier == "rrs-wor"
     assert make_method("chain", 6, 5, 32).depth == 5
     # the recommended default: m = 1 at T > 0, the deterministic tree at T = 0
-    assert make_method("rheo", 6, 5, 32, temperature=1.0).head == 1
+    default = make_method("rheo", 6, 5, 32, temperature=1.0)
+    assert (default.head, default.proxy, default.verifier) == (1, "min-best-tail", "ot")
     assert make_method("rheo", 6, 5, 32, temperature=0.0).method == "eagle"
 
 
