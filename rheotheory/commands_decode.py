@@ -142,7 +142,7 @@ def _cmd_decode(args) -> int:
 
 def _cmd_bench(args) -> int:
     torch = _torch()
-    from .decode.bench import bench_methods, format_table, run_bench, table_json
+    from .decode.bench import BENCH_PROMPTS, bench_methods, cost_ratio, format_table, run_bench, table_json
     from .decode.builtin import load_builtin_pair
 
     _check_target_trunc(args)
@@ -158,15 +158,19 @@ def _cmd_bench(args) -> int:
     wanted.sort(key=lambda m: m != "autoregressive")
     pair = load_builtin_pair(args.device)
     log = None if args.json else print
+    t_target, t_draft, ratio = cost_ratio(pair)
     if log:
         print(f"built-in pair on {args.device}: target {pair.target.num_params()} params, draft "
               f"{pair.draft.num_params()} params; K={args.top_k} D={args.depth} N={args.budget}, "
-              f"{args.max_new_tokens} tokens x 6 prompts x {args.repeats}")
+              f"{args.max_new_tokens} tokens x {len(BENCH_PROMPTS)} prompts x {args.repeats}")
+        print(f"one cached pass: target {t_target * 1e3:.2f} ms, draft {t_draft * 1e3:.2f} ms "
+              f"(cost ratio {ratio:.2f})")
         print(format_table([], header=True))
     rows = run_bench(pair, [all_methods[m] for m in wanted], args.temperatures, args.max_new_tokens,
                      args.repeats, args.seed, top_k=args.target_top_k, top_p=args.target_top_p, log=log)
     if args.json:
-        print(json.dumps({"device": args.device, "rows": table_json(rows)}))
+        print(json.dumps({"device": args.device, "target_pass_s": t_target, "draft_pass_s": t_draft,
+                          "cost_ratio": ratio, "rows": table_json(rows)}))
     else:
         print()
         print(format_table(rows))

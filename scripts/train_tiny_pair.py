@@ -2,8 +2,8 @@
 
 Usage: python3 scripts/train_tiny_pair.py [--out rheotheory/data]
 
-Deterministic on one CPU thread (about 15 minutes); the manifest tiny_pair.json records the
-corpus hash, configurations, seed and final losses.
+Deterministic on one CPU thread (about 30 minutes on an idle core); the manifest
+tiny_pair.json records the corpus hash, configurations, seed and final losses.
 """
 
 import argparse
@@ -11,8 +11,8 @@ from pathlib import Path
 
 from rheotheory.decode.train import TrainConfig, train_pair
 
-#: Optimiser steps: the target costs ~0.5 s/step on one thread, the draft ~0.06 s/step.
-TARGET_STEPS = 1600
+#: Optimiser steps: the target costs ~0.45 s/step on one idle thread, the draft ~0.08 s/step.
+TARGET_STEPS = 3000
 DRAFT_STEPS = 3000
 
 

@@ -55,7 +55,8 @@ def test_builtin_pair_sizes_and_manifest(pair):
     assert 0.08e6 <= pair.draft.num_params() <= 0.2e6
     man = pair.manifest
     assert len(man["corpus"]["sha256"]) == 64 and man["target"]["train"]["seed"] == 0
-    assert man["target"]["val_loss"] < man["draft"]["val_loss"] < 3.0
+    # quality floor of the shipped weights (uniform guessing over 128 tokens: ln 128 = 4.85 nats)
+    assert man["target"]["val_loss"] < 2.0 and man["draft"]["val_loss"] < 2.2
 
 
 @pytest.mark.parametrize("name", sorted(METHODS))

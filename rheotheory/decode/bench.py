@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import time
 from dataclasses import dataclass
 
 import torch
@@ -11,7 +12,7 @@ from ..methods import Method
 from .engine import AUTOREGRESSIVE, DecodeConfig, decode
 
 __all__ = ["BenchRow", "BENCH_PROMPTS", "default_static_shape", "bench_methods", "run_bench", "format_table",
-           "table_json"]
+           "table_json", "cost_ratio"]
 
 #: Fixed prompts of the benchmark (Python source openings, like the training text).
 BENCH_PROMPTS = (
@@ -109,6 +110,38 @@ def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, se
             if log is not None:
                 log(format_table(rows[-1:], header=False))
     return rows
+
+
+#: Passes timed by :func:`cost_ratio` per model.
+COST_PASSES = 50
+
+
+@torch.inference_mode()
+def cost_ratio(pair, context: int = 64) -> tuple[float, float, float]:
+    """Seconds of one single-token cached pass of the target and of the draft, and their ratio."""
+    from .models import KVCache, chain_mask
+
+    out = []
+    for model in (pair.target, pair.draft):
+        p = next(model.parameters())
+        cache = KVCache(model.cfg, p.device, p.dtype)
+        toks = torch.arange(context, device=p.device) % model.cfg.vocab_size
+        _, k, v = model.extend(cache, toks, torch.arange(context, device=p.device), chain_mask(context, p.device))
+        cache.commit(k, v)
+        one = toks[:1]
+        zero = torch.zeros(1, dtype=torch.long, device=p.device)
+        mask = torch.ones(1, 1, dtype=torch.bool, device=p.device)
+        for _ in range(5):
+            model.extend(cache, one, zero, mask)
+        if p.device.type == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(COST_PASSES):
+            model.extend(cache, one, zero, mask)
+        if p.device.type == "cuda":
+            torch.cuda.synchronize()
+        out.append((time.perf_counter() - t0) / COST_PASSES)
+    return out[0], out[1], out[1] / out[0]
 
 
 def format_table(rows, header: bool = True) -> str:
