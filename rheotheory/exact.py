@@ -133,7 +133,7 @@ def _concretise(tree: Tree, kids: list[int]):
         if tokens[i] is not None:
             yield from rec(i + 1, tokens, w)
             return
-        law = _member_law(tree, kids, tokens, i)
+        law = node.draw if node.draw is not None else _member_law(tree, kids, tokens, i)
         for x, wx in enumerate(law):
             if wx > 0:
                 t2 = list(tokens)

@@ -30,7 +30,9 @@ Semantics (fixed so results are reproducible across tools):
   then drop every kept node whose parent was dropped.
 
 A sampled token is drawn lazily (see :mod:`rheotheory.trees.tree`): only when its node is
-expanded, when fillers depend on it, or when the proxy is ``true``.
+expanded or when the proxy is ``true``. With fillers only a coarse draw is made at creation
+(is s one of the first K-1-m ranked tokens outside H, and which, or none of them?), since that
+is all the fillers depend on.
 """
 
 from __future__ import annotations
@@ -166,8 +168,15 @@ def build_dynamic(pair, cfg: DynamicConfig, chooser: Chooser, cache: ExpansionCa
             s_idx = tree.add(v, SAMPLED, node.score * _proxy(cfg.proxy, q, ranked, m, mass), group=group)
         n_fill = K - 1 - m
         if n_fill > 0 and cfg.fillers == "rank":
-            s = tree.resolve(s_idx, chooser)
-            for t in [t for t in ranked[m:] if t != s][:n_fill]:
+            # The fillers depend on s only through whether s is one of the first n_fill ranked
+            # tail tokens: draw that much now and leave s undrawn when it lies beyond them.
+            block = list(ranked[m:m + n_fill])
+            s = tree.nodes[s_idx].token
+            if s is None and len(ranked) > m + n_fill:
+                s = tree.resolve_coarse(s_idx, chooser, block, ranked[m + n_fill])
+            elif s is None:
+                s = tree.resolve(s_idx, chooser)
+            for t in [t for t in ranked[m:m + n_fill + 1] if t != s][:n_fill]:
                 tree.add(v, FILLER, node.score * q[t], token=t)
 
     expand(0)

@@ -106,6 +106,8 @@ class Node:
     group: SampleGroup | None = None  # the sampling group of a SAMPLED node
     pos: int = 0  # position inside its group
     children: list = field(default_factory=list)  # node indices in creation order
+    draw: object = None  # law of a still-unresolved token when only a block of its member law is
+    # left (a coarse draw already picked the block); None = the member law itself, # [vocab]
 
 
 class Tree:
@@ -135,6 +137,11 @@ class Tree:
         earlier = [self.nodes[j].token for j in g.members[:node.pos]]
         return laws.restrict(g.base, earlier)
 
+    def draw_law(self, idx: int):
+        """The law an unresolved SAMPLED node's token is still to be drawn from."""
+        node = self.nodes[idx]
+        return self.member_law(idx) if node.draw is None else node.draw
+
     def resolve(self, idx: int, chooser: Chooser) -> int:
         """The token of node ``idx``, drawing it (and the group members before it) if needed."""
         node = self.nodes[idx]
@@ -142,8 +149,34 @@ class Tree:
             if node.group.mode == "wor":
                 for j in node.group.members[:node.pos]:
                     self.resolve(j, chooser)
-            node.token = chooser.draw(self.member_law(idx))
+            node.token = chooser.draw(self.draw_law(idx))
+            node.draw = None
         return node.token
+
+    def resolve_coarse(self, idx: int, chooser: Chooser, block: list[int], rest_token: int) -> int | None:
+        """Draw only *which part* of the member law the token falls in: one of the ``block``
+        tokens (returned, resolved) or the rest (``None``; the node stays unresolved and its
+        token is later drawn from the member law restricted to the rest).
+
+        The chooser sees a law over tokens in which the rest's mass sits on ``rest_token``
+        (any token of the rest), so exact enumeration branches over ``len(block) + 1`` answers
+        instead of the whole support.
+        """
+        node = self.nodes[idx]
+        law = self.member_law(idx)
+        coarse = law * 0
+        for t in block:
+            coarse[t] = law[t]
+        rest_mass = 1 - laws.total(coarse)
+        if not rest_mass > 0:
+            return self.resolve(idx, chooser)
+        coarse[rest_token] = rest_mass
+        tok = chooser.draw(coarse)
+        if tok != rest_token:
+            node.token = tok
+            return tok
+        node.draw = laws.restrict(law, block)
+        return None
 
     def path(self, idx: int) -> tuple[int, ...]:
         """Tokens from the root to ``idx`` (every node on it must be resolved)."""
@@ -193,6 +226,8 @@ class Tree:
         positions and, recursively, the kept children in order. Equal keys = one class."""
         node = self.nodes[idx]
         kind = "s" if node.kind == SAMPLED else "d"
+        if node.token is None and node.draw is not None:
+            kind = "s-rest"  # unresolved, known to lie outside a block of its law
         return (node.token, kind, node.pos, tuple(self.canonical_key(c) for c in self.kept_children(idx)))
 
     def unresolved_count(self) -> int:
@@ -210,6 +245,9 @@ class Tree:
                 continue
             n = sum(1 for w in g.base if w > 0)
             r = len(g.members) - len(unresolved)
-            for i in range(len(unresolved)):
-                total *= n if g.mode == "iid" else (n - r - i)
+            for i, j in enumerate(unresolved):
+                if self.nodes[j].draw is not None:
+                    total *= sum(1 for w in self.nodes[j].draw if w > 0)
+                else:
+                    total *= n if g.mode == "iid" else (n - r - i)
         return total
