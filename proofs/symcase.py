@@ -27,6 +27,7 @@ counterexample; a case without one after the search is reported as "not settled"
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -44,6 +45,10 @@ class NeedDecision(Exception):
     """Raised when a comparison is not decided by the current case."""
 
 
+class EmptyCase(Exception):
+    """Raised when exact certificates show that no point of the domain is in the current case."""
+
+
 class Case:
     """Allowed signs of the canonical polynomials met so far, and the scripted answers."""
 
@@ -55,15 +60,24 @@ class Case:
         self.signs: dict = {}  # canonical polynomial -> frozenset of allowed signs
         self.point = point  # dict symbol -> Fraction: answer every question at this point
 
+    def allowed(self, P) -> frozenset:
+        """Signs of P still possible in this case (assumptions and the case's conditions)."""
+        got = self.signs.get(P)
+        if got is None:
+            if self.point is not None:
+                v = P.subs(self.point)
+                got = frozenset({int(bool(v > 0)) - int(bool(v < 0))})
+            else:
+                got = _assumed_signs(P) & _implied_signs(self.signs, P)
+            self.signs[P] = got
+        if not got:
+            raise EmptyCase()
+        return got
+
     def decide(self, P, allowed_if_true: frozenset) -> bool:
-        allowed = self.signs.get(P)
-        if allowed is None:
-            allowed = _assumed_signs(P)
+        allowed = self.allowed(P)
         if self.point is not None:
-            v = P.subs(self.point)
-            sgn = int(bool(v > 0)) - int(bool(v < 0))
-            self.signs[P] = frozenset({sgn})
-            return sgn in allowed_if_true
+            return bool(allowed & allowed_if_true)
         t = allowed & allowed_if_true
         f = allowed - allowed_if_true
         if not f:
@@ -80,6 +94,66 @@ class Case:
         return ans
 
 
+_IMPLIED: dict = {}
+
+
+def _implied_signs(signs: dict, P) -> frozenset:
+    """Signs of P allowed by an exact certificate from the case's one-sided conditions:
+    P = sum lam_i f_i + sum mu_j m_j + sum nu_k e_k (lam, mu >= 0; f_i >= 0 or > 0 the case's
+    conditions, m_j positive monomials, e_k = 0 its ties) proves P >= 0 (P > 0 if a strict term
+    has a positive multiplier); the same for -P."""
+    conds = tuple(sorted(((f, st) for f, st in _oriented(signs)), key=lambda x: sp.default_sort_key(x[0])))
+    eqs = tuple(sorted((Q for Q, al in signs.items() if al == frozenset({0})), key=sp.default_sort_key))
+    key = (conds, eqs, P)
+    got = _IMPLIED.get(key)
+    if got is not None:
+        return got
+    out = frozenset({-1, 0, 1})
+    if conds or eqs:
+        for sgn in (1, -1):
+            r = _certify_nonneg(sgn * P, conds, eqs)
+            if r == "strict":
+                out &= frozenset({sgn})
+            elif r == "weak":
+                out &= frozenset({0, sgn})
+    _IMPLIED[key] = out
+    return out
+
+
+def _certify_nonneg(g, conds, eqs):
+    from scipy.optimize import linprog
+
+    syms = sorted(g.free_symbols.union(*[f.free_symbols for f, _ in conds], *[e.free_symbols for e in eqs]),
+                  key=lambda x: x.name)
+    gd = sp.Poly(g, *syms).as_dict()
+    fd = [sp.Poly(f, *syms).as_dict() for f, _ in conds]
+    ed = [sp.Poly(e, *syms).as_dict() for e in eqs]
+    monos = sorted(set(gd).union(*fd, *ed))
+    gens = fd + [{m: 1} for m in monos] + ed
+    strict = [st for _, st in conds] + [True] * len(monos) + [False] * len(ed)
+    bounds = [(0, 1e6)] * (len(fd) + len(monos)) + [(-1e6, 1e6)] * len(ed)
+    A = np.array([[float(gen.get(m, 0)) for gen in gens] for m in monos])
+    b = np.array([float(gd.get(m, 0)) for m in monos])
+    c = np.array([-1.0 if st else 0.0 for st in strict])
+    res = linprog(c, A_eq=A, b_eq=b, bounds=bounds, method="highs")
+    if not res.success:
+        return None
+    lam = [Fraction(float(x)).limit_denominator(CERT_DENOMINATOR) if abs(x) > 1e-9 else Fraction(0) for x in res.x]
+    tot = {m: Fraction(0) for m in monos}
+    for l, gen in zip(lam, gens):
+        if l:
+            for m, co in gen.items():
+                co = sp.Rational(co)
+                tot[m] += l * Fraction(int(co.p), int(co.q))
+    for m in monos:
+        co = sp.Rational(gd.get(m, 0))
+        if tot[m] != Fraction(int(co.p), int(co.q)):
+            return None  # NOTE: rounding broke the certificate; claim nothing from it
+    if any(l < 0 for l, gen in zip(lam[:len(fd) + len(monos)], gens)):
+        return None
+    return "strict" if any(l > 0 and st for l, st in zip(lam, strict)) else "weak"
+
+
 def _assumed_signs(P) -> frozenset:
     if P.is_positive:
         return frozenset({1})
@@ -92,29 +166,43 @@ def _assumed_signs(P) -> frozenset:
     return frozenset({-1, 0, 1})
 
 
+def _poly_factors(expr, const_sign: int, out: list) -> int:
+    """Append the non-constant irreducible factors of the polynomial ``expr`` (positive leading
+    coefficient, multiplicity) to ``out``; return the sign of everything else."""
+    coeff, facs = sp.factor_list(expr)
+    sign = const_sign * (1 if coeff > 0 else -1)
+    for f, mult in facs:
+        if f.is_positive:
+            continue
+        if f.is_negative:
+            sign *= (-1) ** mult
+            continue
+        syms = sorted(f.free_symbols, key=lambda x: x.name)
+        if sp.Poly(f, *syms).LC() < 0:
+            f = sp.expand(-f)
+            sign *= (-1) ** mult
+        out.append((sp.expand(f), int(mult)))
+    return sign
+
+
 def _canonical(e):
-    """(P, s): sign(e) = s * sign(P) on the domain, P a polynomial with positive leading coefficient;
-    or (number, 0) when e is a number."""
+    """(s, factors): sign(e) = s * prod sign(P)^m over factors (P, m), each P an irreducible
+    polynomial with positive leading coefficient; or (number, None) when e is a number."""
     got = _CANON.get(e)
     if got is not None:
         return got
     c = sp.cancel(sp.together(e))
     if c.is_number:
-        out = (c, 0)
+        out = (c, None)
     else:
         n, d = sp.fraction(c)
-        n, d = sp.expand(n), sp.expand(d)
-        s = 1
-        if d.is_positive:
-            P = n
-        elif d.is_negative:
-            P, s = n, -1
-        else:
-            P = sp.expand(n * d)
-        syms = sorted(P.free_symbols, key=lambda x: x.name)
-        if sp.Poly(P, *syms).LC() < 0:
-            P, s = sp.expand(-P), -s
-        out = (P, s)
+        factors: list = []
+        s = _poly_factors(sp.expand(n), 1, factors)
+        s = _poly_factors(sp.expand(d), s, factors)
+        merged: dict = {}
+        for f, m in factors:
+            merged[f] = merged.get(f, 0) + m
+        out = (s, tuple(sorted(merged.items(), key=lambda fm: sp.default_sort_key(fm[0]))))
     _CANON[e] = out
     return out
 
@@ -127,11 +215,25 @@ _OPS = {
 
 def _compare(a, b, op) -> bool:
     e = _expr(a) - _expr(b)
-    P, s = _canonical(e)
-    if s == 0:
-        return bool(_OPS[op](P))
-    true_signs = frozenset(sg for sg in (-1, 0, 1) if _OPS[op](s * sg))
-    return Case.current.decide(P, true_signs)
+    s, factors = _canonical(e)
+    if factors is None:
+        return bool(_OPS[op](s))
+    test = _OPS[op]
+    case = Case.current
+    while True:
+        allowed = [case.allowed(P) for P, _ in factors]
+        outcomes = set()
+        for combo in itertools.product(*allowed):
+            sign = s
+            for sg, (_, m) in zip(combo, factors):
+                sign *= sg ** m
+            outcomes.add(bool(test(sign)))
+        if len(outcomes) == 1:
+            return outcomes.pop()
+        # NOTE: undecided: split the first factor with more than one allowed sign and retry
+        i = next(i for i, al in enumerate(allowed) if len(al) > 1)
+        P = factors[i][0]
+        case.decide(P, frozenset({min(allowed[i])}))
 
 
 def _expr(x):
@@ -224,6 +326,10 @@ def enumerate_cases(compute, limit: int = 100000):
             stack.append(script + (False,))
             stack.append(script + (True,))
             continue
+        except EmptyCase:
+            res = CaseResult(dict(case.signs), [], status="empty")
+            out.append(res)
+            continue
         finally:
             Case.current = None
         values, extra = (res if isinstance(res, tuple) else (res, {}))
@@ -313,6 +419,32 @@ def _forced(signs: dict, symbols):
     return empty, forced
 
 
+def _empty_on_variety(signs: dict, sol: dict, free) -> bool:
+    """Exact emptiness certificate for a case after substituting the solution of its ties: the
+    one-sided conditions and the positivity of every solved symbol, rewritten in the free symbols
+    (numerator times denominator keeps the sign), fed to :func:`_forced`."""
+    conds = list(_oriented(signs)) + [(var, True) for var in sol]
+    new: dict = {}
+    for f, strict in conds:
+        g = sp.cancel(sp.together(f.subs(sol)))
+        n, d = sp.fraction(g)
+        P = sp.expand(n * d)
+        if P.is_number:
+            if P < 0 or (P == 0 and strict):
+                return True
+            continue
+        syms = sorted(P.free_symbols, key=lambda x: x.name)
+        sgn = 1
+        if sp.Poly(P, *syms).LC() < 0:
+            P, sgn = sp.expand(-P), -1
+        allowed = frozenset({sgn}) if strict else frozenset({0, sgn})
+        new[P] = new.get(P, frozenset({-1, 0, 1})) & allowed
+        if not new[P]:
+            return True
+    empty, _ = _forced(new, free)
+    return empty
+
+
 def check_identities(cases, symbols, seed: int = 0) -> dict:
     """Simplify every identity of every case; returns counts per status (and sets each status).
 
@@ -324,6 +456,9 @@ def check_identities(cases, symbols, seed: int = 0) -> dict:
     symbols = list(symbols)
     counts = {"zero": 0, "zero-on-variety": 0, "empty": 0, "refuted": 0, "not settled": 0}
     for c in cases:
+        if c.status == "empty":  # certified during the enumeration
+            counts["empty"] += 1
+            continue
         vals0 = [sp.cancel(sp.together(v)) for v in c.values]
         if all(v == 0 for v in vals0):
             c.status = "zero"
@@ -354,6 +489,10 @@ def check_identities(cases, symbols, seed: int = 0) -> dict:
             if all(v == 0 for v in vals):
                 c.status = "zero-on-variety"
                 counts[c.status] += 1
+                continue
+            if _empty_on_variety(c.signs, sol, [x for x in symbols if x not in sol]):
+                c.status = "empty"
+                counts["empty"] += 1
                 continue
         # NOTE: the identity is not 0 on this case: look for a point of the case (a witness).
         c.status = "not settled"

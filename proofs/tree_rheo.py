@@ -34,6 +34,14 @@ min-best-tail do not depend on s, so s_v's score does not either; every child sc
 its parent (scores are products of probabilities <= 1), so s_v's descendants never outrank s_v;
 whether they displace other nodes is what C1/C2 measure. With ``true`` s_v's own score is q(s_v).
 
+With ``next`` every deterministic sibling scores at least the sampled slot (q of a head token >=
+q of the best tail token; ties go to the earlier-created deterministic child), so s_v's
+descendants cannot displace v's deterministic children either. With ``tail`` and, for K >= 3,
+``min-best-tail`` the sampled slot can outscore a deterministic sibling, so a descendant of s_v
+can push that sibling out of the budget for some values of s_v only: C2 fails, C1 still holds.
+:func:`constructed_min_best_tail` builds such an instance for ``min-best-tail``; the random
+family below rarely produces one (budget 2K leaves room for the sibling).
+
 Conclusion, checked exhaustively: the exact certifier on every instance of the family.
 """
 
@@ -118,6 +126,28 @@ def conditions(pair, method):
             "classes": len(enum.classes)}
 
 
+def constructed_min_best_tail():
+    """An instance built from the mechanism: K = 3 (head m = 2), root draft (2/5, 1/5, 1/5, 1/5), so
+    the sampled slot scores min(q(best), tail) = 2/5 above the second deterministic child (1/5).
+    When s = 2 the draft after it is peaked (9/10), its child scores 9/25 and pushes the second
+    deterministic child out of a budget of 3; when s = 3 it is flat and does not. The kept
+    deterministic set then depends on s (C2 fails), which the sequential rule cannot absorb."""
+    import numpy as np
+    from rheotheory import ToyPair
+    from rheotheory.pairs import prefixes
+
+    V = 4
+    law = lambda *xs: np.array([Fraction(x) for x in xs], dtype=object)  # noqa: E731
+    flat = law("1/4", "1/4", "1/4", "1/4")
+    draft = {pre: flat for pre in prefixes(V, 2)}
+    target = {pre: flat for pre in prefixes(V, 2)}
+    draft[()] = law("2/5", "1/5", "1/5", "1/5")
+    draft[(0,)] = law("3/10", "3/10", "1/5", "1/5")
+    draft[(2,)] = law("9/10", "1/30", "1/30", "1/30")
+    target[()] = law("1/10", "1/10", "1/2", "3/10")
+    return ToyPair(V, 2, target, draft, exact=True), 3, 2, 3
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=2, help="seeds per (V, K, D) cell (8 cells)")
@@ -199,14 +229,43 @@ def main():
                 p2.save(out / f"{proxy}-{ver}.json")
                 claim(f"lossless-{proxy}-{ver}", f"rheo with proxy {proxy} and verifier {ver} is lossless", REFUTED,
                       ce, expected=None)
+    # a constructed instance outside the random family: min-best-tail + sequential
+    pair, K, D, N = constructed_min_best_tail()
+    cond = conditions(pair, Method("rheo", top_k=K, depth=D, budget=N, proxy="min-best-tail"))
+    verdict = {}
+    for ver in VERIFIERS:
+        verdict[ver] = certify(pair, Method("rheo", top_k=K, depth=D, budget=N, proxy="min-best-tail", verifier=ver))
+    seq = verdict["sequential"]
+    if not seq.lossless:
+        p2, m2, c2, _ = shrink(pair, Method("rheo", top_k=K, depth=D, budget=N, proxy="min-best-tail",
+                                             verifier="sequential"))
+        out = Path(__file__).resolve().parent / "counterexamples"
+        out.mkdir(exist_ok=True)
+        p2.save(out / "min-best-tail-sequential.json")
+        claim("lossless-min-best-tail-sequential-constructed", "rheo with proxy min-best-tail and verifier "
+              "sequential is lossless (beyond the random family)", REFUTED,
+              f"constructed instance (see constructed_min_best_tail: K=3 so the sampled slot can outscore the second "
+              f"deterministic child, a child of s displaces it for one value of s only): C2 fails in "
+              f"{cond['c2_bad']}/{cond['c2_contexts']} contexts, C1 in {cond['c1_bad']}/{cond['c1_contexts']}; "
+              f"sequential max deviation {seq.max_deviation} at {list(seq.worst_sequence)}; ot max deviation "
+              f"{verdict['ot'].max_deviation}. Shrunk: V={p2.vocab_size}, K={m2.top_k}, D={m2.depth}, "
+              f"budget={m2.budget}, max deviation {c2.max_deviation} at {list(c2.worst_sequence)}; instance JSON: "
+              f"proofs/counterexamples/min-best-tail-sequential.json", expected=REFUTED)
+    else:
+        claim("lossless-min-best-tail-sequential-constructed", "rheo with proxy min-best-tail and verifier "
+              "sequential is lossless (beyond the random family)", FAILED, "the constructed instance is lossless")
+    claim("constructed-min-best-tail-ot", "rheo with proxy min-best-tail and verifier ot is lossless on the "
+          "constructed instance (C1 holds there)", VERIFIED if verdict["ot"].lossless and cond["c1_bad"] == 0
+          else FAILED, f"ot max deviation {verdict['ot'].max_deviation}; C1 violations {cond['c1_bad']}")
+
     # the expectations this script guards (it exits non-zero if any changes)
     exp = {("next", "ot"): 0, ("next", "sequential"): 0, ("min-best-tail", "ot"): 0,
            ("min-best-tail", "sequential"): 0, ("tail", "ot"): 0}
     changed = [k for k, v in exp.items() if rows[k[0]][3][k[1]] != v]
     if rows["true"][3]["ot"] == 0 or rows["true"][3]["sequential"] == 0:
         changed.append(("true", "lossy expected"))
-    claim("classification", "next and min-best-tail are lossless with ot and sequential, tail with ot; the "
-          "true proxy is lossy with both", VERIFIED if not changed else FAILED,
+    claim("classification", "on the random family: next and min-best-tail are lossless with ot and sequential, "
+          "tail with ot; the true proxy is lossy with both", VERIFIED if not changed else FAILED,
           f"{fam}; changed: {changed}" if changed else fam)
 
 

@@ -27,7 +27,7 @@ def test_onehot_proved():
 
 
 def test_rrs_lemma_proved_and_two_draft_rules_verified():
-    claims = run("per_node_rrs.py")
+    claims = run("per_node_rrs.py", "--no-direct")
     assert claims["single-draft-lemma"]["status"] == "proved symbolically"
     for name in ("rrs", "rrs-wor"):
         assert claims[f"{name}-lossless"]["status"] == "verified exhaustively"
@@ -58,6 +58,16 @@ def test_tree_level_small_family():
     assert claims["condition-C1-next"]["status"] == "verified exhaustively"
     for proxy in ("next", "tail", "min-best-tail", "true"):
         assert claims[f"sufficiency-{proxy}"]["status"] == "verified exhaustively"
+    # outside the random family, min-best-tail + sequential is lossy (ot is not)
+    assert claims["lossless-min-best-tail-sequential-constructed"]["status"] == "refuted"
+    assert claims["constructed-min-best-tail-ot"]["status"] == "verified exhaustively"
+
+
+@pytest.mark.slow
+def test_rrs_direct_case_split_lossless():
+    claims = run("per_node_rrs.py")
+    for name in ("rrs", "rrs-wor"):
+        assert claims[f"{name}-lossless"]["status"] == "proved symbolically", claims[f"{name}-lossless"]
 
 
 @pytest.mark.slow
