@@ -24,6 +24,8 @@ def register(sub) -> None:
     c.add_argument("--seed", type=_nonneg_int, default=0, help="search seed (default 0)")
     c.add_argument("--max-vocab", type=_positive_int, default=4, metavar="V",
                    help="largest vocabulary drawn (default 4)")
+    c.add_argument("--family", choices=("weights", "logits", "mixed"), default="weights",
+                   help="instances: small integer weights, peaked Gaussian logits, or either (default weights)")
     c.add_argument("--no-shrink", action="store_true", help="report the first lossy instance as found")
     c.add_argument("--out", default=None, metavar="FILE", help="write the (shrunk) instance JSON here")
     c.add_argument("--json", action="store_true", help="print one JSON object")
@@ -37,7 +39,7 @@ def _cmd_counterexample(args) -> int:
 
     method = method_from_args(args)
     space = SearchSpace(min_vocab=min(3, args.max_vocab), max_vocab=args.max_vocab, max_top_k=args.top_k,
-                        max_depth=args.depth, max_budget=args.budget)
+                        max_depth=args.depth, max_budget=args.budget, family=args.family)
     res = find_counterexample(method, instances=args.instances, seed=args.seed, space=space,
                               do_shrink=not args.no_shrink)
     if res.found and args.out:

@@ -1,6 +1,7 @@
 """Counterexample search: find a toy instance on which a method is lossy, then shrink it.
 
-The search draws seeded random instances (:func:`rheotheory.pairs.random_pair`) together with
+The search draws seeded random instances (:func:`rheotheory.pairs.random_pair`, or peaked
+:func:`rheotheory.pairs.logits_pair` instances with ``family="logits"``/``"mixed"``) together with
 random tree parameters inside the limits given, and certifies the method on each one exactly
 (:func:`rheotheory.exact.certify`). The first lossy instance is then *shrunk* greedily, one
 simplification at a time, keeping a step only if the method is still lossy on the result:
@@ -29,10 +30,17 @@ from . import laws
 from .errors import InstanceError, RheoError, TreeError
 from .exact import certify
 from .methods import Method
-from .pairs import ToyPair, prefixes, random_pair
+from .pairs import ToyPair, logits_pair, prefixes, random_pair
 
 __all__ = ["SearchSpace", "CounterexampleResult", "search", "shrink", "drop_token", "lower_horizon",
            "find_counterexample", "is_lossy"]
+
+#: Instance families the search draws from.
+FAMILIES = ("weights", "logits", "mixed")
+
+#: Logit scales and draft noise levels of the ``logits`` family (peaked laws, varied mismatch).
+LOGIT_SCALES = (2.0, 4.0)
+LOGIT_NOISE = (0.5, 2.0)
 
 #: Largest denominator tried when simplifying the rationals of one law.
 MAX_SIMPLE_DENOMINATOR = 12
@@ -47,8 +55,11 @@ class SearchSpace:
     max_top_k: int = 3  # K drawn in 2..max_top_k (dynamic methods)
     max_depth: int = 3  # D drawn in 2..max_depth (dynamic methods and chains)
     max_budget: int = 8  # N drawn in K..min(2K, max_budget) (dynamic methods)
+    family: str = "weights"  # weights: random_pair; logits: peaked logits_pair; mixed: either, 50/50
 
     def __post_init__(self):
+        if self.family not in FAMILIES:
+            raise RheoError(f"unknown instance family {self.family!r}; choose from {', '.join(FAMILIES)}")
         for name in ("min_vocab", "max_vocab", "max_top_k", "max_depth", "max_budget"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -126,7 +137,12 @@ def search(method: Method, instances: int = 200, seed: int = 0, space: SearchSpa
         m = _random_method(method, space, rng)
         v = int(rng.integers(space.min_vocab, space.max_vocab + 1))
         pair_seed = int(rng.integers(2**31))
-        pair = random_pair(v, m.depth, seed=pair_seed)
+        logits = space.family == "logits" or (space.family == "mixed" and rng.random() < 0.5)
+        if logits:
+            pair = logits_pair(v, m.depth, seed=pair_seed, logit_scale=float(rng.choice(LOGIT_SCALES)),
+                               noise=float(rng.choice(LOGIT_NOISE)))
+        else:
+            pair = random_pair(v, m.depth, seed=pair_seed)
         cert = is_lossy(pair, m)
         if cert is not None:
             return pair, m, cert, i + 1

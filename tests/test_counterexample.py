@@ -66,3 +66,17 @@ def test_cli_bad_input(capsys):
     with pytest.raises(SystemExit) as e:
         main(["counterexample", "--instances", "0"])
     assert e.value.code == 2
+
+
+def test_search_space_rejects_unknown_family():
+    from rheotheory.counterexample import SearchSpace
+
+    with pytest.raises(ValueError):
+        SearchSpace(family="bogus")
+
+
+def test_logits_family_search_runs():
+    from rheotheory.counterexample import SearchSpace, search
+
+    assert search(Method("rheo", proxy="next", top_k=2, depth=2, budget=4), instances=3, seed=0,
+                  space=SearchSpace(max_top_k=2, max_depth=2, family="logits")) is None
