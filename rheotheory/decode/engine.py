@@ -139,7 +139,7 @@ class DraftTreePair:
         if not new:
             return
         n_side = len(self._slot)
-        mask = torch.zeros(len(new), n_side + len(new), dtype=torch.bool)
+        mask = np.zeros((len(new), n_side + len(new)), dtype=bool)
         for i, pf in enumerate(new):
             for j in range(1, len(pf)):
                 mask[i, self._slot[pf[:j]]] = True  # NOTE: ancestors were expanded, hence evaluated
@@ -147,7 +147,7 @@ class DraftTreePair:
         tokens = torch.tensor([pf[-1] for pf in new], device=self.device)
         depths = torch.tensor([len(pf) - 1 for pf in new], device=self.device)
         extra = None if self._k is None else (self._k, self._v)
-        logits, k, v = self.model.extend(self.cache, tokens, depths, mask.to(self.device), extra)
+        logits, k, v = self.model.extend(self.cache, tokens, depths, torch.from_numpy(mask).to(self.device), extra)
         self.passes += 1
         self._k = k if self._k is None else torch.cat([self._k, k], dim=3)
         self._v = v if self._v is None else torch.cat([self._v, v], dim=3)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -80,11 +81,11 @@ def tree_mask(parents: list[int], device) -> torch.Tensor:
     Parents precede children. # [n, n] bool, entry (i, j) True iff j is i or an ancestor of i.
     """
     n = len(parents)
-    m = torch.eye(n, dtype=torch.bool)
+    m = np.eye(n, dtype=bool)  # built in numpy: per-element torch ops cost more than the pass
     for i, par in enumerate(parents):
         if par >= 0:
             m[i] |= m[par]
-    return m.to(device)
+    return torch.from_numpy(m).to(device)
 
 
 class Block(nn.Module):
