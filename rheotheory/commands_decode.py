@@ -15,8 +15,8 @@ __all__ = ["register"]
 
 #: Tree defaults of `decode` and `bench` (larger than the exact tools' toy defaults).
 DECODE_TOP_K = 4
-DECODE_DEPTH = 5
-DECODE_BUDGET = 16
+DECODE_DEPTH = 6
+DECODE_BUDGET = 20
 
 
 def _nonneg_float(text: str) -> float:

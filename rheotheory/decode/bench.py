@@ -61,11 +61,12 @@ class BenchRow:
     method: str  # method name (autoregressive, chain, static, eagle, rheo)
     description: str  # full method description
     temperature: float
-    tokens: int  # tokens generated over all prompts and repeats
+    tokens: int  # tokens emitted by all steps over all prompts and repeats
     steps: int  # decoding steps
     seconds: float  # wall-clock seconds of the decoding loops
     nodes_per_step: float  # mean tree nodes sent to the target per step
     speedup: float  # tokens/s divided by autoregressive tokens/s at the same temperature
+    kept: int = 0  # tokens kept (max_new_tokens per run), the numerator of tokens/s
 
     @property
     def tokens_per_step(self) -> float:
@@ -73,42 +74,44 @@ class BenchRow:
 
     @property
     def tokens_per_second(self) -> float:
-        return self.tokens / self.seconds
+        return self.kept / self.seconds
 
 
 def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, seed: int,
               prompts=BENCH_PROMPTS, top_k=None, top_p=None, log=None) -> list[BenchRow]:
     """Decode every prompt ``repeats`` times with each method and temperature.
 
-    Tokens per step counts every step whole (the last step of a run may overshoot
-    ``max_new_tokens``; its extra tokens are counted in tokens/step, not in tokens/s).
+    Methods are interleaved (prompt by prompt) so that a change in machine load affects them
+    alike; the first method is the speed-up baseline. Tokens per step counts every step whole
+    (the last step of a run may overshoot ``max_new_tokens``; tokens/s counts only the
+    ``max_new_tokens`` kept).
     """
     rows = []
     for T in temperatures:
         cfg = DecodeConfig(temperature=T, top_k=top_k, top_p=top_p, max_new_tokens=max_new_tokens)
-        base = None
-        for m in methods:
-            name = m if isinstance(m, str) else m.method
-            gen = torch.Generator().manual_seed(seed)
-            emitted = steps = tokens = 0
-            secs = nodes = 0.0
-            # NOTE: one untimed warm-up run so allocator and kernel start-up are not billed.
+        gens = [torch.Generator().manual_seed(seed) for _ in methods]
+        acc = [[0, 0, 0, 0.0, 0] for _ in methods]  # emitted, steps, kept tokens, seconds, nodes
+        for m, gen in zip(methods, gens):
+            # NOTE: one untimed warm-up run per method so start-up costs are not billed.
             decode(pair.target, pair.draft, pair.encode(prompts[0]), m, cfg, gen)
-            for _ in range(repeats):
-                for text in prompts:
+        for _ in range(repeats):
+            for text in prompts:
+                for m, gen, a in zip(methods, gens, acc):
                     r = decode(pair.target, pair.draft, pair.encode(text), m, cfg, gen)
-                    emitted += sum(s.accepted + 1 for s in r.steps)
-                    steps += len(r.steps)
-                    tokens += len(r.tokens)
-                    secs += r.seconds
-                    nodes += sum(s.tree_nodes for s in r.steps)
-            tps = tokens / secs
-            if base is None:
-                base = tps
-            rows.append(BenchRow(name, m if isinstance(m, str) else m.describe(), T, emitted, steps, secs,
-                                 nodes / steps, tps / base))
-            if log is not None:
-                log(format_table(rows[-1:], header=False))
+                    a[0] += sum(s.accepted + 1 for s in r.steps)
+                    a[1] += len(r.steps)
+                    a[2] += len(r.tokens)
+                    a[3] += r.seconds
+                    a[4] += sum(s.tree_nodes for s in r.steps)
+        base = acc[0][2] / acc[0][3]
+        block = []
+        for m, a in zip(methods, acc):
+            name = m if isinstance(m, str) else m.method
+            block.append(BenchRow(name, m if isinstance(m, str) else m.describe(), T, a[0], a[1], a[3],
+                                  a[4] / a[1], a[2] / a[3] / base, kept=a[2]))
+        rows.extend(block)
+        if log is not None:
+            log(format_table(block, header=False))
     return rows
 
 
