@@ -14,7 +14,9 @@ Method specs (strings, :func:`make_method`), at tree size (K, D, N):
   ``sequential``;
 - ``rheo`` (no options): the recommended default, :func:`rheo_default`: ``m = 1``, proxy
   ``min-best-tail`` (with m = 1: min(q(best), 1 - q(best))), ``ot`` verification at T > 0, and the all-deterministic (EAGLE) tree at T = 0, where
-  a greedy target can only accept its arg-max and a sampled slot wastes a deterministic one;
+  a greedy target can only accept its arg-max and a sampled slot wastes a deterministic one
+  (min-best-tail is lossless with ``ot`` but can be lossy with ``sequential``, see
+  proofs/REPORT.md, hence the pairing with ``ot``);
 - ``static-iid`` / ``static-wor``: a static sampled tree with N nodes and depth <= D
   (:func:`static_shape`), i.i.d. children + RRS, or without replacement + RRS-wor;
 - ``chain``: standard speculative sampling, a chain of D sampled tokens.
