@@ -29,7 +29,6 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats as sps
 
 from .errors import RheoError
 from .methods import Method
@@ -175,10 +174,18 @@ def chi_square_by_length(pair, seqs: list[tuple], max_len: int,
         contrib = (obs - exp) ** 2 / exp
         stat = float(contrib.sum())
         df = len(obs) - 1
-        pval = float(sps.chi2.sf(stat, df))
+        pval = float(_chi2_sf(stat, df))
         j = int(np.argmax(contrib))
         results.append(LengthTest(l, stat, df, pval, len(obs), names[j], int(obs[j]), float(exp[j])))
     return results
+
+
+def _chi2_sf(stat: float, df: int) -> float:
+    # NOTE: scipy.stats is imported here, not at module level: it takes seconds to import and
+    # every `rheo` invocation imports this module while building its parser.
+    from scipy import stats as sps
+
+    return sps.chi2.sf(stat, df)
 
 
 def combined_p_value(tests: list[LengthTest]) -> float:
