@@ -215,7 +215,7 @@ def main():
         for ver in VERIFIERS:
             key = (proxy, ver)
             if lossy[ver] == 0:
-                claim(f"lossless-{proxy}-{ver}", f"rheo with proxy {proxy} and verifier {ver} is lossless", VERIFIED,
+                claim(f"lossless-{proxy}-{ver}", f"rheo with proxy {proxy} and verifier {ver} is lossless on the random family", VERIFIED,
                       f"{fam}: exact certificate, max deviation 0 on all {len(inst)}", expected=None)
             else:
                 pair, mv = first_lossy[key]
@@ -227,7 +227,7 @@ def main():
                 out = Path(__file__).resolve().parent / "counterexamples"
                 out.mkdir(exist_ok=True)
                 p2.save(out / f"{proxy}-{ver}.json")
-                claim(f"lossless-{proxy}-{ver}", f"rheo with proxy {proxy} and verifier {ver} is lossless", REFUTED,
+                claim(f"lossless-{proxy}-{ver}", f"rheo with proxy {proxy} and verifier {ver} is lossless on the random family", REFUTED,
                       ce, expected=None)
     # a constructed instance outside the random family: min-best-tail + sequential
     pair, K, D, N = constructed_min_best_tail()
