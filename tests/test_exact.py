@@ -145,8 +145,8 @@ def test_float_agrees_with_exact(method, seed):
     Method("rheo", top_k=3, depth=3, budget=6, proxy="tail", verifier="sequential"),
     Method("rheo", top_k=3, depth=3, budget=6, head=1, fillers="none"),
     Method("rheo", top_k=3, depth=3, budget=6, head=1),
-    Method("rheo", top_k=4, depth=3, budget=8, head=1, proxy="tail", verifier="sequential"),
-    Method("rheo", top_k=3, depth=3, budget=6, head=0, proxy="true"),
+    Method("rheo", top_k=4, depth=2, budget=8, head=1, proxy="tail", verifier="sequential"),
+    Method("rheo", top_k=3, depth=2, budget=6, head=0, proxy="true"),
     Method("static", shape=[[0], [1], [0, 0], [1, 0]], verifier="rrs-wor"),
     Method("chain", depth=3),
 ])
