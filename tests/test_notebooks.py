@@ -39,7 +39,6 @@ def test_02_acceptance_vs_temperature():
     assert "rheo next + ot" in out and "notebook time" in out
 
 
-@pytest.mark.slow  # torch decoding: about 40 s on an idle core, minutes on a busy machine
 def test_03_real_model_runs_or_skips_cleanly():
     out = execute("03_real_model.ipynb")
     assert ("SKIPPED: rheotheory.decode is not importable" in out) or ("tokens per step" in out and "ChiSquare" in out)
