@@ -151,6 +151,8 @@ def constructed_min_best_tail():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=2, help="seeds per (V, K, D) cell (8 cells)")
+    ap.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "counterexamples"),
+                    help="where the shrunk counterexample instances are written (default proofs/counterexamples)")
     args = ap.parse_args()
     inst = list(family(args.seeds))
     rows = {}
@@ -224,7 +226,7 @@ def main():
                       f"K={m2.top_k}, D={m2.depth}, budget={m2.budget}, max deviation {cert.max_deviation} at "
                       f"sequence {list(cert.worst_sequence)}; instance JSON: proofs/counterexamples/"
                       f"{proxy}-{ver}.json")
-                out = Path(__file__).resolve().parent / "counterexamples"
+                out = Path(args.out_dir)
                 out.mkdir(exist_ok=True)
                 p2.save(out / f"{proxy}-{ver}.json")
                 claim(f"lossless-{proxy}-{ver}", f"rheo with proxy {proxy} and verifier {ver} is lossless on the random family", REFUTED,
@@ -239,7 +241,7 @@ def main():
     if not seq.lossless:
         p2, m2, c2, _ = shrink(pair, Method("rheo", top_k=K, depth=D, budget=N, proxy="min-best-tail",
                                              verifier="sequential"))
-        out = Path(__file__).resolve().parent / "counterexamples"
+        out = Path(args.out_dir)
         out.mkdir(exist_ok=True)
         p2.save(out / "min-best-tail-sequential.json")
         claim("lossless-min-best-tail-sequential-constructed", "rheo with proxy min-best-tail and verifier "

@@ -51,8 +51,8 @@ def test_ot_proved_and_control_refuted():
     assert "witness a0=" in claims["control-size-biased-sample"]["evidence"]
 
 
-def test_tree_level_small_family():
-    claims = run("tree_rheo.py", "--seeds", "2")
+def test_tree_level_small_family(tmp_path):
+    claims = run("tree_rheo.py", "--seeds", "2", "--out-dir", str(tmp_path))
     assert claims["classification"]["status"] == "verified exhaustively", claims["classification"]
     assert claims["lossless-true-sequential"]["status"] == "refuted"
     assert claims["condition-C1-next"]["status"] == "verified exhaustively"
@@ -71,8 +71,8 @@ def test_rrs_direct_case_split_lossless():
 
 
 @pytest.mark.slow
-def test_tree_level_full_family():
-    claims = run("tree_rheo.py", "--seeds", "8")
+def test_tree_level_full_family(tmp_path):
+    claims = run("tree_rheo.py", "--seeds", "8", "--out-dir", str(tmp_path))
     assert claims["classification"]["status"] == "verified exhaustively"
     assert claims["lossless-tail-sequential"]["status"] == "refuted"
     assert claims["condition-C2-tail"]["status"] == "refuted"
