@@ -51,7 +51,7 @@ DEFAULT_DRAFT_TOP_K = 128
 
 #: Named draft mismatch levels used by the sweeps: draft noise scale (see the module docstring).
 #: Their single-draft acceptance 1 - TV(p, q) at T = 1 is measured by
-#: :func:`single_draft_acceptance` (about 0.77 for "low" and 0.56 for "high" at V = 32k, T = 1).
+#: :func:`single_draft_acceptance` (about 0.87 for "low" and 0.60 for "high" at V = 50 and 32k, T = 1).
 MISMATCH_LEVELS = {"low": 0.7, "high": 2.2}
 
 #: Tags mixed into the seeds so the per-prefix stream and the global permutation differ.
