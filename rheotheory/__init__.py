@@ -8,7 +8,10 @@ speculative step (accepted draft tokens, then one token from the target), tau = 
 from .errors import InstanceError, LawError, RheoError, TreeError, VerifierError
 from .exact import Certificate, certify, enumerate_classes, lossless_check, step_law
 from .methods import ALLOWED_VERIFIERS, DEFAULT_VERIFIER, METHODS, Method
+from .montecarlo import MCResult, run_steps
 from .pairs import ToyPair, example_pair, logits_pair, random_pair
+from .stats import LosslessTest, lossless_test
+from .synthetic import SyntheticPair
 
 __version__ = "0.1.0"
 
@@ -31,4 +34,9 @@ __all__ = [
     "step_law",
     "lossless_check",
     "Certificate",
+    "SyntheticPair",
+    "run_steps",
+    "MCResult",
+    "lossless_test",
+    "LosslessTest",
 ]
