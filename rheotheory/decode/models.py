@@ -23,6 +23,9 @@ from ..errors import InstanceError
 
 __all__ = ["ModelConfig", "TinyLM", "KVCache", "tree_mask", "chain_mask"]
 
+#: Cache entries allocated past ``max_len`` for uncommitted tree tokens (grown on demand).
+CACHE_SCRATCH = 64
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -44,15 +47,40 @@ class ModelConfig:
 
 
 class KVCache:
-    """Keys and values of the committed tokens, per layer, in preallocated buffers."""
+    """Keys and values of the committed tokens, per layer, in preallocated buffers.
+
+    The buffers run past the committed length: :meth:`TinyLM.extend` writes the new tokens'
+    keys/values right after it (the *scratch* area, uncommitted until :meth:`commit`), so a pass
+    attends to one contiguous slice and committing a whole chain moves no data.
+    """
 
     def __init__(self, cfg: ModelConfig, device, dtype):
         hd = cfg.d_model // cfg.n_head
-        shape = (cfg.n_layer, 1, cfg.n_head, cfg.max_len, hd)
-        self.k = torch.zeros(shape, device=device, dtype=dtype)  # [layers, 1, H, max_len, hd]
-        self.v = torch.zeros(shape, device=device, dtype=dtype)  # [layers, 1, H, max_len, hd]
+        shape = (cfg.n_layer, 1, cfg.n_head, cfg.max_len + CACHE_SCRATCH, hd)
+        self.k = torch.zeros(shape, device=device, dtype=dtype)  # [layers, 1, H, capacity, hd]
+        self.v = torch.zeros(shape, device=device, dtype=dtype)  # [layers, 1, H, capacity, hd]
         self.length = 0  # committed tokens held
         self.max_len = cfg.max_len
+
+    def reserve(self, total: int) -> None:
+        """Grow the buffers (keeping their contents) so that ``total`` entries fit."""
+        cap = self.k.shape[3]
+        if total <= cap:
+            return
+        # NOTE: only trees far larger than CACHE_SCRATCH near the end of the context get here.
+        grow = max(total, 2 * cap) - cap
+        pad = list(self.k.shape)
+        pad[3] = grow
+        self.k = torch.cat([self.k, self.k.new_zeros(pad)], dim=3)
+        self.v = torch.cat([self.v, self.v.new_zeros(pad)], dim=3)
+
+    def scratch(self, start: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Views of scratch entries ``start .. start + n`` after the committed length.
+
+        # [layers, 1, H, n, hd] each
+        """
+        a = self.length + start
+        return self.k[:, :, :, a:a + n], self.v[:, :, :, a:a + n]
 
     def commit(self, new_k: torch.Tensor, new_v: torch.Tensor, keep: torch.Tensor | None = None) -> None:
         """Append the new tokens' keys/values selected by ``keep`` (indices into the new tokens).
@@ -60,13 +88,16 @@ class KVCache:
         ``new_k``, ``new_v``: # [layers, 1, H, n, hd]; ``keep``: # [m] long, None = all n.
         """
         if keep is not None:
-            new_k = new_k.index_select(3, keep)
+            new_k = new_k.index_select(3, keep)  # a copy: safe even when new_k lies in the scratch area
             new_v = new_v.index_select(3, keep)
         m = new_k.shape[3]
         if self.length + m > self.max_len:
             raise InstanceError(f"context of {self.length + m} tokens exceeds the model's {self.max_len} positions")
-        self.k[:, :, :, self.length:self.length + m] = new_k
-        self.v[:, :, :, self.length:self.length + m] = new_v
+        dst_k, dst_v = self.scratch(0, m)
+        if new_k.data_ptr() != dst_k.data_ptr() or new_k.stride() != dst_k.stride():
+            dst_k.copy_(new_k)
+        if new_v.data_ptr() != dst_v.data_ptr() or new_v.stride() != dst_v.stride():
+            dst_v.copy_(new_v)
         self.length += m
 
 
@@ -170,25 +201,43 @@ class TinyLM(nn.Module):
         Returns
         -------
         logits : # [n, V]
-        new_k, new_v : # [layers, 1, H, n, hd], for :meth:`KVCache.commit` or as ``extra``.
+        new_k, new_v : # [layers, 1, H, n, hd], for :meth:`KVCache.commit` or as ``extra``: views of the
+            cache's scratch area, valid until the next ``extend`` or ``commit`` on this cache.
         """
         n = tokens.shape[0]
         L = cache.length
         if L + int(depths.max()) + 1 > self.cfg.max_len:
             raise InstanceError(f"context of {L + int(depths.max()) + 1} tokens exceeds the model's "
                                 f"{self.cfg.max_len} positions; shorten the prompt or --max-new-tokens")
-        x = (self.tok(tokens) + self.pos(depths + L)).unsqueeze(0)  # [1, n, d]
         n_extra = 0 if extra is None else extra[0].shape[3]
-        full = torch.ones(n, L + n_extra + n, dtype=torch.bool, device=tokens.device)
-        full[:, L:] = mask
-        ks, vs = [], []
+        total = L + n_extra + n
+        cache.reserve(total)
+        if extra is not None:
+            ek, ev = cache.scratch(0, n_extra)
+            if extra[0].data_ptr() != ek.data_ptr() or extra[0].stride() != ek.stride():
+                ek.copy_(extra[0])  # NOTE: earlier uncommitted tokens go right after the cache
+            if extra[1].data_ptr() != ev.data_ptr() or extra[1].stride() != ev.stride():
+                ev.copy_(extra[1])
+        new_k, new_v = cache.scratch(n_extra, n)  # [layers, 1, H, n, hd], filled layer by layer
+        if bool(mask.all()):
+            bias = None  # every new token sees everything (one token, or a pass with nothing to hide)
+        else:
+            bias = torch.zeros(n, total, dtype=cache.k.dtype, device=tokens.device)
+            bias[:, L:].masked_fill_(~mask, float("-inf"))
+        x = self.tok(tokens) + self.pos(depths + L)  # [n, d]
+        H = self.cfg.n_head
+        d = self.cfg.d_model
         for li, blk in enumerate(self.blocks):
-            pk, pv = cache.k[li, :, :, :L], cache.v[li, :, :, :L]
-            if extra is not None:
-                pk = torch.cat([pk, extra[0][li]], dim=2)
-                pv = torch.cat([pv, extra[1][li]], dim=2)
-            x, k, v = blk(x, pk, pv, full)
-            ks.append(k)
-            vs.append(v)
-        logits = (self.ln_f(x) @ self.tok.weight.T)[0]
-        return logits, torch.stack(ks), torch.stack(vs)
+            # The block's arithmetic with functional calls and in-place residual adds: at batch 1 on
+            # a CPU the per-call overhead of modules, concatenations and mask conversions dominates.
+            h = F.layer_norm(x, (d,), blk.ln1.weight, blk.ln1.bias, blk.ln1.eps)
+            qkv = F.linear(h, blk.qkv.weight, blk.qkv.bias).view(n, 3, H, d // H).permute(1, 2, 0, 3)  # [3, H, n, hd]
+            new_k[li, 0].copy_(qkv[1])
+            new_v[li, 0].copy_(qkv[2])
+            y = F.scaled_dot_product_attention(qkv[0], cache.k[li, 0, :, :total], cache.v[li, 0, :, :total],
+                                               attn_mask=bias)  # [H, n, hd]
+            x = x + F.linear(y.transpose(0, 1).reshape(n, d), blk.proj.weight, blk.proj.bias)
+            h = F.layer_norm(x, (d,), blk.ln2.weight, blk.ln2.bias, blk.ln2.eps)
+            x = x + F.linear(F.gelu(F.linear(h, blk.fc.weight, blk.fc.bias)), blk.out.weight, blk.out.bias)
+        logits = F.linear(F.layer_norm(x, (d,), self.ln_f.weight, self.ln_f.bias, self.ln_f.eps), self.tok.weight)
+        return logits, new_k, new_v
