@@ -60,3 +60,33 @@ def test_context_overflow_is_a_clear_error():
     cache = KVCache(CFG, "cpu", torch.float64)
     with pytest.raises(InstanceError, match="positions"):
         model.extend(cache, torch.tensor([1]), torch.tensor([CFG.max_len]), torch.ones(1, 1, dtype=torch.bool))
+
+
+@torch.inference_mode()
+def test_numpy_copy_matches_torch_passes_layer_by_layer_and_keeps_path():
+    """The numpy drafting copy gives the torch model's logits (float64: summation order only)."""
+    import numpy as np
+
+    from rheotheory.decode.models import NumpyLM
+
+    model = _model(seed=3)
+    fast = NumpyLM(model)
+    prefix = [3, 1, 4, 1, 5]
+    cache, ncache = KVCache(CFG, "cpu", torch.float64), fast.new_cache()
+    ref, k, v = model.extend(cache, torch.tensor(prefix), torch.arange(5), chain_mask(5, "cpu"))
+    got = fast.extend(ncache, prefix, np.arange(5), np.tri(5, dtype=bool))
+    assert np.abs(got - ref.numpy()).max() <= LOGIT_TOL
+    cache.commit(k, v)
+    ncache.commit(5)
+    # tree 9 -> {2, 7 -> 8} below the cache, evaluated in two layers through the scratch area
+    tokens, parents, depths = [9, 2, 7, 8], [-1, 0, 0, 2], [0, 1, 1, 2]
+    mask = tree_mask(parents, "cpu")
+    ref, _, _ = model.extend(cache, torch.tensor(tokens), torch.tensor(depths), mask)
+    top = fast.extend(ncache, tokens[:3], depths[:3], mask[:3, :3].numpy())
+    low = fast.extend(ncache, tokens[3:], depths[3:], mask[3:, :].numpy(), offset=3)
+    assert np.abs(np.concatenate([top, low]) - ref.numpy()).max() <= LOGIT_TOL
+    ncache.commit(0, keep=[0, 2, 3])  # keep 9 -> 7 -> 8, then continue with 6
+    assert ncache.length == 8
+    nxt = fast.extend(ncache, [6], [0], None)
+    ref = model(torch.tensor([prefix + [9, 7, 8, 6]]))[0, -1]
+    assert np.abs(nxt[0] - ref.numpy()).max() <= LOGIT_TOL

@@ -34,7 +34,7 @@ from ..errors import InstanceError, LawError
 from ..methods import Method
 from ..trees.tree import SAMPLED
 from ..verify.rules import Candidate
-from .models import KVCache, TinyLM, chain_mask, tree_mask
+from .models import KVCache, NumpyLM, TinyLM, chain_mask, tree_mask
 
 __all__ = ["DecodeConfig", "StepStats", "DecodeResult", "TorchChooser", "DraftTreePair", "target_law",
            "draft_law", "decode", "AUTOREGRESSIVE"]
@@ -87,8 +87,17 @@ def target_law(logits: torch.Tensor, cfg: DecodeConfig) -> torch.Tensor:
     return p / p.sum(dim=1, keepdim=True)
 
 
-def draft_law(logits: torch.Tensor, cfg: DecodeConfig) -> np.ndarray:
-    """Draft laws as float64 numpy arrays for the builders: # [n, V] -> # [n, V]."""
+def draft_law(logits, cfg: DecodeConfig) -> np.ndarray:
+    """Draft laws as float64 numpy arrays for the builders: # [n, V] -> # [n, V].
+
+    ``logits`` is a torch tensor or (from a :class:`~rheotheory.decode.models.NumpyLM`) an array.
+    """
+    if isinstance(logits, np.ndarray):
+        z = logits.astype(np.float64) / cfg.draft_temperature
+        z -= z.max(axis=1, keepdims=True)
+        np.exp(z, out=z)
+        z /= z.sum(axis=1, keepdims=True)
+        return z
     return torch.softmax(logits.double() / cfg.draft_temperature, dim=1).cpu().numpy()
 
 
@@ -111,6 +120,10 @@ class DraftTreePair:
     evaluates a whole layer in one pass. Keys/values of evaluated nodes are kept in an
     uncommitted side buffer that later layers attend to. ``p`` is not available here: the
     target is evaluated once, after the tree is built.
+
+    ``model`` is a torch model with ``extend`` (keys/values of the side buffer passed back as
+    ``extra``) or a :class:`~rheotheory.decode.models.NumpyLM` with its own cache (the side buffer
+    stays in that cache's scratch area).
     """
 
     exact = False
@@ -118,7 +131,8 @@ class DraftTreePair:
     def __init__(self, model: TinyLM, cache: KVCache, root_q: np.ndarray, cfg: DecodeConfig):
         self.model, self.cache, self.cfg = model, cache, cfg
         self.vocab_size = model.cfg.vocab_size
-        self.device = cache.k.device
+        self.numpy = isinstance(model, NumpyLM)
+        self.device = None if self.numpy else cache.k.device
         self._q = {(): root_q}
         self._slot: dict = {}  # prefix -> index in the side buffer
         self._k = self._v = None  # [layers, 1, H, n_side, hd]
@@ -144,13 +158,19 @@ class DraftTreePair:
             for j in range(1, len(pf)):
                 mask[i, self._slot[pf[:j]]] = True  # NOTE: ancestors were expanded, hence evaluated
             mask[i, n_side + i] = True
-        tokens = torch.tensor([pf[-1] for pf in new], device=self.device)
-        depths = torch.tensor([len(pf) - 1 for pf in new], device=self.device)
-        extra = None if self._k is None else (self._k, self._v)
-        logits, k, v = self.model.extend(self.cache, tokens, depths, torch.from_numpy(mask).to(self.device), extra)
+        if self.numpy:
+            logits = self.model.extend(self.cache, [pf[-1] for pf in new], [len(pf) - 1 for pf in new], mask,
+                                       offset=n_side)
+        else:
+            tokens = torch.tensor([pf[-1] for pf in new], device=self.device)
+            depths = torch.tensor([len(pf) - 1 for pf in new], device=self.device)
+            extra = None if self._k is None else (self._k, self._v)
+            logits, k, v = self.model.extend(self.cache, tokens, depths, torch.from_numpy(mask).to(self.device),
+                                             extra)
+            # NOTE: k, v may be views of the cache's scratch area; the concatenation copies them.
+            self._k = k.clone() if self._k is None else torch.cat([self._k, k], dim=3)
+            self._v = v.clone() if self._v is None else torch.cat([self._v, v], dim=3)
         self.passes += 1
-        self._k = k if self._k is None else torch.cat([self._k, k], dim=3)
-        self._v = v if self._v is None else torch.cat([self._v, v], dim=3)
         qs = draft_law(logits, self.cfg)
         for i, pf in enumerate(new):
             self._slot[pf] = n_side + i
@@ -190,15 +210,10 @@ def _sample(weights: torch.Tensor, gen: torch.Generator) -> int:
     return int(torch.multinomial(w, 1, generator=gen))
 
 
-def _law_tensor(law, memo: dict, device) -> torch.Tensor:
-    """The torch copy of a builder's numpy law, one per law object (kseq needs shared identity).
-
-    ``memo`` holds the numpy law too, so its id cannot be reused while the memo lives.
-    """
-    hit = memo.get(id(law))
-    if hit is None:
-        hit = memo[id(law)] = (law, torch.from_numpy(np.asarray(law, dtype=np.float64)).to(device))
-    return hit[1]
+def _sample_np(weights: np.ndarray, gen: torch.Generator) -> int:
+    """Index drawn from non-negative float64 ``weights`` (# [n]) with the CPU generator."""
+    w = torch.from_numpy(np.maximum(weights, 0.0))  # NOTE: clears float round-off below 0
+    return int(torch.multinomial(w, 1, generator=gen))
 
 
 class _State:
@@ -215,14 +230,24 @@ class _State:
             _, k, v = target.extend(self.tcache, toks, torch.arange(len(toks), device=device),
                                     chain_mask(len(toks), device))
             self.tcache.commit(k, v)
-        self.dcache = KVCache(draft.cfg, device, dtype) if draft is not None else None
+        if draft is None:
+            self.dcache = None
+        elif isinstance(draft, NumpyLM):
+            self.dcache = draft.new_cache()
+        else:
+            self.dcache = KVCache(draft.cfg, device, dtype)
 
 
 def _draft_root(draft: TinyLM, st: _State, cfg: DecodeConfig) -> np.ndarray:
     """Catch the draft cache up on the committed text (root included); q at the root, # [V]."""
-    toks = torch.tensor(st.ctx[st.dcache.length:], device=st.device)
+    toks = st.ctx[st.dcache.length:]
     n = len(toks)
-    logits, k, v = draft.extend(st.dcache, toks, torch.arange(n, device=st.device), chain_mask(n, st.device))
+    if isinstance(draft, NumpyLM):
+        logits = draft.extend(st.dcache, toks, np.arange(n), np.tri(n, dtype=bool) if n > 1 else None)
+        st.dcache.commit(n)
+        return draft_law(logits[-1:], cfg)[0]
+    logits, k, v = draft.extend(st.dcache, torch.tensor(toks, device=st.device), torch.arange(n, device=st.device),
+                                chain_mask(n, st.device))
     st.dcache.commit(k, v)
     return draft_law(logits[-1:], cfg)[0]
 
@@ -244,22 +269,19 @@ def _tree_step(target: TinyLM, draft: TinyLM, method: Method, st: _State, cfg: D
     tokens = torch.tensor([st.ctx[-1]] + [tree.nodes[i].token for i in order], device=st.device)
     depths = torch.tensor([0] + [tree.nodes[i].depth for i in order], device=st.device)
     logits, k, v = target.extend(st.tcache, tokens, depths, tree_mask(parents, st.device))
-    P = target_law(logits, cfg)  # [n, V]
-    memo: dict = {}
+    # The walk runs the verifier on float64 numpy laws, as the builders' draft laws are: per-node
+    # torch calls on V-sized vectors would cost more than the target pass at batch 1.
+    P = target_law(logits, cfg).cpu().numpy()  # [n, V]
     idx, path_rows, out = 0, [0], []
     while True:
         kids = tree.kept_children(idx)
         p = P[row[idx]]
         if not kids:
-            out.append(_sample(p, gen))
+            out.append(_sample_np(p, gen))
             break
-        cands = []
-        for kid in kids:
-            c = tree.candidate(kid)
-            cands.append(Candidate(c.token, None if c.law is None else _law_tensor(c.law, memo, st.device)))
-        tr = verify(p, cands)
-        cont = torch.stack([torch.as_tensor(c, dtype=torch.float64, device=st.device) for c in tr.cont])
-        j = _sample(torch.cat([cont, tr.emit]), gen)
+        cands = [tree.candidate(kid) for kid in kids]
+        tr = verify(p, [Candidate(c.token, c.law) for c in cands])
+        j = _sample_np(np.concatenate([np.asarray(tr.cont, dtype=np.float64), tr.emit]), gen)
         if j < len(kids):
             idx = kids[j]
             path_rows.append(row[idx])
@@ -307,6 +329,8 @@ def decode(target: TinyLM, draft: TinyLM | None, prompt: list[int], method: Meth
         raise InstanceError(f"prompt ({len(prompt)} tokens) + {cfg.max_new_tokens} new tokens + tree depth "
                             f"{depth} exceed the model's {target.cfg.max_len} positions")
     t0 = time.perf_counter()
+    if tree_method and device.type == "cpu" and isinstance(draft, TinyLM):
+        draft = NumpyLM(draft)  # batch-1 CPU drafting: numpy dispatch is cheaper than torch's
     st = _State(target, draft if tree_method else None, prompt, device, dtype)
     res = DecodeResult([])
     while len(res.tokens) < cfg.max_new_tokens:

@@ -21,7 +21,7 @@ from torch import nn
 
 from ..errors import InstanceError
 
-__all__ = ["ModelConfig", "TinyLM", "KVCache", "tree_mask", "chain_mask"]
+__all__ = ["ModelConfig", "TinyLM", "KVCache", "tree_mask", "chain_mask", "NumpyLM", "NumpyKVCache"]
 
 #: Cache entries allocated past ``max_len`` for uncommitted tree tokens (grown on demand).
 CACHE_SCRATCH = 64
@@ -241,3 +241,113 @@ class TinyLM(nn.Module):
             x = x + F.linear(F.gelu(F.linear(h, blk.fc.weight, blk.fc.bias)), blk.out.weight, blk.out.bias)
         logits = F.linear(F.layer_norm(x, (d,), self.ln_f.weight, self.ln_f.bias, self.ln_f.eps), self.tok.weight)
         return logits, new_k, new_v
+
+
+class NumpyLM:
+    """Inference-only float32 numpy copy of a :class:`TinyLM` for batch-1 passes on a CPU.
+
+    A small model at batch 1 spends most of a torch pass in per-operation dispatch; numpy does the
+    same arithmetic with a fraction of that overhead. Used for the draft on CPU (the target
+    always runs in torch, so speed-ups stay measured against the same target code). The weights
+    are a snapshot taken at construction.
+    """
+
+    def __init__(self, model: TinyLM):
+        dtype = torch.float64 if model.tok.weight.dtype == torch.float64 else torch.float32
+
+        def a(t, transpose=False):
+            x = t.detach().to("cpu", dtype).numpy()
+            return np.ascontiguousarray(x.T if transpose else x)
+
+        self.cfg = model.cfg
+        self.tok = a(model.tok.weight)  # [V, d]
+        self.pos = a(model.pos.weight)  # [max_len, d]
+        self.head = a(model.tok.weight, transpose=True)  # [d, V] (tied embeddings)
+        self.blocks = [(a(b.ln1.weight), a(b.ln1.bias), b.ln1.eps, a(b.qkv.weight, True), a(b.qkv.bias),
+                        a(b.proj.weight, True), a(b.proj.bias), a(b.ln2.weight), a(b.ln2.bias), b.ln2.eps,
+                        a(b.fc.weight, True), a(b.fc.bias), a(b.out.weight, True), a(b.out.bias))
+                       for b in model.blocks]
+        self.ln_f = (a(model.ln_f.weight), a(model.ln_f.bias), model.ln_f.eps)
+
+    def new_cache(self) -> "NumpyKVCache":
+        return NumpyKVCache(self.cfg, self.tok.dtype)
+
+    @staticmethod
+    def _ln(x, w, b, eps):
+        inv_d = np.float32(1.0 / x.shape[-1])
+        xc = x - np.add.reduce(x, axis=-1, keepdims=True) * inv_d  # np.mean costs more at this size
+        var = np.add.reduce(xc * xc, axis=-1, keepdims=True) * inv_d
+        return xc / np.sqrt(var + np.float32(eps)) * w + b
+
+    def extend(self, cache: "NumpyKVCache", tokens, depths, mask: np.ndarray | None, offset: int = 0) -> np.ndarray:
+        """Logits of new tokens, # [n, V] float32; their keys/values go to scratch ``offset ..``.
+
+        ``tokens``, ``depths``: # [n] ints (position = committed length + depth); ``mask``:
+        # [n, offset + n] bool over (earlier scratch tokens, new tokens), None = all visible.
+        """
+        from scipy.special import erf
+
+        tokens = np.asarray(tokens, dtype=np.int64)
+        depths = np.asarray(depths, dtype=np.int64)
+        n = tokens.shape[0]
+        L = cache.length
+        if L + int(depths.max()) + 1 > self.cfg.max_len:
+            raise InstanceError(f"context of {L + int(depths.max()) + 1} tokens exceeds the model's "
+                                f"{self.cfg.max_len} positions; shorten the prompt or --max-new-tokens")
+        a0 = L + offset
+        total = a0 + n
+        cache.reserve(total)
+        x_dtype = self.tok.dtype
+        bias = None
+        if mask is not None and not mask.all():
+            bias = np.zeros((n, total), dtype=x_dtype)
+            bias[:, L:][~mask] = -np.inf
+        H = self.cfg.n_head
+        d = self.cfg.d_model
+        hd = d // H
+        scale = x_dtype.type(1.0 / math.sqrt(hd))
+        x = self.tok[tokens] + self.pos[depths + L]  # [n, d]
+        for li, (w1, b1, e1, wqkv, bqkv, wp, bp, w2, b2, e2, wfc, bfc, wo, bo) in enumerate(self.blocks):
+            qkv = (self._ln(x, w1, b1, e1) @ wqkv + bqkv).reshape(n, 3, H, hd).transpose(1, 2, 0, 3)  # [3, H, n, hd]
+            cache.k[li, :, a0:total] = qkv[1]
+            cache.v[li, :, a0:total] = qkv[2]
+            s = (qkv[0] * scale) @ cache.k[li, :, :total].transpose(0, 2, 1)  # [H, n, total]
+            if bias is not None:
+                s += bias
+            s -= s.max(axis=-1, keepdims=True)
+            np.exp(s, out=s)
+            s /= s.sum(axis=-1, keepdims=True)
+            y = (s @ cache.v[li, :, :total]).transpose(1, 0, 2).reshape(n, d)  # [n, d]
+            x = x + (y @ wp + bp)
+            h = self._ln(x, w2, b2, e2) @ wfc + bfc
+            h = 0.5 * h * (1.0 + erf(h * np.float32(1 / math.sqrt(2))))  # exact GELU, as F.gelu
+            x = x + (h @ wo + bo)
+        return self._ln(x, *self.ln_f) @ self.head
+
+
+class NumpyKVCache:
+    """Keys/values of a :class:`NumpyLM`: committed tokens, then a scratch area. # [layers, H, capacity, hd]"""
+
+    def __init__(self, cfg: ModelConfig, dtype=np.float32):
+        hd = cfg.d_model // cfg.n_head
+        self.k = np.zeros((cfg.n_layer, cfg.n_head, cfg.max_len + CACHE_SCRATCH, hd), dtype=dtype)
+        self.v = np.zeros_like(self.k)
+        self.length = 0
+        self.max_len = cfg.max_len
+
+    def reserve(self, total: int) -> None:
+        cap = self.k.shape[2]
+        if total > cap:  # NOTE: only for trees far larger than CACHE_SCRATCH near the end of the context
+            pad = ((0, 0), (0, 0), (0, max(total, 2 * cap) - cap), (0, 0))
+            self.k, self.v = np.pad(self.k, pad), np.pad(self.v, pad)
+
+    def commit(self, n: int, keep=None) -> None:
+        """Commit ``n`` scratch entries, or the scratch entries at indices ``keep``."""
+        if keep is not None:
+            keep = np.asarray(keep, dtype=np.int64) + self.length
+            n = len(keep)
+            self.k[:, :, self.length:self.length + n] = self.k[:, :, keep]  # fancy index: a copy first
+            self.v[:, :, self.length:self.length + n] = self.v[:, :, keep]
+        if self.length + n > self.max_len:
+            raise InstanceError(f"context of {self.length + n} tokens exceeds the model's {self.max_len} positions")
+        self.length += n
