@@ -55,7 +55,7 @@ def _common(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--draft", default=None, metavar="SPEC",
                     help="SmolLM2 draft: int<bits> (quantised copy, default int4) or layers:<n> (early exit)")
     ap.add_argument("--seed", type=int, default=0, help="torch generator seed (default 0)")
-    ap.add_argument("--threads", type=_pos_int, default=1, help="CPU threads for torch (default 1)")
+    ap.add_argument("--threads", type=_pos_int, default=1, help="CPU threads for torch and numpy's BLAS (default 1)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.set_defaults(top_k=DECODE_TOP_K, depth=DECODE_DEPTH, budget=DECODE_BUDGET)
 
@@ -115,6 +115,20 @@ def _load_pair(args):
     return load_builtin_pair(args.device), BENCH_PROMPTS
 
 
+def _set_threads(torch, n: int) -> None:
+    """Use ``n`` CPU threads in torch and in numpy's BLAS (the CPU draft runs in numpy).
+
+    NOTE: without threadpoolctl BLAS keeps its default; a multi-threaded BLAS on tiny batch-1
+    matrices mostly waits on its own threads, so the numpy draft gets slower, not wrong.
+    """
+    torch.set_num_threads(n)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    threadpool_limits(limits=n, user_api="blas")
+
+
 def _check_target_trunc(args) -> None:
     if args.target_top_p is not None and not 0 < args.target_top_p <= 1:
         raise RheoError(f"--target-top-p must be in (0, 1], got {args.target_top_p}")
@@ -127,7 +141,7 @@ def _cmd_decode(args) -> int:
     from .decode.engine import AUTOREGRESSIVE, DecodeConfig, decode
 
     _check_target_trunc(args)
-    torch.set_num_threads(args.threads)
+    _set_threads(torch, args.threads)
     method = AUTOREGRESSIVE if args.method == "autoregressive" else method_from_args(args)
     cfg = DecodeConfig(temperature=args.temperature, top_k=args.target_top_k, top_p=args.target_top_p,
                        max_new_tokens=args.max_new_tokens)
@@ -163,7 +177,7 @@ def _cmd_bench(args) -> int:
     from .decode.bench import bench_methods, cost_ratio, format_table, run_bench, table_json
 
     _check_target_trunc(args)
-    torch.set_num_threads(args.threads)
+    _set_threads(torch, args.threads)
     wanted = [m.strip() for m in args.methods.split(",") if m.strip()]
     all_methods = {m if isinstance(m, str) else m.method: m
                    for m in bench_methods(args.top_k, args.depth, args.budget)}
