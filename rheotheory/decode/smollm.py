@@ -189,8 +189,9 @@ class SmolLM(nn.Module):
         """
         if not isinstance(n_layers, int) or not 1 <= n_layers <= self.cfg.n_layer:
             raise InstanceError(f"draft layers must be an integer in 1..{self.cfg.n_layer}, got {n_layers!r}")
-        return SmolLM(replace(self.cfg, n_layer=n_layers), nn.ModuleList(self.layers[:n_layers]),
-                      self.embed_tokens, self.norm)
+        out = SmolLM(replace(self.cfg, n_layer=n_layers), nn.ModuleList(self.layers[:n_layers]),
+                     self.embed_tokens, self.norm)
+        return out.to(self.inv_freq.device)  # NOTE: the new rotary buffer is built on the CPU
 
     def _rope(self, positions: torch.Tensor, dtype):
         f = positions.float()[:, None] * self.inv_freq[None, :]  # [n, hd / 2]
