@@ -131,3 +131,18 @@ def test_lossless_first_two_tokens_large(pair32, name):
     res = lossless_test(pair32, BENCH_PROMPTS[:3], METHODS[name],
                         DecodeConfig(temperature=0.7, top_p=0.95), 3000, LOSSLESS_SEED + 1)
     assert res.p_value > ALPHA, f"{name}: chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}"
+
+
+def test_uniform_stream_pick_inverts_the_cdf_and_skips_zero_weights():
+    from rheotheory.decode.engine import UniformStream
+    from rheotheory.errors import LawError
+
+    stream = UniformStream(torch.Generator().manual_seed(0))
+    w = np.array([0.0, 1.0, 0.0, 3.0, 0.0])  # cumulative 0, 1, 1, 4, 4
+    picks = {}
+    for u in (0.0, 0.2499, 0.25, 0.9999, 1.0):  # 1.0: u * total rounded up to the total
+        stream.next = lambda u=u: u
+        picks[u] = stream.pick(w)
+    assert picks == {0.0: 1, 0.2499: 1, 0.25: 3, 0.9999: 3, 1.0: 3}
+    with pytest.raises(LawError):
+        stream.pick(np.zeros(3))

@@ -6,11 +6,13 @@ One step of a tree method (batch size 1):
    pass), which gives q at the root. The method's own tree builder
    (:meth:`rheotheory.methods.Method.builder`) then runs on a :class:`DraftTreePair`, whose
    ``q(prefix)`` comes from the draft evaluated over the tree *layer by layer* (one batched pass
-   per expanded layer, tree attention mask, depth-based positions). Random draws go through a
-   :class:`TorchChooser` (a ``torch.Generator``).
+   per expanded layer, tree attention mask, depth-based positions; on CPU the draft runs as a
+   numpy copy, :class:`~rheotheory.decode.models.NumpyLM`). Random draws go through a
+   :class:`TorchChooser`: inverse-CDF lookups of uniforms from a ``torch.Generator``.
 2. **Verify.** Every kept node is resolved; one target pass evaluates the pending token (the
    root) and the whole tree with the tree attention mask. The walk starts at the root: at each
-   node the method's verifier (:mod:`rheotheory.verify.rules`, evaluated on torch tensors) gives
+   node the method's verifier (:mod:`rheotheory.verify.rules`, evaluated on the float64 numpy
+   laws: the target's rows, the builder's draft laws) gives
    the transition law, from which "continue into child c" or "emit y" is sampled.
 3. **Commit.** The target's KV cache keeps the root and the accepted path only; the emitted
    token becomes the next root. Z = accepted tokens + the emitted one.
@@ -36,7 +38,7 @@ from ..trees.tree import SAMPLED
 from ..verify.rules import Candidate
 from .models import KVCache, NumpyLM, TinyLM, chain_mask, tree_mask
 
-__all__ = ["DecodeConfig", "StepStats", "DecodeResult", "TorchChooser", "DraftTreePair", "target_law",
+__all__ = ["DecodeConfig", "StepStats", "DecodeResult", "TorchChooser", "UniformStream", "DraftTreePair", "target_law",
            "draft_law", "decode", "AUTOREGRESSIVE"]
 
 #: Name of the plain-sampling baseline (one target pass per token).
@@ -101,15 +103,51 @@ def draft_law(logits, cfg: DecodeConfig) -> np.ndarray:
     return torch.softmax(logits.double() / cfg.draft_temperature, dim=1).cpu().numpy()
 
 
-class TorchChooser:
-    """The builders' chooser, sampling with a ``torch.Generator`` (CPU)."""
+#: Uniform draws fetched from the torch generator at a time (one call per block, not per draw).
+UNIFORM_BLOCK = 256
+
+
+class UniformStream:
+    """Uniform(0, 1) float64 draws from a CPU ``torch.Generator``, fetched in blocks.
+
+    Every random choice of a decoding run is one inverse-CDF lookup of the next draw: at batch
+    size 1, ``torch.multinomial`` on a small vector costs tens of microseconds per call.
+    """
 
     def __init__(self, gen: torch.Generator):
         self.gen = gen
+        self._buf = np.empty(0)
+        self._i = 0
+
+    def next(self) -> float:
+        if self._i >= self._buf.shape[0]:
+            self._buf = torch.rand(UNIFORM_BLOCK, generator=self.gen, dtype=torch.float64).numpy()
+            self._i = 0
+        u = self._buf[self._i]
+        self._i += 1
+        return float(u)
+
+    def pick(self, weights) -> int:
+        """Index drawn with probability proportional to non-negative ``weights`` (# [n])."""
+        w = np.maximum(np.asarray(weights, dtype=np.float64), 0.0)  # NOTE: clears float round-off below 0
+        c = np.cumsum(w)  # [n]
+        if not c[-1] > 0:
+            raise LawError("cannot sample from an all-zero law")
+        # first index whose cumulative weight exceeds u * total: zero-weight entries are never picked
+        j = int(np.searchsorted(c, self.next() * c[-1], side="right"))
+        if j >= w.shape[0]:  # NOTE: u * total rounded up to the total
+            j = int(np.flatnonzero(w)[-1])
+        return j
+
+
+class TorchChooser:
+    """The builders' chooser, sampling with a ``torch.Generator`` (CPU) or a :class:`UniformStream`."""
+
+    def __init__(self, gen):
+        self.stream = gen if isinstance(gen, UniformStream) else UniformStream(gen)
 
     def draw(self, law) -> int:
-        w = torch.as_tensor(np.asarray(law, dtype=np.float64))
-        return int(torch.multinomial(w, 1, generator=self.gen))
+        return self.stream.pick(law)
 
 
 class DraftTreePair:
@@ -204,16 +242,6 @@ class DecodeResult:
         return len(self.tokens) / self.seconds if self.seconds > 0 else float("nan")
 
 
-def _sample(weights: torch.Tensor, gen: torch.Generator) -> int:
-    """Index drawn from non-negative ``weights`` (# [n]) with the CPU generator."""
-    w = weights.detach().double().cpu().clamp(min=0)  # NOTE: clears float round-off below 0
-    return int(torch.multinomial(w, 1, generator=gen))
-
-
-def _sample_np(weights: np.ndarray, gen: torch.Generator) -> int:
-    """Index drawn from non-negative float64 ``weights`` (# [n]) with the CPU generator."""
-    w = torch.from_numpy(np.maximum(weights, 0.0))  # NOTE: clears float round-off below 0
-    return int(torch.multinomial(w, 1, generator=gen))
 
 
 class _State:
@@ -253,8 +281,8 @@ def _draft_root(draft: TinyLM, st: _State, cfg: DecodeConfig) -> np.ndarray:
 
 
 def _tree_step(target: TinyLM, draft: TinyLM, method: Method, st: _State, cfg: DecodeConfig,
-               gen: torch.Generator, verify) -> tuple[list[int], StepStats]:
-    chooser = TorchChooser(gen)
+               stream: UniformStream, verify) -> tuple[list[int], StepStats]:
+    chooser = TorchChooser(stream)
     root_q = _draft_root(draft, st, cfg)
     adapter = DraftTreePair(draft, st.dcache, root_q, cfg)
     tree = method.builder(adapter)(chooser)
@@ -277,11 +305,11 @@ def _tree_step(target: TinyLM, draft: TinyLM, method: Method, st: _State, cfg: D
         kids = tree.kept_children(idx)
         p = P[row[idx]]
         if not kids:
-            out.append(_sample_np(p, gen))
+            out.append(stream.pick(p))
             break
         cands = [tree.candidate(kid) for kid in kids]
         tr = verify(p, [Candidate(c.token, c.law) for c in cands])
-        j = _sample_np(np.concatenate([np.asarray(tr.cont, dtype=np.float64), tr.emit]), gen)
+        j = stream.pick(np.concatenate([np.asarray(tr.cont, dtype=np.float64), tr.emit]))
         if j < len(kids):
             idx = kids[j]
             path_rows.append(row[idx])
@@ -293,12 +321,12 @@ def _tree_step(target: TinyLM, draft: TinyLM, method: Method, st: _State, cfg: D
     return out, StepStats(len(out) - 1, len(order), adapter.passes + 1)
 
 
-def _autoregressive_step(target: TinyLM, st: _State, cfg: DecodeConfig, gen: torch.Generator):
+def _autoregressive_step(target: TinyLM, st: _State, cfg: DecodeConfig, stream: UniformStream):
     tok = torch.tensor([st.ctx[-1]], device=st.device)
     logits, k, v = target.extend(st.tcache, tok, torch.zeros(1, dtype=torch.long, device=st.device),
                                  torch.ones(1, 1, dtype=torch.bool, device=st.device))
     st.tcache.commit(k, v)
-    return [_sample(target_law(logits, cfg)[0], gen)], StepStats(0, 0, 0)
+    return [stream.pick(target_law(logits, cfg)[0].cpu().numpy())], StepStats(0, 0, 0)
 
 
 @torch.inference_mode()
@@ -332,12 +360,13 @@ def decode(target: TinyLM, draft: TinyLM | None, prompt: list[int], method: Meth
     if tree_method and device.type == "cpu" and isinstance(draft, TinyLM):
         draft = NumpyLM(draft)  # batch-1 CPU drafting: numpy dispatch is cheaper than torch's
     st = _State(target, draft if tree_method else None, prompt, device, dtype)
+    stream = UniformStream(gen)
     res = DecodeResult([])
     while len(res.tokens) < cfg.max_new_tokens:
         if tree_method:
-            out, stats = _tree_step(target, draft, method, st, cfg, gen, verifier or method.verify)
+            out, stats = _tree_step(target, draft, method, st, cfg, stream, verifier or method.verify)
         else:
-            out, stats = _autoregressive_step(target, st, cfg, gen)
+            out, stats = _autoregressive_step(target, st, cfg, stream)
         st.ctx.extend(out)
         res.tokens.extend(out)
         res.steps.append(stats)
