@@ -262,22 +262,37 @@ class NumpyLM:
         self.cfg = model.cfg
         self.tok = a(model.tok.weight)  # [V, d]
         self.pos = a(model.pos.weight)  # [max_len, d]
-        self.head = a(model.tok.weight, transpose=True)  # [d, V] (tied embeddings)
-        self.blocks = [(a(b.ln1.weight), a(b.ln1.bias), b.ln1.eps, a(b.qkv.weight, True), a(b.qkv.bias),
-                        a(b.proj.weight, True), a(b.proj.bias), a(b.ln2.weight), a(b.ln2.bias), b.ln2.eps,
-                        a(b.fc.weight, True), a(b.fc.bias), a(b.out.weight, True), a(b.out.bias))
+        hd = model.cfg.d_model // model.cfg.n_head
+        qscale = torch.ones(3 * model.cfg.d_model, dtype=torch.float64)
+        qscale[:model.cfg.d_model] = 1.0 / math.sqrt(hd)  # attention scale folded into the queries
+
+        def fold(ln, lin, out_scale=None):
+            # LayerNorm's affine part folded into the following linear map: (z * g + b) W^T + c
+            # = z (g W^T) + (b W^T + c). Computed in float64, then cast.
+            w = lin.weight.detach().double().cpu()  # [out, in]
+            c = lin.bias.detach().double().cpu() if lin.bias is not None else torch.zeros(w.shape[0], dtype=torch.float64)
+            g, b = ln.weight.detach().double().cpu(), ln.bias.detach().double().cpu()
+            wf, cf = (w * g).T, b @ w.T + c  # [in, out], [out]
+            if out_scale is not None:
+                wf, cf = wf * out_scale, cf * out_scale
+            return a(wf), a(cf)
+
+        self.blocks = [(fold(b.ln1, b.qkv, qscale), ln_eps(b.ln1), a(b.proj.weight, True), a(b.proj.bias),
+                        fold(b.ln2, b.fc), ln_eps(b.ln2), a(b.out.weight, True), a(b.out.bias))
                        for b in model.blocks]
-        self.ln_f = (a(model.ln_f.weight), a(model.ln_f.bias), model.ln_f.eps)
+        self.head = fold(model.ln_f, _TiedHead(model.tok.weight))  # ([d, V], [V]), tied embeddings
+        self.ln_f_eps = ln_eps(model.ln_f)
 
     def new_cache(self) -> "NumpyKVCache":
         return NumpyKVCache(self.cfg, self.tok.dtype)
 
     @staticmethod
-    def _ln(x, w, b, eps):
-        inv_d = np.float32(1.0 / x.shape[-1])
+    def _norm(x, eps):
+        """LayerNorm without its affine part (folded into the next linear map). # [n, d]"""
+        inv_d = x.dtype.type(1.0 / x.shape[-1])
         xc = x - np.add.reduce(x, axis=-1, keepdims=True) * inv_d  # np.mean costs more at this size
         var = np.add.reduce(xc * xc, axis=-1, keepdims=True) * inv_d
-        return xc / np.sqrt(var + np.float32(eps)) * w + b
+        return xc / np.sqrt(var + x.dtype.type(eps))
 
     def extend(self, cache: "NumpyKVCache", tokens, depths, mask: np.ndarray | None, offset: int = 0) -> np.ndarray:
         """Logits of new tokens, # [n, V] float32; their keys/values go to scratch ``offset ..``.
@@ -305,13 +320,12 @@ class NumpyLM:
         H = self.cfg.n_head
         d = self.cfg.d_model
         hd = d // H
-        scale = x_dtype.type(1.0 / math.sqrt(hd))
         x = self.tok[tokens] + self.pos[depths + L]  # [n, d]
-        for li, (w1, b1, e1, wqkv, bqkv, wp, bp, w2, b2, e2, wfc, bfc, wo, bo) in enumerate(self.blocks):
-            qkv = (self._ln(x, w1, b1, e1) @ wqkv + bqkv).reshape(n, 3, H, hd).transpose(1, 2, 0, 3)  # [3, H, n, hd]
+        for li, ((wqkv, bqkv), e1, wp, bp, (wfc, bfc), e2, wo, bo) in enumerate(self.blocks):
+            qkv = (self._norm(x, e1) @ wqkv + bqkv).reshape(n, 3, H, hd).transpose(1, 2, 0, 3)  # [3, H, n, hd]
             cache.k[li, :, a0:total] = qkv[1]
             cache.v[li, :, a0:total] = qkv[2]
-            s = (qkv[0] * scale) @ cache.k[li, :, :total].transpose(0, 2, 1)  # [H, n, total]
+            s = qkv[0] @ cache.k[li, :, :total].transpose(0, 2, 1)  # [H, n, total], queries pre-scaled
             if bias is not None:
                 s += bias
             s -= s.max(axis=-1, keepdims=True)
@@ -319,10 +333,21 @@ class NumpyLM:
             s /= s.sum(axis=-1, keepdims=True)
             y = (s @ cache.v[li, :, :total]).transpose(1, 0, 2).reshape(n, d)  # [n, d]
             x = x + (y @ wp + bp)
-            h = self._ln(x, w2, b2, e2) @ wfc + bfc
-            h = 0.5 * h * (1.0 + erf(h * np.float32(1 / math.sqrt(2))))  # exact GELU, as F.gelu
+            h = self._norm(x, e2) @ wfc + bfc
+            h = 0.5 * h * (1.0 + erf(h * x_dtype.type(1 / math.sqrt(2))))  # exact GELU, as F.gelu
             x = x + (h @ wo + bo)
-        return self._ln(x, *self.ln_f) @ self.head
+        return self._norm(x, self.ln_f_eps) @ self.head[0] + self.head[1]
+
+
+class _TiedHead:
+    """The output map of a tied-embedding model, in the shape :func:`NumpyLM` folds into."""
+
+    def __init__(self, weight):
+        self.weight, self.bias = weight, None
+
+
+def ln_eps(ln) -> float:
+    return float(ln.eps)
 
 
 class NumpyKVCache:
