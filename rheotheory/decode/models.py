@@ -234,8 +234,10 @@ class TinyLM(nn.Module):
             qkv = F.linear(h, blk.qkv.weight, blk.qkv.bias).view(n, 3, H, d // H).permute(1, 2, 0, 3)  # [3, H, n, hd]
             new_k[li, 0].copy_(qkv[1])
             new_v[li, 0].copy_(qkv[2])
-            y = F.scaled_dot_product_attention(qkv[0], cache.k[li, 0, :, :total], cache.v[li, 0, :, :total],
-                                               attn_mask=bias)  # [H, n, hd]
+            # NOTE: 4-d inputs select the fused CPU kernel; 3-d ones fall back to the math path,
+            # which rescales the whole cached K at every layer.
+            y = F.scaled_dot_product_attention(qkv[0].unsqueeze(0), cache.k[li, :, :, :total], cache.v[li, :, :, :total],
+                                               attn_mask=bias)[0]  # [H, n, hd]
             x = x + F.linear(y.transpose(0, 1).reshape(n, d), blk.proj.weight, blk.proj.bias)
             h = F.layer_norm(x, (d,), blk.ln2.weight, blk.ln2.bias, blk.ln2.eps)
             x = x + F.linear(F.gelu(F.linear(h, blk.fc.weight, blk.fc.bias)), blk.out.weight, blk.out.bias)
