@@ -20,10 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
-import sympy as sp  # noqa: E402
 
 from claimlib import FAILED, PROVED, REFUTED, claim, finish  # noqa: E402
-from pernode import A, B, V, cross_check, run_det_plus_sample, run_identities, summarise  # noqa: E402
+from pernode import A, B, V, run_det_plus_sample, run_identities, summarise  # noqa: E402
 from symcase import sym_law  # noqa: E402
 
 from rheotheory import laws  # noqa: E402

@@ -167,9 +167,9 @@ def main():
         exact = (f"output law = p and acceptance = closed form checked exactly on the library rule over "
                  f"{EXACT_INSTANCES} random exact instances (V 2..5, {draws}, every draw pair enumerated; {ties} with "
                  f"ties p(x) = q(x), {zeros} with zero-probability tokens): {bad} failures")
-        ev = (f"by composition: the rule applies the single-draft lemma to draft 1 with target p, then (after a "
-              f"rejection, target r1 = norm((p - q)+), independent of s1) to draft 2, so the output law is "
-              f"min(p, q) + (1 - beta1) r1 = p; " + exact)
+        ev = ("by composition: the rule applies the single-draft lemma to draft 1 with target p, then (after a "
+              "rejection, target r1 = norm((p - q)+), independent of s1) to draft 2, so the output law is "
+              "min(p, q) + (1 - beta1) r1 = p; " + exact)
         st = VERIFIED if bad == 0 and ok_l else FAILED
         st_l = st_a = st
         ev_l, ev_a = ev, exact

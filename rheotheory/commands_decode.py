@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from .cli import add_method_arguments, method_from_args
+from .cli import _nonneg_float, add_method_arguments, method_from_args
+from .cli import _positive_int as _pos_int
 from .errors import RheoError
 
 __all__ = ["register"]
@@ -33,26 +34,6 @@ def _tree_defaults(args) -> None:
                                ("budget", DECODE_BUDGET, BUILTIN_BUDGET)):
         if getattr(args, name) is None:
             setattr(args, name, small if builtin else large)
-
-
-def _nonneg_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not v >= 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0")
-    return v
-
-
-def _pos_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
-    return v
 
 
 def _temperatures(text: str) -> list[float]:

@@ -1,6 +1,5 @@
 """Toy LM pairs: generators, JSON round trip, and rejection of malformed tables."""
 
-import json
 import math
 from fractions import Fraction as F
 

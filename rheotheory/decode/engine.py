@@ -34,7 +34,6 @@ import torch
 
 from ..errors import InstanceError, LawError
 from ..methods import Method
-from ..trees.tree import SAMPLED
 from ..verify.rules import Candidate
 from .models import KVCache, NumpyLM, TinyLM, chain_mask, tree_mask
 

@@ -24,7 +24,6 @@ Fraction(1, 2)
 from __future__ import annotations
 
 import itertools
-from fractions import Fraction
 from typing import Mapping, Sequence
 
 import numpy as np
