@@ -30,7 +30,6 @@ other than ``eagle``, the paired difference of tau against ``eagle`` with its 95
 from __future__ import annotations
 
 import csv
-import heapq
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -43,6 +42,7 @@ from .methods import Method
 from .montecarlo import Z_95, run_steps
 from .synthetic import DEFAULT_DRAFT_TOP_K, MISMATCH_LEVELS, SyntheticPair, single_draft_acceptance
 from .trees.dynamic import PROXIES
+from .trees.static import greedy_shape
 
 __all__ = ["SweepConfig", "make_method", "rheo_default", "static_shape", "run_sweep", "write_csv", "plot_sweep",
            "format_table", "DEFAULT_METHODS", "CSV_FIELDS"]
@@ -116,24 +116,9 @@ def _mismatch_value(level) -> float:
 
 
 def static_shape(budget: int, depth: int) -> list[list[int]]:
-    """A static shape of ``budget`` nodes and depth <= ``depth``, grown greedily by path weight.
-
-    The i-th child of a node weighs STATIC_ACCEPT * STATIC_DECAY**i; a node's path weight is the
-    product along its path. The ``budget`` heaviest nodes form a connected tree (a child never
-    outweighs its parent or its elder sibling), as Sequoia's construction does.
-    """
-    if budget < 1 or depth < 1:
-        raise RheoError("static shape needs budget >= 1 and depth >= 1")
-    heap = [(-STATIC_ACCEPT, (0,))]
-    out = []
-    while heap and len(out) < budget:
-        negw, path = heapq.heappop(heap)
-        out.append(list(path))
-        w = -negw
-        heapq.heappush(heap, (-(w * STATIC_DECAY), path[:-1] + (path[-1] + 1,)))  # next sibling
-        if len(path) < depth:
-            heapq.heappush(heap, (-(w * STATIC_ACCEPT), path + (0,)))  # first child
-    return out
+    """The sweep's static shape: :func:`~rheotheory.trees.static.greedy_shape` with
+    STATIC_ACCEPT and STATIC_DECAY."""
+    return greedy_shape(budget, depth, STATIC_ACCEPT, STATIC_DECAY)
 
 
 #: Head size and proxy of the recommended RheoSampling default. The paper reports m = 1 best;

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import heapq
 import time
 from dataclasses import dataclass
 
 import torch
 
 from ..methods import Method
+from ..trees.static import greedy_shape
 from .engine import AUTOREGRESSIVE, DecodeConfig, decode
 
 __all__ = ["BenchRow", "BENCH_PROMPTS", "default_static_shape", "bench_methods", "run_bench", "format_table",
@@ -32,17 +32,9 @@ SHAPE_SIBLING_DECAY = 0.4
 
 
 def default_static_shape(budget: int, depth: int) -> list[list[int]]:
-    """A static shape of ``budget`` nodes and depth <= ``depth``, greedily by assumed path value."""
-    heap = [(-SHAPE_FIRST_CHILD, (0,))]
-    shape = []
-    while heap and len(shape) < budget:
-        negv, path = heapq.heappop(heap)
-        shape.append(list(path))
-        v = -negv
-        heapq.heappush(heap, (-v * SHAPE_SIBLING_DECAY, path[:-1] + (path[-1] + 1,)))  # next sibling
-        if len(path) < depth:
-            heapq.heappush(heap, (-v * SHAPE_FIRST_CHILD, path + (0,)))  # first child
-    return shape
+    """The benchmark's static shape: :func:`~rheotheory.trees.static.greedy_shape` with
+    SHAPE_FIRST_CHILD and SHAPE_SIBLING_DECAY."""
+    return greedy_shape(budget, depth, SHAPE_FIRST_CHILD, SHAPE_SIBLING_DECAY)
 
 
 def bench_methods(top_k: int, depth: int, budget: int) -> list:

@@ -11,6 +11,7 @@ simply absent. Nothing is pruned.
 
 from __future__ import annotations
 
+import heapq
 import json
 
 import numpy as np
@@ -19,7 +20,7 @@ from .. import laws
 from ..errors import TreeError
 from .tree import SAMPLED, Chooser, SampleGroup, Tree
 
-__all__ = ["parse_shape", "chain_shape", "build_static", "SAMPLING_MODES"]
+__all__ = ["parse_shape", "chain_shape", "greedy_shape", "build_static", "SAMPLING_MODES"]
 
 SAMPLING_MODES = ("iid", "wor")
 
@@ -61,6 +62,28 @@ def chain_shape(depth: int) -> list[tuple[int, ...]]:
     if not isinstance(depth, int) or depth < 1:
         raise TreeError(f"depth must be a positive integer, got {depth!r}")
     return [(0,) * d for d in range(1, depth + 1)]
+
+
+def greedy_shape(budget: int, depth: int, child_accept: float, sibling_decay: float) -> list[list[int]]:
+    """A static shape of ``budget`` nodes and depth <= ``depth``, grown greedily by path weight.
+
+    The i-th child of a node weighs ``child_accept * sibling_decay**i``; a node's path weight is
+    the product along its path. The ``budget`` heaviest nodes form a connected tree (a child never
+    outweighs its parent or its elder sibling), as Sequoia's construction does with measured
+    acceptance rates.
+    """
+    if budget < 1 or depth < 1:
+        raise TreeError("a static shape needs budget >= 1 and depth >= 1")
+    heap = [(-child_accept, (0,))]
+    out = []
+    while heap and len(out) < budget:
+        negw, path = heapq.heappop(heap)
+        out.append(list(path))
+        w = -negw
+        heapq.heappush(heap, (-(w * sibling_decay), path[:-1] + (path[-1] + 1,)))  # next sibling
+        if len(path) < depth:
+            heapq.heappush(heap, (-(w * child_accept), path + (0,)))  # first child
+    return out
 
 
 def build_static(pair, shape: list[tuple[int, ...]], mode: str, chooser: Chooser) -> Tree:
