@@ -140,3 +140,47 @@ def test_depth_beyond_horizon_rejected():
     from rheotheory import certify
     with pytest.raises(TreeError, match="horizon"):
         certify(random_pair(3, 2, seed=0), Method("rheo", depth=3))
+
+
+class PrefetchPair:
+    """A pair whose draft is read through a per-layer prefetch hook, as a model-backed pair's is."""
+
+    def __init__(self, pair):
+        self.pair, self.exact, self.vocab_size = pair, pair.exact, pair.vocab_size
+        self.horizon = pair.horizon
+        self.calls = []
+
+    def q(self, prefix):
+        return self.pair.q(prefix)
+
+    def p(self, prefix):
+        return self.pair.p(prefix)
+
+    def prefetch(self, prefixes):
+        prefixes = [tuple(pf) for pf in prefixes]
+        assert len({len(pf) for pf in prefixes}) == 1  # one layer at a time
+        self.calls.append(prefixes)
+
+
+@pytest.mark.parametrize("method", [
+    Method("static", shape=[[0], [1], [0, 0], [1, 0], [1, 1], [0, 0, 0]], verifier="rrs"),
+    Method("static", shape=[[0], [1], [0, 0], [1, 0], [1, 1]], verifier="rrs-wor"),
+    Method("rheo", top_k=2, depth=3, budget=5),
+    Method("eagle", top_k=2, depth=3, budget=4),
+])
+def test_prefetch_hook_keeps_the_exact_step_law(method):
+    """Resolving a whole layer before expanding it (for one batched draft pass) only reorders
+    independent draws: the exact law of Z is the same with and without the hook."""
+    from rheotheory.exact import enumerate_classes, step_law
+
+    pair = random_pair(3, 3, seed=5)
+    hooked = PrefetchPair(pair)
+    plain = step_law(pair, method, enumerate_classes(pair, method))
+    with_hook = step_law(hooked, method, enumerate_classes(hooked, method))
+    assert with_hook == plain
+    assert hooked.calls  # the hook was used, one layer per call
+    tree = method.builder(hooked)(RandomChooser(np.random.default_rng(0)))
+    deepest = max(tree.nodes[i].depth for i in range(1, len(tree.nodes)))
+    hooked.calls.clear()
+    method.builder(hooked)(RandomChooser(np.random.default_rng(0)))
+    assert len(hooked.calls) <= deepest - 1  # at most one call per expanded layer below the root

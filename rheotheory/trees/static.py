@@ -97,6 +97,8 @@ def build_static(pair, shape: list[tuple[int, ...]], mode: str, chooser: Chooser
         n_children[t[:-1]] = n_children.get(t[:-1], 0) + 1
         n_children.setdefault(t, 0)
     node_of: dict[tuple, int] = {(): 0}
+    prefetch = getattr(pair, "prefetch", None)
+    layer_depth = 0  # deepest layer handed to prefetch so far (the root's law is known)
     for t in [()] + shape:  # BFS: a node is expanded after it is created
         if t not in node_of:
             continue  # its slot was empty (without replacement, support exhausted)
@@ -104,6 +106,15 @@ def build_static(pair, shape: list[tuple[int, ...]], mode: str, chooser: Chooser
         if k == 0:
             continue
         v = node_of[t]
+        if prefetch is not None and len(t) > layer_depth:
+            # NOTE: a model-backed pair evaluates the whole layer of nodes to expand in one batched
+            # pass. Resolving them before any of them is expanded only reorders independent draws
+            # (each member law is fixed by the parent's path and the earlier members).
+            layer_depth = len(t)
+            layer = [node_of[u] for u in shape if len(u) == layer_depth and u in node_of and n_children[u]]
+            for w in layer:
+                tree.resolve(w, chooser)
+            prefetch([tree.path(w) for w in layer])
         if tree.nodes[v].token is None:
             tree.resolve(v, chooser)
         prefix = tree.path(v)
