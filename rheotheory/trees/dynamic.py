@@ -119,7 +119,8 @@ class ExpansionCache:
         if t is None:
             q = self.pair.q(prefix)
             rest = laws.zero_at(q, list(head))
-            t = self._tail[key] = (laws.normalise(rest), laws.total(rest))
+            mass = laws.total(rest)
+            t = self._tail[key] = (rest / mass if mass != 0 else rest * 0, mass)  # laws.normalise, one sum
         return t
 
 
@@ -179,10 +180,18 @@ def build_dynamic(pair, cfg: DynamicConfig, chooser: Chooser, cache: ExpansionCa
             for t in [t for t in ranked[m:m + n_fill + 1] if t != s][:n_fill]:
                 tree.add(v, FILLER, node.score * q[t], token=t)
 
+    keys: dict = {}  # node -> sort key (a node's score is final once its layer is built)
+
+    def key(i):
+        k = keys.get(i)
+        if k is None:
+            k = keys[i] = (order(tree.nodes[i].score), i)
+        return k
+
     expand(0)
     layer = list(tree.nodes[0].children)
     for _ in range(2, cfg.depth + 1):
-        chosen = sorted(layer, key=lambda i: (order(tree.nodes[i].score), i))[:K]
+        chosen = sorted(layer, key=key)[:K]
         start = len(tree.nodes)
         prefetch = getattr(pair, "prefetch", None)
         if prefetch is not None:
@@ -196,7 +205,7 @@ def build_dynamic(pair, cfg: DynamicConfig, chooser: Chooser, cache: ExpansionCa
             tree.resolve(v, chooser) if tree.nodes[v].token is None else None
             expand(v)
         layer = list(range(start, len(tree.nodes)))
-    ranked_nodes = sorted(range(1, len(tree.nodes)), key=lambda i: (order(tree.nodes[i].score), i))
+    ranked_nodes = sorted(range(1, len(tree.nodes)), key=key)
     kept = [False] * len(tree.nodes)
     for i in ranked_nodes[:cfg.budget]:
         kept[i] = True
