@@ -52,6 +52,7 @@ class TrainConfig:
     corpus_chars: int = 3_000_000  # characters of stdlib source used
     val_fraction: float = 0.05  # tail of the corpus held out for the validation loss
     val_batches: int = 20  # validation batches (fixed positions) for the reported loss
+    distill: float = 0.0  # weight of the teacher's soft labels in the loss (0: next-token labels only)
 
 
 def build_corpus(max_chars: int) -> tuple[str, list[str]]:
@@ -91,8 +92,19 @@ def _lr(cfg: TrainConfig, step: int) -> float:
     return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * frac)))
 
 
-def train_model(mcfg: ModelConfig, tcfg: TrainConfig, data: torch.Tensor, log=None) -> tuple[TinyLM, dict]:
-    """Train one model on ``data`` (# [N] long tokens); returns it and its loss record."""
+def train_model(mcfg: ModelConfig, tcfg: TrainConfig, data: torch.Tensor, log=None,
+                teacher: TinyLM | None = None) -> tuple[TinyLM, dict]:
+    """Train one model on ``data`` (# [N] long tokens); returns it and its loss record.
+
+    With ``teacher`` and ``tcfg.distill = a > 0`` the loss is ``(1 - a) * CE(labels) + a * CE(p)``,
+    p the teacher's next-token law (T = 1): cross-entropy to p is KL(p || q) plus a constant, and
+    KL(p || q) bounds TV(p, q), so distilling raises the single-draft acceptance 1 - TV. The record
+    then also holds ``val_acceptance``, the mean 1 - TV(p, q) over the validation positions.
+    """
+    if tcfg.distill and teacher is None:
+        raise InstanceError("distill > 0 needs a teacher model")
+    if not 0 <= tcfg.distill <= 1:
+        raise InstanceError(f"distill must be in [0, 1], got {tcfg.distill!r}")
     torch.manual_seed(tcfg.seed)
     gen = torch.Generator().manual_seed(tcfg.seed)
     n_val = int(len(data) * tcfg.val_fraction)
@@ -108,8 +120,12 @@ def train_model(mcfg: ModelConfig, tcfg: TrainConfig, data: torch.Tensor, log=No
             g["lr"] = _lr(tcfg, step)
         starts = torch.randint(0, len(train) - T - 1, (tcfg.batch,), generator=gen)
         xy = train[starts[:, None] + offs]  # [B, T + 1]
-        logits = model(xy[:, :-1])
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, mcfg.vocab_size), xy[:, 1:].reshape(-1))
+        logits = model(xy[:, :-1]).reshape(-1, mcfg.vocab_size)
+        loss = torch.nn.functional.cross_entropy(logits, xy[:, 1:].reshape(-1))
+        if tcfg.distill:
+            with torch.no_grad():
+                soft = torch.softmax(teacher(xy[:, :-1]).reshape(-1, mcfg.vocab_size), dim=-1)
+            loss = (1 - tcfg.distill) * loss + tcfg.distill * torch.nn.functional.cross_entropy(logits, soft)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -123,14 +139,24 @@ def train_model(mcfg: ModelConfig, tcfg: TrainConfig, data: torch.Tensor, log=No
         xy = val[starts[:, None] + offs]
         logits = model(xy[:, :-1])
         vloss = torch.nn.functional.cross_entropy(logits.reshape(-1, mcfg.vocab_size), xy[:, 1:].reshape(-1)).item()
-    return model, {"train_loss_ema": round(loss_ema, 4), "val_loss": round(vloss, 4),
-                   "seconds": round(time.perf_counter() - t0, 1), "params": model.num_params()}
+        rec = {"train_loss_ema": round(loss_ema, 4), "val_loss": round(vloss, 4)}
+        if teacher is not None:
+            p = torch.softmax(teacher(xy[:, :-1]).double(), dim=-1)
+            q = torch.softmax(logits.double(), dim=-1)
+            rec["val_acceptance"] = round(torch.minimum(p, q).sum(-1).mean().item(), 4)
+    return model, {**rec, "seconds": round(time.perf_counter() - t0, 1), "params": model.num_params()}
 
 
-def train_pair(out_dir, tcfg_target: TrainConfig, tcfg_draft: TrainConfig, log=print) -> dict:
+def train_pair(out_dir, tcfg_target: TrainConfig, tcfg_draft: TrainConfig, log=print,
+               draft_only: bool = False) -> dict:
     """Train target and draft, write ``tiny_target.safetensors``, ``tiny_draft.safetensors`` and
-    ``tiny_pair.json`` (the manifest) into ``out_dir``; returns the manifest."""
-    from safetensors.torch import save_file
+    ``tiny_pair.json`` (the manifest) into ``out_dir``; returns the manifest.
+
+    The draft is trained after the target, which is its teacher when ``tcfg_draft.distill > 0``.
+    ``draft_only=True`` keeps the target already in ``out_dir`` (its manifest entry too) and
+    retrains the draft only; the corpus must hash as the manifest says.
+    """
+    from safetensors.torch import load_file, save_file
 
     torch.set_num_threads(1)
     out = Path(out_dir)
@@ -145,9 +171,27 @@ def train_pair(out_dir, tcfg_target: TrainConfig, tcfg_draft: TrainConfig, log=p
         "torch": torch.__version__,
         "threads": 1,
     }
-    for role, mcfg, tcfg in (("target", TARGET_CONFIG, tcfg_target), ("draft", DRAFT_CONFIG, tcfg_draft)):
+    roles = [("target", TARGET_CONFIG, tcfg_target), ("draft", DRAFT_CONFIG, tcfg_draft)]
+    target = None
+    if draft_only:
+        man_path = out / "tiny_pair.json"
+        if not man_path.exists():
+            raise InstanceError(f"no manifest {str(man_path)!r}: train the target first (without draft_only)")
+        old = json.loads(man_path.read_text())
+        if old["corpus"]["sha256"] != manifest["corpus"]["sha256"]:
+            raise InstanceError("this Python's standard library gives a different corpus than the shipped "
+                                "target was trained on; retrain both models")
+        manifest["target"] = old["target"]
+        target = TinyLM(ModelConfig(**old["target"]["model"]))
+        target.load_state_dict(load_file(str(out / "tiny_target.safetensors")))
+        target.eval()
+        roles = roles[1:]
+    for role, mcfg, tcfg in roles:
         log(f"training {role}: {mcfg}")
-        model, rec = train_model(mcfg, tcfg, data[:tcfg.corpus_chars], log=log)
+        model, rec = train_model(mcfg, tcfg, data[:tcfg.corpus_chars], log=log,
+                                 teacher=target if role == "draft" else None)
+        if role == "target":
+            target = model
         save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out / f"tiny_{role}.safetensors"))
         manifest[role] = {"model": mcfg.to_dict(), "train": asdict(tcfg), **rec}
         log(f"{role}: {rec}")
