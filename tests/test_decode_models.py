@@ -90,3 +90,20 @@ def test_numpy_copy_matches_torch_passes_layer_by_layer_and_keeps_path():
     nxt = fast.extend(ncache, [6], [0], None)
     ref = model(torch.tensor([prefix + [9, 7, 8, 6]]))[0, -1]
     assert np.abs(nxt[0] - ref.numpy()).max() <= LOGIT_TOL
+
+
+def test_distillation_trains_toward_the_teacher_and_needs_one():
+    from rheotheory.decode.train import TrainConfig, train_model
+
+    cfg = ModelConfig(vocab_size=16, n_layer=1, n_head=2, d_model=16, max_len=16)
+    data = torch.randint(0, 16, (4000,), generator=torch.Generator().manual_seed(0))
+    tcfg = TrainConfig(steps=60, batch=4, seq_len=16, lr=1e-2, warmup=5, val_batches=4)
+    teacher, _ = train_model(cfg, tcfg, data)
+    with pytest.raises(InstanceError, match="teacher"):
+        train_model(cfg, TrainConfig(steps=1, seq_len=16, distill=1.0), data)
+    with pytest.raises(InstanceError, match="distill"):
+        train_model(cfg, TrainConfig(steps=1, seq_len=16, distill=1.5), data, teacher=teacher)
+    _, hard = train_model(cfg, TrainConfig(**{**tcfg.__dict__, "seed": 1}), data, teacher=teacher)
+    _, soft = train_model(cfg, TrainConfig(**{**tcfg.__dict__, "seed": 1, "distill": 1.0}), data, teacher=teacher)
+    # same seed, same batches: soft labels pull the student's law toward the teacher's
+    assert soft["val_acceptance"] > hard["val_acceptance"]
