@@ -65,6 +65,14 @@ def _nonneg_float(text: str) -> float:
     return v
 
 
+def _positive_float(text: str) -> float:
+    """An argparse type: a finite float > 0."""
+    v = _nonneg_float(text)
+    if v == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number > 0")
+    return v
+
+
 _positive_int = _int_at_least(1)
 _nonneg_int = _int_at_least(0)
 

