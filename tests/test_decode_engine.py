@@ -70,6 +70,42 @@ def test_greedy_equals_autoregressive_greedy(pair, name):
     assert res.tokens_per_step > 1.0, "greedy drafting should accept something on in-domain text"
 
 
+#: float64 draft keys/values of a tree node against the same token evaluated in a chain.
+KV_TOL = 1e-12
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_draft_cache_keeps_the_accepted_path(pair, backend):
+    """After each step the draft cache holds the accepted tokens it evaluated while drafting: the
+    cache equals a fresh causal pass over the committed text."""
+    from rheotheory.decode import engine
+    from rheotheory.decode.models import KVCache, NumpyLM, chain_mask
+
+    draft = NumpyLM(pair.draft) if backend == "numpy" else pair.draft
+    st = engine._State(pair.target, draft, pair.encode("def fib("), torch.device("cpu"), torch.float64)
+    stream = engine.UniformStream(torch.Generator().manual_seed(0))
+    method = Method("rheo", top_k=2, depth=4, budget=8)
+    reused = 0
+    with torch.inference_mode():
+        for _ in range(8):
+            before = len(st.ctx)
+            out, _ = engine._tree_step(pair.target, draft, method, st, DecodeConfig(1.0), stream, method.verify)
+            reused += st.dcache.length - before  # committed past the root without a catch-up pass
+            st.ctx.extend(out)
+        L = st.dcache.length
+        assert reused > 0 and L < len(st.ctx)
+        if backend == "numpy":
+            fresh = draft.new_cache()
+            draft.extend(fresh, st.ctx[:L], np.arange(L), np.tri(L, dtype=bool))
+            assert np.abs(fresh.k[:, :, :L] - st.dcache.k[:, :, :L]).max() <= KV_TOL
+            assert np.abs(fresh.v[:, :, :L] - st.dcache.v[:, :, :L]).max() <= KV_TOL
+        else:
+            fresh = KVCache(draft.cfg, torch.device("cpu"), torch.float64)
+            _, k, v = draft.extend(fresh, torch.tensor(st.ctx[:L]), torch.arange(L), chain_mask(L, "cpu"))
+            assert (k - st.dcache.k[:, :, :, :L]).abs().max().item() <= KV_TOL
+            assert (v - st.dcache.v[:, :, :, :L]).abs().max().item() <= KV_TOL
+
+
 def test_target_truncation_and_greedy_law():
     logits = torch.tensor([[1.0, 3.0, 2.0, 3.0]])
     g = target_law(logits, DecodeConfig(temperature=0.0))

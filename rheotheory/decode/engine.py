@@ -14,8 +14,10 @@ One step of a tree method (batch size 1):
    node the method's verifier (:mod:`rheotheory.verify.rules`, evaluated on the float64 numpy
    laws: the target's rows, the builder's draft laws) gives
    the transition law, from which "continue into child c" or "emit y" is sampled.
-3. **Commit.** The target's KV cache keeps the root and the accepted path only; the emitted
-   token becomes the next root. Z = accepted tokens + the emitted one.
+3. **Commit.** The target's KV cache keeps the root and the accepted path only; the draft's
+   keeps the accepted tokens it evaluated while drafting (the expanded ones), so its next
+   catch-up pass covers only the rest (an accepted leaf, the emitted token). The emitted token
+   becomes the next root. Z = accepted tokens + the emitted one.
 
 At T = 0 the target law is the one-hot argmax, so every method reproduces greedy decoding
 exactly (up to floating-point ties). At T > 0 the target law is softmax(logits / T), optionally
@@ -36,7 +38,6 @@ import torch
 
 from ..errors import InstanceError, LawError
 from ..methods import Method
-from ..verify.rules import Candidate
 from .models import KVCache, NumpyLM, TinyLM, chain_mask, tree_mask
 
 __all__ = ["DecodeConfig", "GREEDY_DRAFT_TEMPERATURE", "StepStats", "DecodeResult", "TorchChooser", "UniformStream", "DraftTreePair", "target_law",
@@ -197,6 +198,24 @@ class DraftTreePair:
             law = self._q[prefix]
         return law
 
+    def commit_path(self, accepted) -> int:
+        """Commit the draft keys/values of the accepted tokens (token ids below the root) that were
+        evaluated while drafting; returns how many. They are a prefix of ``accepted`` (a node is
+        evaluated only if it was expanded, and so were its ancestors); the next step's catch-up
+        pass evaluates the rest."""
+        keep = []
+        for j in range(1, len(accepted) + 1):
+            slot = self._slot.get(tuple(accepted[:j]))
+            if slot is None:
+                break
+            keep.append(slot)
+        if keep:
+            if self.numpy:
+                self.cache.commit(len(keep), keep=keep)
+            else:
+                self.cache.commit(self._k, self._v, torch.tensor(keep, device=self.device))
+        return len(keep)
+
     def p(self, prefix):  # pragma: no cover - the protocol's other half, never used while drafting
         raise InstanceError("the draft-tree adapter has no target law")
 
@@ -321,8 +340,7 @@ def _tree_step(target: TinyLM, draft: TinyLM, method: Method, st: _State, cfg: D
         if not kids:
             out.append(stream.pick(p))
             break
-        cands = [tree.candidate(kid) for kid in kids]
-        tr = verify(p, [Candidate(c.token, c.law) for c in cands])
+        tr = verify(p, [tree.candidate(kid) for kid in kids])
         j = stream.pick(np.concatenate([np.asarray(tr.cont, dtype=np.float64), tr.emit]))
         if j < len(kids):
             idx = kids[j]
@@ -332,6 +350,7 @@ def _tree_step(target: TinyLM, draft: TinyLM, method: Method, st: _State, cfg: D
             out.append(j - len(kids))
             break
     st.tcache.commit(k, v, torch.tensor(path_rows, device=st.device))
+    adapter.commit_path(out[:-1])  # the draft keeps what it already computed for the accepted path
     return out, StepStats(len(out) - 1, len(order), adapter.passes + 1)
 
 
