@@ -10,7 +10,12 @@ import json
 
 from .cli import _nonneg_float, add_method_arguments, method_from_args
 from .cli import _positive_float as _pos_float
-from .cli import _positive_int as _pos_int
+from .cli import _nonneg_int, _positive_int as _pos_int
+from .trees.dynamic import PROXIES
+
+#: Default proxy of rheo's sampled slot in `decode` and `bench` (a copy of
+#: rheotheory.decode.bench.DECODE_PROXY, which needs torch; a test keeps the two equal).
+DECODE_PROXY = "tail"
 from .errors import RheoError
 
 __all__ = ["register"]
@@ -71,6 +76,8 @@ def register(sub) -> None:
     # NOTE: `decode` also offers the plain-sampling baseline next to the tree methods.
     method_action = d._option_string_actions["--method"]
     method_action.choices = tuple(method_action.choices) + ("autoregressive",)
+    d.set_defaults(proxy=DECODE_PROXY)  # measured best with real models (see decode.bench.DECODE_PROXY)
+    d._option_string_actions["--proxy"].help = f"score of the sampled slot (rheo; default {DECODE_PROXY})"
     d.add_argument("--temperature", type=_nonneg_float, default=1.0, help="target temperature T (0 = greedy)")
     d.add_argument("--max-new-tokens", type=_pos_int, default=120, help="tokens to generate (default 120)")
     _common(d)
@@ -90,6 +97,10 @@ def register(sub) -> None:
                    help=f"tree depth, all methods (default {BUILTIN_DEPTH} built-in, {DECODE_DEPTH} otherwise)")
     b.add_argument("--budget", type=_pos_int, default=None, metavar="N",
                    help=f"tree nodes: eagle, rheo, static (default {BUILTIN_BUDGET} built-in, {DECODE_BUDGET} otherwise)")
+    b.add_argument("--head", type=_nonneg_int, default=None, metavar="M",
+                   help="rheo: deterministic head slots per expansion (default K-1)")
+    b.add_argument("--proxy", choices=PROXIES, default=DECODE_PROXY,
+                   help=f"rheo: score of the sampled slot (default {DECODE_PROXY})")
     b.add_argument("--max-new-tokens", type=_pos_int, default=100, help="tokens per prompt (default 100)")
     b.add_argument("--repeats", type=_pos_int, default=1, help="passes over the prompts (default 1)")
     _common(b)
@@ -185,7 +196,7 @@ def _cmd_bench(args) -> int:
     _set_threads(torch, args.threads)
     wanted = [m.strip() for m in args.methods.split(",") if m.strip()]
     all_methods = {m if isinstance(m, str) else m.method: m
-                   for m in bench_methods(args.top_k, args.depth, args.budget)}
+                   for m in bench_methods(args.top_k, args.depth, args.budget, args.head, args.proxy)}
     unknown = [m for m in wanted if m not in all_methods]
     if unknown:
         raise RheoError(f"unknown method {unknown[0]!r}; choose from {', '.join(all_methods)}")

@@ -37,12 +37,28 @@ def test_bench_small_table(capsys):
     assert "1.00x" in lines[-2]
 
 
+def test_rheo_options_reach_bench_and_decode(capsys):
+    import json
+
+    from rheotheory import commands_decode
+    from rheotheory.decode.bench import DECODE_PROXY
+
+    assert commands_decode.DECODE_PROXY == DECODE_PROXY
+    rc = main(["bench", "--methods", "rheo", "--temperatures", "1", "--max-new-tokens", "4", "--budget", "4",
+               "--depth", "2", "--top-k", "3", "--head", "1", "--proxy", "min-best-tail", "--json"])
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rc == 0 and "head=1 proxy=min-best-tail" in rows[-1]["description"]
+    rc = main(["decode", "--method", "rheo", "--max-new-tokens", "4", "--json"])
+    assert rc == 0 and f"proxy={DECODE_PROXY}" in json.loads(capsys.readouterr().out)["method"]
+
+
 @pytest.mark.parametrize("argv, msg", [
     (["decode", "--prompt", "d\u00e9f"], "non-ASCII"),
     (["decode", "--device", "cuda"] if not torch.cuda.is_available() else ["decode", "--device", "tpu"], "device"),
     (["decode", "--max-new-tokens", "400"], "positions"),
     (["decode", "--target-top-p", "1.5"], "top-p"),
     (["bench", "--methods", "medusa"], "unknown method"),
+    (["bench", "--top-k", "2", "--head", "2"], "head"),
 ])
 def test_bad_input_is_one_line(capsys, argv, msg):
     rc = main(argv)
