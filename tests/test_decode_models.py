@@ -55,6 +55,18 @@ def test_tree_pass_matches_causal_pass_per_path_and_commit_keeps_path():
 
 
 @torch.inference_mode()
+def test_cached_pass_sees_weights_loaded_or_converted_after_first_use():
+    model = TinyLM(CFG).float().eval()
+    toks = torch.tensor([3, 1, 4])
+    model.extend(KVCache(CFG, "cpu", torch.float32), toks, torch.arange(3), chain_mask(3, "cpu"))  # first use
+    model.load_state_dict(_model(seed=1).state_dict())  # new weights, copied in place
+    model.double()  # new dtype
+    logits, _, _ = model.extend(KVCache(CFG, "cpu", torch.float64), toks, torch.arange(3), chain_mask(3, "cpu"))
+    ref = _model(seed=1)(toks[None])[0]
+    assert logits.dtype == torch.float64 and (logits - ref).abs().max().item() <= LOGIT_TOL
+
+
+@torch.inference_mode()
 def test_context_overflow_is_a_clear_error():
     model = _model()
     cache = KVCache(CFG, "cpu", torch.float64)

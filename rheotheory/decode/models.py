@@ -224,25 +224,39 @@ class TinyLM(nn.Module):
         else:
             bias = torch.zeros(n, total, dtype=cache.k.dtype, device=tokens.device)
             bias[:, L:].masked_fill_(~mask, float("-inf"))
-        x = self.tok(tokens) + self.pos(depths + L)  # [n, d]
         H = self.cfg.n_head
         d = self.cfg.d_model
-        for li, blk in enumerate(self.blocks):
+        tok, pos, blocks, (gf, bf, ef) = self._parameters_by_block()
+        x = F.embedding(tokens, tok) + F.embedding(depths + L, pos)  # [n, d]
+        for li, (g1, b1, e1, wqkv, bqkv, wp, bp, g2, b2, e2, wfc, bfc, wo, bo) in enumerate(blocks):
             # The block's arithmetic with functional calls and in-place residual adds: at batch 1 on
             # a CPU the per-call overhead of modules, concatenations and mask conversions dominates.
-            h = F.layer_norm(x, (d,), blk.ln1.weight, blk.ln1.bias, blk.ln1.eps)
-            qkv = F.linear(h, blk.qkv.weight, blk.qkv.bias).view(n, 3, H, d // H).permute(1, 2, 0, 3)  # [3, H, n, hd]
+            h = F.layer_norm(x, (d,), g1, b1, e1)
+            qkv = F.linear(h, wqkv, bqkv).view(n, 3, H, d // H).permute(1, 2, 0, 3)  # [3, H, n, hd]
             new_k[li, 0].copy_(qkv[1])
             new_v[li, 0].copy_(qkv[2])
             # NOTE: 4-d inputs select the fused CPU kernel; 3-d ones fall back to the math path,
             # which rescales the whole cached K at every layer.
             y = F.scaled_dot_product_attention(qkv[0].unsqueeze(0), cache.k[li, :, :, :total], cache.v[li, :, :, :total],
                                                attn_mask=bias)[0]  # [H, n, hd]
-            x = x + F.linear(y.transpose(0, 1).reshape(n, d), blk.proj.weight, blk.proj.bias)
-            h = F.layer_norm(x, (d,), blk.ln2.weight, blk.ln2.bias, blk.ln2.eps)
-            x = x + F.linear(F.gelu(F.linear(h, blk.fc.weight, blk.fc.bias)), blk.out.weight, blk.out.bias)
-        logits = F.linear(F.layer_norm(x, (d,), self.ln_f.weight, self.ln_f.bias, self.ln_f.eps), self.tok.weight)
+            x = x + F.linear(y.transpose(0, 1).reshape(n, d), wp, bp)
+            h = F.layer_norm(x, (d,), g2, b2, e2)
+            x = x + F.linear(F.gelu(F.linear(h, wfc, bfc)), wo, bo)
+        logits = F.linear(F.layer_norm(x, (d,), gf, bf, ef), tok)
         return logits, new_k, new_v
+
+    def _parameters_by_block(self):
+        """The parameters :meth:`extend` reads, gathered once (module attribute lookups cost
+        about a microsecond each, some 170 per pass). The Parameter objects are kept, so
+        ``load_state_dict`` and ``.to()``, which update them in place, stay visible."""
+        got = self.__dict__.get("_by_block")
+        if got is None:
+            blocks = [(b.ln1.weight, b.ln1.bias, b.ln1.eps, b.qkv.weight, b.qkv.bias, b.proj.weight, b.proj.bias,
+                       b.ln2.weight, b.ln2.bias, b.ln2.eps, b.fc.weight, b.fc.bias, b.out.weight, b.out.bias)
+                      for b in self.blocks]
+            got = (self.tok.weight, self.pos.weight, blocks, (self.ln_f.weight, self.ln_f.bias, self.ln_f.eps))
+            self.__dict__["_by_block"] = got
+        return got
 
 
 class NumpyLM:
