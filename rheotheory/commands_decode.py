@@ -148,6 +148,17 @@ def _check_target_trunc(args) -> None:
         raise RheoError(f"--target-top-p must be in (0, 1], got {args.target_top_p}")
 
 
+def _warn_if_lossy(methods) -> None:
+    """One stderr line per method the exact certifier has found lossy (decoding still runs: a
+    lossy variant is a legitimate thing to measure)."""
+    import sys
+
+    for m in methods:
+        why = None if isinstance(m, str) else m.known_lossy()
+        if why:
+            print(f"rheo: warning: {m.describe()} is known to be lossy ({why})", file=sys.stderr)
+
+
 def _cmd_decode(args) -> int:
     torch = _torch()
     _tree_defaults(args)
@@ -158,6 +169,7 @@ def _cmd_decode(args) -> int:
     _check_target_trunc(args)
     _set_threads(torch, args.threads)
     method = AUTOREGRESSIVE if args.method == "autoregressive" else method_from_args(args)
+    _warn_if_lossy([method])
     cfg = DecodeConfig(temperature=args.temperature, top_k=args.target_top_k, top_p=args.target_top_p,
                        max_new_tokens=args.max_new_tokens, draft_temp=args.draft_temperature)
     pair, _ = _load_pair(args)
@@ -200,6 +212,7 @@ def _cmd_bench(args) -> int:
     unknown = [m for m in wanted if m not in all_methods]
     if unknown:
         raise RheoError(f"unknown method {unknown[0]!r}; choose from {', '.join(all_methods)}")
+    _warn_if_lossy([all_methods[m] for m in wanted])
     if "autoregressive" not in wanted:
         wanted.insert(0, "autoregressive")  # the speed-up baseline
     wanted.sort(key=lambda m: m != "autoregressive")

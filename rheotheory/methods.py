@@ -90,6 +90,22 @@ class Method:
                 raise VerifierError("ot is defined for at most one sampled child per node (use a chain)")
             object.__setattr__(self, "sampling", mode)
 
+    def known_lossy(self) -> str | None:
+        """Why this method is known to be lossy, or None.
+
+        rheo (proxy, verifier) pairs for which the exact certifier has found lossy instances
+        (README, "What the certifier finds"); every other combination offered here was found
+        lossless on every instance tried. Model-backed decoding warns with this reason.
+        """
+        if self.method != "rheo":
+            return None
+        if self.proxy == "true" and self.verifier != "onehot":
+            return "the true proxy lets the sampled token's identity decide which nodes survive the prune"
+        if self.proxy in ("tail", "min-best-tail") and self.verifier == "sequential":
+            return (f"the {self.proxy} proxy with the sequential verifier: a sampled subtree can push a "
+                    "deterministic sibling out of the budget")
+        return None
+
     @property
     def verify(self) -> Callable:
         return get_verifier(self.verifier)

@@ -65,3 +65,26 @@ def test_bad_input_is_one_line(capsys, argv, msg):
     err = capsys.readouterr().err
     assert rc == 2
     assert msg in err and err.count("\n") == 1
+
+
+def test_known_lossy_rheo_variants_match_the_certified_counterexamples():
+    from pathlib import Path
+
+    from rheotheory.methods import Method
+    from rheotheory.trees.dynamic import PROXIES
+
+    ce_dir = Path(__file__).resolve().parents[1] / "proofs" / "counterexamples"
+    for proxy in PROXIES:
+        for ver in ("onehot", "sequential", "ot"):
+            why = Method("rheo", proxy=proxy, verifier=ver).known_lossy()
+            # flagged exactly where the certifier found a lossy instance (proofs/counterexamples)
+            assert (why is not None) == (ce_dir / f"{proxy}-{ver}.json").exists(), (proxy, ver)
+    assert Method("eagle").known_lossy() is None and Method("chain").known_lossy() is None
+
+
+def test_decode_warns_about_a_known_lossy_variant(capsys):
+    rc = main(["decode", "--method", "rheo", "--verifier", "sequential", "--max-new-tokens", "4", "--json"])
+    err = capsys.readouterr().err
+    assert rc == 0 and err.count("\n") == 1 and "known to be lossy" in err
+    main(["decode", "--method", "rheo", "--max-new-tokens", "4", "--json"])
+    assert capsys.readouterr().err == ""
