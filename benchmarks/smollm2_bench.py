@@ -4,7 +4,7 @@ Needs the ``smollm`` extra (see the README). Prints the draft's single-draft acc
 (1 - TV averaged over the positions of fixed texts) and the ``rheo bench`` table (tokens per
 step, tokens/s, speed-up over autoregressive sampling) at each temperature, one tree size.
 
-    python3 benchmarks/smollm2_bench.py --prompts 4 --max-new-tokens 48
+    python3 benchmarks/smollm2_bench.py --prompts 6 --max-new-tokens 40
 
 NOTE: the default draft (a 4-bit weight-quantised copy stored in float32) costs as much as the
 target on CPU, so the speed-up column is below 1 there; tokens per step is the measured quantity.
@@ -30,8 +30,8 @@ def main() -> None:
     ap.add_argument("--top-k", type=int, default=4)
     ap.add_argument("--depth", type=int, default=6)
     ap.add_argument("--budget", type=int, default=20)
-    ap.add_argument("--prompts", type=int, default=4, help="how many of the fixed prompts (max 6)")
-    ap.add_argument("--max-new-tokens", type=int, default=48)
+    ap.add_argument("--prompts", type=int, default=6, help="how many of the fixed prompts (max 6)")
+    ap.add_argument("--max-new-tokens", type=int, default=40)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu")
