@@ -110,10 +110,13 @@ def draft_law(logits, cfg: DecodeConfig) -> np.ndarray:
     ``logits`` is a torch tensor or (from a :class:`~rheotheory.decode.models.NumpyLM`) an array.
     """
     if isinstance(logits, np.ndarray):
-        z = logits.astype(np.float64) / cfg.draft_temperature
-        z -= z.max(axis=1, keepdims=True)
+        z = logits.astype(np.float64)
+        t = cfg.draft_temperature
+        if t != 1.0:
+            z /= t
+        z -= np.maximum.reduce(z, axis=1, keepdims=True)  # NOTE: ufunc reductions: fewer Python layers
         np.exp(z, out=z)
-        z /= z.sum(axis=1, keepdims=True)
+        z /= np.add.reduce(z, axis=1, keepdims=True)
         return z
     return torch.softmax(logits.double() / cfg.draft_temperature, dim=1).cpu().numpy()
 
@@ -145,11 +148,12 @@ class UniformStream:
     def pick(self, weights) -> int:
         """Index drawn with probability proportional to non-negative ``weights`` (# [n])."""
         w = np.maximum(np.asarray(weights, dtype=np.float64), 0.0)  # NOTE: clears float round-off below 0
-        c = np.cumsum(w)  # [n]
-        if not c[-1] > 0:
+        c = w.cumsum()  # [n]
+        total = c[-1]
+        if not total > 0:
             raise LawError("cannot sample from an all-zero law")
         # first index whose cumulative weight exceeds u * total: zero-weight entries are never picked
-        j = int(np.searchsorted(c, self.next() * c[-1], side="right"))
+        j = int(c.searchsorted(self.next() * total, side="right"))
         if j >= w.shape[0]:  # NOTE: u * total rounded up to the total
             j = int(np.flatnonzero(w)[-1])
         return j

@@ -282,33 +282,50 @@ class NumpyLM:
         qscale = torch.ones(3 * model.cfg.d_model, dtype=torch.float64)
         qscale[:model.cfg.d_model] = 1.0 / math.sqrt(hd)  # attention scale folded into the queries
 
+        d = model.cfg.d_model
+        root_d = math.sqrt(d)
+
         def fold(ln, lin, out_scale=None):
             # LayerNorm's affine part folded into the following linear map: (z * g + b) W^T + c
-            # = z (g W^T) + (b W^T + c). Computed in float64, then cast.
+            # = z (g W^T) + (b W^T + c), with z = sqrt(d) * _norm(x) (the sqrt(d) goes into the
+            # weight). Computed in float64, then cast.
             w = lin.weight.detach().double().cpu()  # [out, in]
             c = lin.bias.detach().double().cpu() if lin.bias is not None else torch.zeros(w.shape[0], dtype=torch.float64)
             g, b = ln.weight.detach().double().cpu(), ln.bias.detach().double().cpu()
             wf, cf = (w * g).T, b @ w.T + c  # [in, out], [out]
             if out_scale is not None:
                 wf, cf = wf * out_scale, cf * out_scale
-            return a(wf), a(cf)
+            return a(wf * root_d), a(cf)
 
-        self.blocks = [(fold(b.ln1, b.qkv, qscale), ln_eps(b.ln1), a(b.proj.weight, True), a(b.proj.bias),
-                        fold(b.ln2, b.fc), ln_eps(b.ln2), a(b.out.weight, True), a(b.out.bias))
+        # GELU(h) = h (1 + erf(h / sqrt 2)) / 2: the MLP's first map yields g = h / sqrt 2, so that
+        # GELU(h) = g (1 + erf(g)) / sqrt 2, and the 1 / sqrt 2 goes into the second map's weight.
+        r2 = 1.0 / math.sqrt(2.0)
+        self.blocks = [(fold(b.ln1, b.qkv, qscale), a(b.proj.weight, True), a(b.proj.bias),
+                        fold(b.ln2, b.fc, r2), a(b.out.weight.detach().double() * r2, True), a(b.out.bias))
                        for b in model.blocks]
+        self.eps = [(d * ln_eps(b.ln1), d * ln_eps(b.ln2)) for b in model.blocks]  # d * eps, see _norm
         self.head = fold(model.ln_f, _TiedHead(model.tok.weight))  # ([d, V], [V]), tied embeddings
-        self.ln_f_eps = ln_eps(model.ln_f)
+        self.ln_f_eps = d * ln_eps(model.ln_f)
+        # centring matrix I - 11^T / d: x @ C subtracts each row's mean in one call
+        self.centre = a(torch.eye(d, dtype=torch.float64) - 1.0 / d)
+        from scipy.special import erf
+
+        self._erf = erf
 
     def new_cache(self) -> "NumpyKVCache":
         return NumpyKVCache(self.cfg, self.tok.dtype)
 
-    @staticmethod
-    def _norm(x, eps):
-        """LayerNorm without its affine part (folded into the next linear map). # [n, d]"""
-        inv_d = x.dtype.type(1.0 / x.shape[-1])
-        xc = x - np.add.reduce(x, axis=-1, keepdims=True) * inv_d  # np.mean costs more at this size
-        var = np.add.reduce(xc * xc, axis=-1, keepdims=True) * inv_d
-        return xc / np.sqrt(var + x.dtype.type(eps))
+    def _norm(self, x, d_eps):
+        """LayerNorm without its affine part, divided by sqrt(d) (the affine part and sqrt(d) are
+        folded into the next linear map; ``d_eps`` = d * eps). # [n, d]
+
+        NOTE: a batch-1 pass is a few dozen numpy calls on tiny arrays, so the count of calls is
+        the cost: centring by one matrix product, no division by d.
+        """
+        xc = x @ self.centre
+        ss = np.add.reduce(xc * xc, axis=-1, keepdims=True)
+        ss += d_eps
+        return xc / np.sqrt(ss, out=ss)
 
     def extend(self, cache: "NumpyKVCache", tokens, depths, mask: np.ndarray | None, offset: int = 0) -> np.ndarray:
         """Logits of new tokens, # [n, V] float32; their keys/values go to scratch ``offset ..``.
@@ -316,8 +333,6 @@ class NumpyLM:
         ``tokens``, ``depths``: # [n] ints (position = committed length + depth); ``mask``:
         # [n, offset + n] bool over (earlier scratch tokens, new tokens), None = all visible.
         """
-        from scipy.special import erf
-
         tokens = np.asarray(tokens, dtype=np.int64)
         depths = np.asarray(depths, dtype=np.int64)
         n = tokens.shape[0]
@@ -337,21 +352,23 @@ class NumpyLM:
         d = self.cfg.d_model
         hd = d // H
         x = self.tok[tokens] + self.pos[depths + L]  # [n, d]
-        for li, ((wqkv, bqkv), e1, wp, bp, (wfc, bfc), e2, wo, bo) in enumerate(self.blocks):
+        for li, (((wqkv, bqkv), wp, bp, (wfc, bfc), wo, bo), (e1, e2)) in enumerate(zip(self.blocks, self.eps)):
             qkv = (self._norm(x, e1) @ wqkv + bqkv).reshape(n, 3, H, hd).transpose(1, 2, 0, 3)  # [3, H, n, hd]
             cache.k[li, :, a0:total] = qkv[1]
             cache.v[li, :, a0:total] = qkv[2]
             s = qkv[0] @ cache.k[li, :, :total].transpose(0, 2, 1)  # [H, n, total], queries pre-scaled
             if bias is not None:
                 s += bias
-            s -= s.max(axis=-1, keepdims=True)
+            s -= np.maximum.reduce(s, axis=-1, keepdims=True)
             np.exp(s, out=s)
-            s /= s.sum(axis=-1, keepdims=True)
+            s /= np.add.reduce(s, axis=-1, keepdims=True)
             y = (s @ cache.v[li, :, :total]).transpose(1, 0, 2).reshape(n, d)  # [n, d]
             x = x + (y @ wp + bp)
-            h = self._norm(x, e2) @ wfc + bfc
-            h = 0.5 * h * (1.0 + erf(h * x_dtype.type(1 / math.sqrt(2))))  # exact GELU, as F.gelu
-            x = x + (h @ wo + bo)
+            g = self._norm(x, e2) @ wfc + bfc  # h / sqrt 2
+            e = self._erf(g)
+            e += 1.0
+            e *= g  # sqrt 2 * GELU(h), exact GELU as F.gelu; the 1 / sqrt 2 is in wo
+            x = x + (e @ wo + bo)
         return self._norm(x, self.ln_f_eps) @ self.head[0] + self.head[1]
 
 
