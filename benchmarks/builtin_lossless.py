@@ -50,9 +50,7 @@ def main() -> None:
     for name, method, verifier in variants:
         t0 = time.perf_counter()
         res = lossless_test(pair, PROMPTS, method, cfg, args.n, args.seed, verifier=verifier)
-        verdict = "reject" if res.p_value < ALPHA else "no rejection"
-        print(f"{name:<30} {method.describe():<46} chi2 = {res.statistic:7.1f}  df = {res.df:3d}  "
-              f"p = {res.p_value:.3g}  N = {res.n}  -> {verdict} ({time.perf_counter() - t0:.0f} s)")
+        print(f"{name:<30} {method.describe()}\n{'':<30} {res.report(ALPHA)} ({time.perf_counter() - t0:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -45,9 +45,7 @@ def main() -> None:
     for name, verifier in variants:
         t0 = time.perf_counter()
         res = lossless_test_large_vocab(pair, prompts, method, cfg, args.n, args.seed, verifier=verifier)
-        verdict = "reject" if res.p_value < ALPHA else "no rejection"
-        print(f"{name:<27} chi2 = {res.statistic:8.1f}  df = {res.df:4d}  p = {res.p_value:.3g}  N = {res.n}  "
-              f"-> {verdict} ({time.perf_counter() - t0:.0f} s)")
+        print(f"{name:<27} {res.report(ALPHA)} ({time.perf_counter() - t0:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,12 @@ class ChiSquare:
     p_value: float
     n: int  # decoding runs in total
 
+    def report(self, alpha: float) -> str:
+        """One line: statistic, degrees of freedom, p-value, N and the verdict at ``alpha``."""
+        verdict = "reject" if self.p_value < alpha else "no rejection"
+        return (f"chi2 = {self.statistic:8.1f}  df = {self.df:4d}  p = {self.p_value:.3g}  N = {self.n}  "
+                f"-> {verdict} at alpha = {alpha:g}")
+
 
 @torch.inference_mode()
 def two_token_law(target, prompt: list[int], cfg: DecodeConfig) -> np.ndarray:
