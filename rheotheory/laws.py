@@ -169,13 +169,15 @@ def minimum(a, b):
     return np.minimum(a, b)
 
 
-def normalise(a):
+def normalise(a, s=None):
     """a / sum(a); an all-zero vector is returned unchanged (it only ever carries zero weight).
+    ``s``: sum(a) when the caller already has it.
 
     NOTE: callers reach an all-zero vector only on branches of probability 0 (e.g. the residual
     after a rejection that cannot happen), so returning zeros keeps those branches inert.
     """
-    s = total(a)
+    if s is None:
+        s = total(a)
     if s == 0:
         return a * 0
     return a / s

@@ -120,7 +120,7 @@ class ExpansionCache:
             q = self.pair.q(prefix)
             rest = laws.zero_at(q, list(head))
             mass = laws.total(rest)
-            t = self._tail[key] = (rest / mass if mass != 0 else rest * 0, mass)  # laws.normalise, one sum
+            t = self._tail[key] = (laws.normalise(rest, mass), mass)
         return t
 
 
