@@ -15,11 +15,11 @@ import time
 
 import torch
 
-from rheotheory.decode.bench import DECODE_PROXY, default_static_shape
+from rheotheory.decode.bench import default_static_shape
 from rheotheory.decode.builtin import load_builtin_pair
 from rheotheory.decode.checks import lossless_test, ot_skip_residual
 from rheotheory.decode.engine import DecodeConfig
-from rheotheory.methods import Method
+from rheotheory.methods import DECODE_PROXY, Method
 
 #: Significance level.
 ALPHA = 1e-3

@@ -12,11 +12,8 @@ from .cli import _nonneg_float, add_method_arguments, method_from_args
 from .cli import _positive_float as _pos_float
 from .cli import _nonneg_int, _positive_int as _pos_int
 from .trees.dynamic import PROXIES
-
-#: Default proxy of rheo's sampled slot in `decode` and `bench` (a copy of
-#: rheotheory.decode.bench.DECODE_PROXY, which needs torch; a test keeps the two equal).
-DECODE_PROXY = "tail"
 from .errors import RheoError
+from .methods import DECODE_PROXY
 
 __all__ = ["register"]
 
@@ -76,7 +73,7 @@ def register(sub) -> None:
     # NOTE: `decode` also offers the plain-sampling baseline next to the tree methods.
     method_action = d._option_string_actions["--method"]
     method_action.choices = tuple(method_action.choices) + ("autoregressive",)
-    d.set_defaults(proxy=DECODE_PROXY)  # measured best with real models (see decode.bench.DECODE_PROXY)
+    d.set_defaults(proxy=DECODE_PROXY)  # measured best with real models (see methods.DECODE_PROXY)
     d._option_string_actions["--proxy"].help = f"score of the sampled slot (rheo; default {DECODE_PROXY})"
     d.add_argument("--temperature", type=_nonneg_float, default=1.0, help="target temperature T (0 = greedy)")
     d.add_argument("--max-new-tokens", type=_pos_int, default=120, help="tokens to generate (default 120)")

@@ -40,10 +40,8 @@ def test_bench_small_table(capsys):
 def test_rheo_options_reach_bench_and_decode(capsys):
     import json
 
-    from rheotheory import commands_decode
-    from rheotheory.decode.bench import DECODE_PROXY
+    from rheotheory.methods import DECODE_PROXY
 
-    assert commands_decode.DECODE_PROXY == DECODE_PROXY
     rc = main(["bench", "--methods", "rheo", "--temperatures", "1", "--max-new-tokens", "4", "--budget", "4",
                "--depth", "2", "--top-k", "3", "--head", "1", "--proxy", "min-best-tail", "--json"])
     rows = json.loads(capsys.readouterr().out)["rows"]

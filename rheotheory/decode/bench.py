@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import torch
 
-from ..methods import Method
+from ..methods import DECODE_PROXY, Method
 from ..trees.static import greedy_shape
 from .engine import AUTOREGRESSIVE, DecodeConfig, decode
 
-__all__ = ["BenchRow", "BENCH_PROMPTS", "DECODE_PROXY", "default_static_shape", "bench_methods", "run_bench", "format_table",
+__all__ = ["BenchRow", "BENCH_PROMPTS", "default_static_shape", "bench_methods", "run_bench", "format_table",
            "table_json", "cost_ratio"]
 
 #: Fixed prompts of the benchmark (Python source openings, like the training text).
@@ -35,14 +35,6 @@ def default_static_shape(budget: int, depth: int) -> list[list[int]]:
     """The benchmark's static shape: :func:`~rheotheory.trees.static.greedy_shape` with
     SHAPE_FIRST_CHILD and SHAPE_SIBLING_DECAY."""
     return greedy_shape(budget, depth, SHAPE_FIRST_CHILD, SHAPE_SIBLING_DECAY)
-
-
-#: Score of rheo's sampled slot in ``decode`` and ``bench``: the draft mass outside the head. On
-#: the built-in pair (K=2, D=4, N=8, m=1, 6 prompts x 100 tokens x 3) it gives 4.54 / 4.35 / 3.83
-#: tokens per step at T = 0 / 0.5 / 1 against 4.54 / 4.31 / 3.40 with ``next`` and 4.54 / 4.35 /
-#: 3.56 with ``min-best-tail``: at T = 1 the sampled token is accepted far more often than the
-#: next-ranked token's draft probability suggests, so ``next`` prunes its subtree too early.
-DECODE_PROXY = "tail"
 
 
 def bench_methods(top_k: int, depth: int, budget: int, head: int | None = None, proxy: str = DECODE_PROXY) -> list:

