@@ -175,6 +175,13 @@ def normalise(a, s=None):
 
     NOTE: callers reach an all-zero vector only on branches of probability 0 (e.g. the residual
     after a rejection that cannot happen), so returning zeros keeps those branches inert.
+
+    >>> print(*normalise(exact_law([1, 1, 2])))        # exact in, exact out
+    1/4 1/4 1/2
+    >>> normalise(np.array([1.0, 3.0]))
+    array([0.25, 0.75])
+    >>> normalise(np.array([0.0, 0.0]))                 # all zero: returned as is
+    array([0., 0.])
     """
     if s is None:
         s = total(a)
@@ -199,7 +206,17 @@ def restrict(q, exclude) -> np.ndarray:
 
 
 def residual(p, q):
-    """The speculative-sampling residual norm((p - q)+)."""
+    r"""The speculative-sampling residual :math:`\mathrm{norm}((p - q)_+)`, p target, q draft.
+
+    After a draft token from q is rejected, the next token is drawn from this law; together with
+    the accepted mass :math:`\min(p, q)` it rebuilds p exactly.
+
+    >>> p, q = exact_law(["1/2", "1/2"]), exact_law(["3/4", "1/4"])
+    >>> print(*residual(p, q))                          # all missing mass sits on token 1
+    0 1
+    >>> print(*(pos(p - q) + minimum(p, q)))            # (p - q)+ + min(p, q) = p
+    1/2 1/2
+    """
     return normalise(pos(p - q))
 
 
@@ -246,7 +263,13 @@ def _rank_float(q: np.ndarray, exclude: Sequence[int], limit: int | None) -> lis
 
 
 def tv(p, q):
-    """Total-variation distance sum |p - q| / 2 (exact for exact laws)."""
+    """Total-variation distance sum |p - q| / 2 (exact for exact laws).
+
+    One sampled draft from q is accepted with probability 1 - tv(p, q).
+
+    >>> print(tv(exact_law(["1/2", "1/2"]), exact_law(["3/4", "1/4"])))
+    1/4
+    """
     d = p - q
     return total(pos(d))
 
