@@ -92,7 +92,19 @@ def _min1(a, b):
 
 
 def sequential(p, cands: Sequence[Candidate]) -> Transition:
-    """Sequential verification: one-hot for deterministic, min(1, p/L) for sampled candidates."""
+    """Sequential verification: one-hot for deterministic, min(1, p/L) for sampled candidates.
+
+    One draft s ~ q (p target, q draft): averaged over s the output token has law p, and the
+    acceptance is 1 - tv(p, q).
+
+    >>> p = laws.exact_law(["1/2", "1/4", "1/4"])
+    >>> q = laws.exact_law(["1/4", "1/4", "1/2"])
+    >>> one = lambda s: [Candidate(s, law=q)]
+    >>> print(*sum(q[s] * output_law(sequential(p, one(s)), one(s)) for s in range(3)))
+    1/2 1/4 1/4
+    >>> print(sum(q[s] * acceptance(sequential(p, one(s))) for s in range(3)))
+    3/4
+    """
     cur = p
     rest = _one(p)  # probability that every candidate so far was rejected
     cont = []
@@ -115,7 +127,20 @@ def sequential(p, cands: Sequence[Candidate]) -> Transition:
 
 
 def onehot(p, cands: Sequence[Candidate]) -> Transition:
-    """EAGLE's verification: every candidate is checked one-hot, whatever its drafting law."""
+    """EAGLE's verification: every candidate is checked one-hot, whatever its drafting law.
+
+    The one-hot dilemma: with p = q = (1/2, 1/2) a deterministic top-1 child is accepted with
+    probability p(0) = 1/2, while the same token sampled from q and verified with its true law
+    is always accepted.
+
+    >>> p = laws.exact_law(["1/2", "1/2"])
+    >>> print(acceptance(onehot(p, [Candidate(0)])))
+    1/2
+    >>> print(acceptance(sequential(p, [Candidate(0, law=p)])))
+    1
+    >>> print(*output_law(onehot(p, [Candidate(0)]), [Candidate(0)]))     # lossless: the law is p
+    1/2 1/2
+    """
     return sequential(p, [Candidate(c.token) for c in cands])
 
 
@@ -173,6 +198,10 @@ def kseq(p, cands: Sequence[Candidate]) -> Transition:
 
     Candidate i is accepted with min(1, p(x)/(rho q(x))); if all k are rejected the token is
     drawn from [p - min(q, p/rho) c] / (1 - beta)^k with c = (1 - (1 - beta)^k) / beta.
+
+    >>> p = laws.exact_law(["1/2", "1/2"])                # p = q: rho = 1, the first draft is kept
+    >>> print(kseq_rho(p, p, 2), acceptance(kseq(p, [Candidate(0, law=p), Candidate(0, law=p)])))
+    1 1
     """
     if not cands:
         return Transition([], p * 1)
@@ -196,7 +225,26 @@ def kseq(p, cands: Sequence[Candidate]) -> Transition:
 
 
 def ot(p, cands: Sequence[Candidate]) -> Transition:
-    """The optimal verifier for deterministic candidates plus at most one sampled candidate."""
+    """The optimal verifier for deterministic candidates plus at most one sampled candidate.
+
+    With p = q a single sampled draft is always accepted:
+
+    >>> p = laws.exact_law(["1/2", "1/4", "1/4"])
+    >>> print(*[acceptance(ot(p, [Candidate(s, law=p)])) for s in range(3)])
+    1 1 1
+
+    A deterministic child G = {0} plus s ~ L, L the draft outside G. Resolving s first (ot)
+    accepts p(G) + sum_x min(p(x), L(x)) = 1 for every s; checking G first (sequential) loses
+    the s = 2 case:
+
+    >>> p = laws.exact_law(["1/2", "1/2", "0"])
+    >>> L = laws.exact_law(["0", "1/2", "1/2"])
+    >>> for s in (1, 2):
+    ...     cands = [Candidate(0), Candidate(s, law=L)]
+    ...     print(s, acceptance(ot(p, cands)), acceptance(sequential(p, cands)))
+    1 1 1
+    2 1 1/2
+    """
     sampled = [i for i, c in enumerate(cands) if c.law is not None]
     if not sampled:
         return onehot(p, cands)
