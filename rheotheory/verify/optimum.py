@@ -71,7 +71,15 @@ def _cost(p, Q: SetLaw):
 
 
 def optimum_pot(p, Q: SetLaw) -> float:
-    """Optimal acceptance via POT's exact network-simplex solver ``ot.emd2`` (float)."""
+    """Optimal acceptance via POT's exact network-simplex solver ``ot.emd2`` (float).
+
+    p = (1, 0) against two i.i.d. drafts from (1/2, 1/2): token 0 is proposed with probability
+    1 - (1/2)^2, and no verifier can accept more often.
+
+    >>> p = laws.exact_law(["1", "0"])
+    >>> round(optimum_pot(p, set_law_iid(laws.exact_law(["1/2", "1/2"]), 2)), 9)
+    0.75
+    """
     import ot as pot
 
     _check_set_law(p, Q)
@@ -81,7 +89,14 @@ def optimum_pot(p, Q: SetLaw) -> float:
 
 
 def optimum_linprog(p, Q: SetLaw) -> float:
-    """Optimal acceptance via ``scipy.optimize.linprog(method="highs")`` (float)."""
+    """Optimal acceptance via ``scipy.optimize.linprog(method="highs")`` (float).
+
+    >>> p = laws.exact_law(["1/2", "1/2"])
+    >>> round(optimum_linprog(p, {frozenset({0}): 1}), 9)          # one deterministic child: p(0)
+    0.5
+    >>> round(optimum_linprog(p, set_law_iid(p, 1)), 9)           # one draft sampled from q = p
+    1.0
+    """
     from scipy.optimize import linprog
 
     _check_set_law(p, Q)
@@ -99,7 +114,12 @@ def optimum_linprog(p, Q: SetLaw) -> float:
 
 
 def optimum_sets(p, Q: SetLaw):
-    """Optimal acceptance by the min-over-token-sets formula (exact for exact laws)."""
+    """Optimal acceptance by the min-over-token-sets formula (exact for exact laws).
+
+    >>> p = laws.exact_law(["1", "0"])
+    >>> print(optimum_sets(p, set_law_iid(laws.exact_law(["1/2", "1/2"]), 2)))
+    3/4
+    """
     _check_set_law(p, Q)
     V = len(p)
     if V > MAX_SETS_VOCAB:
@@ -129,7 +149,12 @@ def set_law_det_plus_sample(det: Sequence[int], law) -> dict:
 
 
 def set_law_iid(law, k: int) -> dict:
-    """Law of the set of k i.i.d. draws from law."""
+    """Law of the set of k i.i.d. draws from law.
+
+    >>> Q = set_law_iid(laws.exact_law(["1/2", "1/2"]), 2)
+    >>> {tuple(sorted(S)): str(w) for S, w in Q.items()}
+    {(0,): '1/4', (0, 1): '1/2', (1,): '1/4'}
+    """
     support = [x for x, w in enumerate(law) if w > 0]
     out: dict = {}
     for seq in itertools.product(support, repeat=k):
@@ -142,7 +167,12 @@ def set_law_iid(law, k: int) -> dict:
 
 
 def set_law_wor(law, k: int) -> dict:
-    """Law of the set of k draws without replacement (successive sampling) from law."""
+    """Law of the set of k draws without replacement (successive sampling) from law.
+
+    >>> Q = set_law_wor(laws.exact_law(["1/2", "1/2"]), 2)
+    >>> {tuple(sorted(S)): str(w) for S, w in Q.items()}
+    {(0, 1): '1'}
+    """
     out: dict = {}
 
     def rec(cur, chosen, w):
@@ -159,7 +189,15 @@ def set_law_wor(law, k: int) -> dict:
 
 
 def ot_value(p, det: Sequence[int], law):
-    """Closed form p(G) + sum_{x not in G} min(p(x), law(x)) (law vanishing on G)."""
+    """Closed form p(G) + sum_{x not in G} min(p(x), law(x)) (law vanishing on G).
+
+    It equals the general optimum for the set G plus one sampled token:
+
+    >>> p = laws.exact_law(["1/2", "1/2", "0"])
+    >>> L = laws.exact_law(["0", "1/2", "1/2"])                  # the draft outside G = {0}
+    >>> print(ot_value(p, [0], L), optimum_sets(p, set_law_det_plus_sample([0], L)))
+    1 1
+    """
     if not laws.is_exact(p) and not laws.is_exact(law):
         # NOTE: float laws take a vectorised path (same formula) so V = 32k stays cheap.
         pf, lf = np.asarray(p, dtype=np.float64), np.asarray(law, dtype=np.float64)
