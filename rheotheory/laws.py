@@ -176,7 +176,7 @@ def normalise(a, s=None):
     NOTE: callers reach an all-zero vector only on branches of probability 0 (e.g. the residual
     after a rejection that cannot happen), so returning zeros keeps those branches inert.
 
-    >>> print(*normalise(exact_law([1, 1, 2])))        # exact in, exact out
+    >>> print(*normalise(exact_law(["1/2", "1/2", "1"])))   # exact in, exact out
     1/4 1/4 1/2
     >>> normalise(np.array([1.0, 3.0]))
     array([0.25, 0.75])
