@@ -19,7 +19,7 @@ from rheotheory.decode.bench import default_static_shape
 from rheotheory.decode.builtin import load_builtin_pair
 from rheotheory.decode.checks import lossless_test, ot_skip_residual
 from rheotheory.decode.engine import DecodeConfig
-from rheotheory.methods import DECODE_PROXY, Method
+from rheotheory.methods import DECODE_PROXY, make_method
 
 #: Significance level.
 ALPHA = 1e-3
@@ -36,13 +36,13 @@ def main() -> None:
     torch.set_num_threads(1)
     pair = load_builtin_pair()
     cfg = DecodeConfig(temperature=args.temperature)
-    rheo_small = Method("rheo", top_k=2, depth=2, budget=4)
+    rheo_small = make_method("rheo", top_k=2, depth=2, budget=4)
     variants = [
-        ("chain", Method("chain", depth=2), None),
-        ("static", Method("static", shape=default_static_shape(5, 2)), None),
-        ("eagle", Method("eagle", top_k=2, depth=2, budget=4), None),
+        ("chain", make_method("chain", depth=2), None),
+        ("static", make_method("static", shape=default_static_shape(5, 2)), None),
+        ("eagle", make_method("eagle", top_k=2, depth=2, budget=4), None),
         ("rheo", rheo_small, None),
-        ("rheo (bench size)", Method("rheo", top_k=2, depth=4, budget=8, proxy=DECODE_PROXY), None),
+        ("rheo (bench size)", make_method("rheo", top_k=2, depth=4, budget=8, proxy=DECODE_PROXY), None),
         ("rheo + skip-residual (biased)", rheo_small, ot_skip_residual),
     ]
     print(f"built-in pair; T = {args.temperature:g}; prompts {PROMPTS!r}; N = {args.n} per prompt; "

@@ -18,7 +18,7 @@ import json
 import sys
 
 from rheotheory import certify, random_pair
-from rheotheory.methods import Method
+from rheotheory.methods import make_method
 
 #: (vocabulary, horizon, seed) of the instances; horizon = the deepest tree's depth.
 INSTANCES = [(3, 3, s) for s in range(4)] + [(4, 3, s) for s in range(3)] + [(5, 2, s) for s in range(2)]
@@ -46,7 +46,7 @@ def main() -> int:
             depth = fields.get("depth", max((len(t) for t in fields.get("shape", [[0]])), default=1))
             if depth > H:
                 continue
-            cert = certify(pair, Method(**fields))
+            cert = certify(pair, make_method(**fields))
             print(json.dumps({"instance": [V, H, seed], "method": fields, "lossless": cert.lossless,
                               "max_deviation": str(cert.max_deviation),
                               "tokens_per_step": str(cert.tokens_per_step), "outcomes": cert.outcomes,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from rheotheory import Method, certify, random_pair
+from rheotheory import make_method, certify, random_pair
 
 #: (V, K, D, N, method kwargs); the last rheo row is the issue's reference case.
 CASES = [
@@ -49,7 +49,7 @@ def main():
             kw = dict(kw, top_k=K, depth=D, budget=N)
         elif kw["method"] == "chain":
             kw = dict(kw, depth=D)
-        method = Method(**kw)
+        method = make_method(**kw)
         worst, rows = 0.0, []
         for seed in range(args.seeds):
             pair = random_pair(V, D, seed=seed)

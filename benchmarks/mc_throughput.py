@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from rheotheory import Method
+from rheotheory import make_method
 from rheotheory.montecarlo import run_steps
 from rheotheory.synthetic import SyntheticPair
 
@@ -40,8 +40,8 @@ def main() -> None:
             pair = SyntheticPair(V, seed=0, draft_top_k=sparse)
             q_us = draft_law_us(pair)
             for K, D, N in TREES:
-                for name, method in (("eagle", Method("eagle", top_k=K, depth=D, budget=N)),
-                                     ("rheo", Method("rheo", top_k=K, depth=D, budget=N, head=1))):
+                for name, method in (("eagle", make_method("eagle", top_k=K, depth=D, budget=N)),
+                                     ("rheo", make_method("rheo", top_k=K, depth=D, budget=N, head=1))):
                     r = run_steps(pair, method, args.steps, seed=0, contexts=True)
                     label = f"top-{sparse}" if sparse else "dense"
                     print(f"{V:>6} {label:>8} {q_us:>7.0f} {f'{K},{D},{N}':>9} {name:>6} {r.steps_per_second:>8.1f} "

@@ -18,7 +18,7 @@ import torch
 from rheotheory.decode.checks import ot_skip_residual
 from rheotheory.decode.engine import DecodeConfig
 from rheotheory.decode.smollm import DEFAULT_DRAFT, SMOL_PROMPTS, load_smollm2, lossless_test_large_vocab
-from rheotheory.methods import Method
+from rheotheory.methods import make_method
 
 #: Significance level.
 ALPHA = 1e-3
@@ -35,7 +35,7 @@ def main() -> None:
     torch.set_num_threads(1)
     pair = load_smollm2(draft=args.draft)
     prompts = (SMOL_PROMPTS[0], SMOL_PROMPTS[5])
-    method = Method("rheo", top_k=2, depth=2, budget=4)
+    method = make_method("rheo", top_k=2, depth=2, budget=4)
     cfg = DecodeConfig(temperature=args.temperature)
     print(f"draft: {pair.manifest['draft']}; method: {method.describe()}; T = {args.temperature:g}; "
           f"prompts: {prompts!r}; N = {args.n} per prompt; seed {args.seed}; alpha = {ALPHA:g}")

@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from claimlib import FAILED, REFUTED, VERIFIED, claim, finish  # noqa: E402
 
-from rheotheory import Method, certify, enumerate_classes, random_pair  # noqa: E402
+from rheotheory import make_method, certify, enumerate_classes, random_pair  # noqa: E402
 from rheotheory.counterexample import shrink  # noqa: E402
 from rheotheory.trees.tree import SAMPLED  # noqa: E402
 
@@ -164,7 +164,7 @@ def main():
         pred_bad = 0
         for V, K, D, N, seed in inst:
             pair = random_pair(V, D, seed=seed)
-            m = Method("rheo", top_k=K, depth=D, budget=N, proxy=proxy)
+            m = make_method("rheo", top_k=K, depth=D, budget=N, proxy=proxy)
             cond = conditions(pair, m)
             for k, x in cond.items():
                 agg[k] += x
@@ -172,7 +172,7 @@ def main():
             c1_fail += not c1_ok
             c2_fail += not c2_ok
             for ver in VERIFIERS:
-                mv = Method("rheo", top_k=K, depth=D, budget=N, proxy=proxy, verifier=ver)
+                mv = make_method("rheo", top_k=K, depth=D, budget=N, proxy=proxy, verifier=ver)
                 cert = certify(pair, mv)
                 if not cert.lossless:
                     lossy[ver] += 1
@@ -233,13 +233,13 @@ def main():
                       ce, expected=None)
     # a constructed instance outside the random family: min-best-tail + sequential
     pair, K, D, N = constructed_min_best_tail()
-    cond = conditions(pair, Method("rheo", top_k=K, depth=D, budget=N, proxy="min-best-tail"))
+    cond = conditions(pair, make_method("rheo", top_k=K, depth=D, budget=N, proxy="min-best-tail"))
     verdict = {}
     for ver in VERIFIERS:
-        verdict[ver] = certify(pair, Method("rheo", top_k=K, depth=D, budget=N, proxy="min-best-tail", verifier=ver))
+        verdict[ver] = certify(pair, make_method("rheo", top_k=K, depth=D, budget=N, proxy="min-best-tail", verifier=ver))
     seq = verdict["sequential"]
     if not seq.lossless:
-        p2, m2, c2, _ = shrink(pair, Method("rheo", top_k=K, depth=D, budget=N, proxy="min-best-tail",
+        p2, m2, c2, _ = shrink(pair, make_method("rheo", top_k=K, depth=D, budget=N, proxy="min-best-tail",
                                              verifier="sequential"))
         out = Path(args.out_dir)
         out.mkdir(exist_ok=True)

@@ -7,7 +7,7 @@ speculative step (accepted draft tokens, then one token from the target), tau = 
 
 from .errors import InstanceError, LawError, RheoError, TreeError, VerifierError
 from .exact import Certificate, certify, enumerate_classes, lossless_check, step_law
-from .methods import ALLOWED_VERIFIERS, DEFAULT_VERIFIER, METHODS, Method
+from .methods import FAMILIES, PRESETS, TREE_SIZES, Method, make_method, resolve
 from .montecarlo import MCResult, run_steps
 from .pairs import ToyPair, example_pair, logits_pair, random_pair
 from .stats import LosslessTest, lossless_test
@@ -26,9 +26,11 @@ __all__ = [
     "logits_pair",
     "example_pair",
     "Method",
-    "METHODS",
-    "DEFAULT_VERIFIER",
-    "ALLOWED_VERIFIERS",
+    "make_method",
+    "resolve",
+    "FAMILIES",
+    "PRESETS",
+    "TREE_SIZES",
     "certify",
     "enumerate_classes",
     "step_law",

@@ -21,7 +21,7 @@ arguments always give the same counterexample.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -115,16 +115,21 @@ def is_lossy(pair: ToyPair, method: Method):
 
 
 def _random_method(base: Method, space: SearchSpace, rng: np.random.Generator) -> Method:
-    if base.method in ("eagle", "rheo"):
-        k = int(rng.integers(2, max(2, space.max_top_k) + 1))
-        d = int(rng.integers(2, max(2, space.max_depth) + 1))
-        n = int(rng.integers(k, max(k, min(2 * k, space.max_budget)) + 1))
-        head = None if base.head is None else min(base.head, k - 1)
-        return replace(base, top_k=k, depth=d, budget=n, head=head)
-    if base.method == "chain":
-        d = int(rng.integers(2, max(2, space.max_depth) + 1))
-        return Method("chain", depth=d, verifier=base.verifier, sampling=base.sampling)
-    return base
+    """``base`` with its shrinkable size fields (``shrink_fields``) drawn inside ``space``.
+
+    Drawn in the order top_k, depth, budget: K in 2..max_top_k, D in 2..max_depth, N in
+    K..min(2K, max_budget); a family without such fields is returned unchanged.
+    """
+    names = base.shrink_fields
+    changes = {}
+    if "top_k" in names:
+        changes["top_k"] = int(rng.integers(2, max(2, space.max_top_k) + 1))
+    if "depth" in names:
+        changes["depth"] = int(rng.integers(2, max(2, space.max_depth) + 1))
+    if "budget" in names:
+        k = changes.get("top_k", 1)
+        changes["budget"] = int(rng.integers(k, max(k, min(2 * k, space.max_budget)) + 1))
+    return base.fit(**changes) if changes else base
 
 
 def search(method: Method, instances: int = 200, seed: int = 0, space: SearchSpace = SearchSpace()):
@@ -204,7 +209,7 @@ def _simpler_laws(law):
 
 def _complexity(pair: ToyPair, method: Method) -> tuple:
     dens = sum(_denominator(v) for t in (pair.target, pair.draft) for v in t.values())
-    return (pair.vocab_size, method.depth, method.top_k, method.budget, dens)
+    return (pair.vocab_size, method.depth, getattr(method, "top_k", 0), getattr(method, "budget", 0), dens)
 
 
 def shrink(pair: ToyPair, method: Method, max_rounds: int = 20):
@@ -213,7 +218,6 @@ def shrink(pair: ToyPair, method: Method, max_rounds: int = 20):
     if cert is None:
         raise RheoError("shrink needs an instance on which the method is lossy")
     calls = 1
-    dynamic = method.method in ("eagle", "rheo")
     for _ in range(max_rounds):
         changed = False
         # 1. fewer tokens
@@ -227,25 +231,13 @@ def shrink(pair: ToyPair, method: Method, max_rounds: int = 20):
             if c is not None:
                 pair, cert, changed = cand, c, True
                 break
-        # 2. smaller tree
-        steps = []
-        if method.depth > 1 and method.method in ("eagle", "rheo", "chain"):
-            steps.append("depth")
-        if dynamic and method.top_k > 1:
-            steps.append("top_k")
-        if dynamic and method.budget > 1:
-            steps.append("budget")
-        for what in steps:
+        # 2. smaller tree: each of the family's shrink fields one less (depth: the horizon follows)
+        for what in method.shrink_fields:
+            if getattr(method, what) <= 1:
+                continue
             try:
-                if what == "depth":
-                    m2 = (replace(method, depth=method.depth - 1) if dynamic else
-                          Method("chain", depth=method.depth - 1, verifier=method.verifier, sampling=method.sampling))
-                    p2 = lower_horizon(pair, method.depth - 1)
-                elif what == "top_k":
-                    head = None if method.head is None else min(method.head, method.top_k - 2)
-                    m2, p2 = replace(method, top_k=method.top_k - 1, head=head), pair
-                else:
-                    m2, p2 = replace(method, budget=method.budget - 1), pair
+                m2 = method.fit(**{what: getattr(method, what) - 1})
+                p2 = lower_horizon(pair, m2.depth) if what == "depth" else pair
             except RheoError:
                 continue
             c = is_lossy(p2, m2)

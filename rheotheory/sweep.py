@@ -6,20 +6,11 @@ context of a :class:`~rheotheory.synthetic.SyntheticPair`. All methods of one sw
 same seed, hence the same contexts (common random numbers), so their differences are measured
 on paired steps.
 
-Method specs (strings, :func:`make_method`), at tree size (K, D, N):
-
-- ``eagle``: EAGLE-2/3 dynamic tree, K deterministic slots, one-hot verification;
-- ``rheo:m=M:proxy=P:verifier=V``: RheoSampling; ``M`` in ``1``, ``K/2``, ``K-1`` or an
-  integer (default ``K-1``), ``P`` a proxy (default ``next``), ``V`` ``ot`` (default) or
-  ``sequential``;
-- ``rheo`` (no options): the recommended default, :func:`rheo_default`: ``m = 1``, proxy
-  ``min-best-tail`` (with m = 1: min(q(best), 1 - q(best))), ``ot`` verification at T > 0, and the all-deterministic (EAGLE) tree at T = 0, where
-  a greedy target can only accept its arg-max and a sampled slot wastes a deterministic one
-  (min-best-tail is lossless with ``ot`` but can be lossy with ``sequential``, see
-  proofs/REPORT.md, hence the pairing with ``ot``);
-- ``static-iid`` / ``static-wor``: a static sampled tree with N nodes and depth <= D
-  (:func:`static_shape`), i.i.d. children + RRS, or without replacement + RRS-wor;
-- ``chain``: standard speculative sampling, a chain of D sampled tokens.
+Method specs are preset or family names with optional ``:field=value`` options
+(:func:`rheotheory.methods.resolve`; ``rheo methods`` lists the presets), resolved at each tree
+size (K, D, N) and then at each temperature (:meth:`~rheotheory.methods.Method.at_temperature`:
+``rheo-tuned`` runs the EAGLE tree at T = 0). E.g. ``eagle``, ``rheo``, ``rheo-tuned``,
+``rheo:m=K/2:proxy=tail``, ``static-iid``, ``static-wor``, ``chain``.
 
 Every row reports tau with a 95% interval, the mean per-node acceptance, the mean per-node
 optimal-transport value of the visited nodes' candidate sets (the per-node upper bound of
@@ -30,6 +21,7 @@ other than ``eagle``, the paired difference of tau against ``eagle`` with its 95
 from __future__ import annotations
 
 import csv
+import json
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -38,24 +30,21 @@ from pathlib import Path
 import numpy as np
 
 from .errors import RheoError
-from .methods import Method
+from .methods import Method, resolve
 from .montecarlo import Z_95, run_steps
-from .synthetic import DEFAULT_DRAFT_TOP_K, MISMATCH_LEVELS, SyntheticPair, single_draft_acceptance
-from .trees.dynamic import PROXIES
-from .trees.static import greedy_shape
+from .synthetic import DEFAULT_DRAFT_TOP_K, SyntheticPair, mismatch_value, single_draft_acceptance
 
-__all__ = ["SweepConfig", "make_method", "rheo_default", "static_shape", "run_sweep", "write_csv", "plot_sweep",
+__all__ = ["SweepConfig", "sweep_method", "run_sweep", "write_csv", "plot_sweep",
            "format_table", "DEFAULT_METHODS", "CSV_FIELDS"]
 
-#: Methods of the default sweep.
-DEFAULT_METHODS = ("eagle", "rheo", "rheo:m=K-1", "static-iid", "static-wor", "chain")
+#: Methods of the default sweep (preset names, see :data:`rheotheory.methods.PRESETS`).
+DEFAULT_METHODS = ("eagle", "rheo", "rheo-tuned", "static-iid", "static-wor", "chain")
 
-#: Static shapes are chosen greedily (Sequoia-like) assuming the i-th sampled child of a node is
-#: accepted with STATIC_ACCEPT * STATIC_DECAY**i; only the ordering of these weights matters.
-STATIC_ACCEPT, STATIC_DECAY = 0.75, 0.5
+#: The method spec every other row's paired gain is measured against.
+GAIN_BASELINE = "eagle"
 
 CSV_FIELDS = ("vocab_size", "draft_top_k", "mismatch", "mismatch_value", "single_accept", "temperature",
-              "top_k", "depth", "budget", "method", "description", "steps", "tau", "tau_low", "tau_high",
+              "top_k", "depth", "budget", "method", "description", "resolved", "steps", "tau", "tau_low", "tau_high",
               "gain_vs_eagle", "gain_low", "gain_high", "node_accept", "node_opt", "nodes", "steps_per_second",
               "seed")
 
@@ -84,14 +73,14 @@ class SweepConfig:
                                         for t in self.temperatures):
             raise RheoError(f"temperatures must be finite numbers >= 0, got {self.temperatures!r}")
         for level in self.mismatch:
-            _mismatch_value(level)
+            mismatch_value(level)
         if not self.trees:
             raise RheoError("no tree sizes given")
         for tree in self.trees:
             if len(tree) != 3 or any(not isinstance(x, int) or x < 1 for x in tree):
                 raise RheoError(f"tree size must be three positive integers K,D,N, got {tree!r}")
             for spec in self.methods:
-                make_method(spec, *tree)  # validates the spec at this size
+                sweep_method(spec, tree, 1.0)  # validates the spec at this size
         if not self.methods:
             raise RheoError("no methods given")
         SyntheticPair(self.vocab_size, seed=self.seed, draft_top_k=self.draft_top_k)  # validates V, k
@@ -102,93 +91,19 @@ class SweepConfig:
                 for spec in self.methods]
 
 
-def _mismatch_value(level) -> float:
-    if isinstance(level, str):
-        if level in MISMATCH_LEVELS:
-            return MISMATCH_LEVELS[level]
-        try:
-            level = float(level)
-        except ValueError:
-            raise RheoError(f"unknown mismatch {level!r}; use {', '.join(MISMATCH_LEVELS)} or a number") from None
-    if not isinstance(level, (int, float)) or not math.isfinite(level) or level < 0:
-        raise RheoError(f"mismatch must be a number >= 0, got {level!r}")
-    return float(level)
-
-
-def static_shape(budget: int, depth: int) -> list[list[int]]:
-    """The sweep's static shape: :func:`~rheotheory.trees.static.greedy_shape` with
-    STATIC_ACCEPT and STATIC_DECAY."""
-    return greedy_shape(budget, depth, STATIC_ACCEPT, STATIC_DECAY)
-
-
-#: Head size and proxy of the recommended RheoSampling default. The paper reports m = 1 best;
-#: the sweeps in simulations/results agree at T > 0 and find min-best-tail at least as good as
-#: next everywhere (sweep_v50: equal or better in every cell with T > 0).
-DEFAULT_HEAD = 1
-DEFAULT_PROXY = "min-best-tail"
-
-
-def rheo_default(top_k: int, depth: int, budget: int, temperature: float) -> Method:
-    """The recommended RheoSampling method at a target temperature.
-
-    At T = 0 the target is a point mass on its arg-max: a sampled slot can only be accepted when
-    it hits that token, which a deterministic slot covers more often, so the default uses the
-    all-deterministic (EAGLE) tree there. At T > 0: head m = 1, proxy ``min-best-tail``, OT
-    verification.
-    """
-    if temperature == 0:
-        return Method("eagle", top_k=top_k, depth=depth, budget=budget)
-    return Method("rheo", top_k=top_k, depth=depth, budget=budget, head=min(DEFAULT_HEAD, top_k - 1),
-                  proxy=DEFAULT_PROXY, verifier="ot")
-
-
-def make_method(spec: str, top_k: int, depth: int, budget: int, temperature: float = 1.0) -> Method:
-    """The :class:`Method` of a spec string (module docstring) at tree size (K, D, N).
-
-    ``temperature`` only matters for the plain ``rheo`` default (:func:`rheo_default`).
-    """
-    if not isinstance(spec, str) or not spec:
-        raise RheoError(f"method spec must be a non-empty string, got {spec!r}")
-    name, *opts = spec.split(":")
-    if name == "rheo" and not opts:
-        return rheo_default(top_k, depth, budget, temperature)
-    if name == "eagle" and not opts:
-        return Method("eagle", top_k=top_k, depth=depth, budget=budget)
-    if name == "chain" and not opts:
-        return Method("chain", depth=depth)
-    if name in ("static-iid", "static-wor") and not opts:
-        iid = name == "static-iid"
-        return Method("static", shape=static_shape(budget, depth), verifier="rrs" if iid else "rrs-wor",
-                      sampling="iid" if iid else "wor")
-    if name != "rheo":
-        raise RheoError(f"unknown method spec {spec!r}; use eagle, rheo[:m=M][:proxy=P][:verifier=V], "
-                        "static-iid, static-wor or chain")
-    kw = {"m": "K-1", "proxy": "next", "verifier": "ot"}
-    for opt in opts:
-        key, eq, val = opt.partition("=")
-        if not eq or key not in kw:
-            raise RheoError(f"bad option {opt!r} in {spec!r}; use m=, proxy= or verifier=")
-        kw[key] = val
-    m = {"1": 1, "K/2": top_k // 2, "K-1": top_k - 1}.get(kw["m"])
-    if m is None:
-        try:
-            m = int(kw["m"])
-        except ValueError:
-            raise RheoError(f"head m must be 1, K/2, K-1 or an integer, got {kw['m']!r}") from None
-    if kw["proxy"] not in PROXIES:
-        raise RheoError(f"unknown proxy {kw['proxy']!r}; choose from {', '.join(PROXIES)}")
-    return Method("rheo", top_k=top_k, depth=depth, budget=budget, head=m, proxy=kw["proxy"],
-                  verifier=kw["verifier"])
+def sweep_method(spec, tree: tuple, temperature: float) -> Method:
+    """The method a sweep row runs: ``spec`` resolved at tree size (K, D, N), then at T."""
+    return resolve(spec, size=tuple(tree)).at_temperature(temperature)
 
 
 def _run_task(args) -> dict:
     """One sweep row (top-level so that worker processes can run it)."""
     cfg, task = args
     K, D, N = task["tree"]
-    mv = _mismatch_value(task["mismatch"])
+    mv = mismatch_value(task["mismatch"])
     pair = SyntheticPair(cfg.vocab_size, seed=cfg.seed, mismatch=mv, temperature=task["temperature"],
                          temper_draft=cfg.temper_draft, draft_top_k=cfg.draft_top_k)
-    method = make_method(task["method"], K, D, N, task["temperature"])
+    method = sweep_method(task["method"], (K, D, N), task["temperature"])
     records: list = []
     res = run_steps(pair, method, cfg.steps, seed=cfg.seed, contexts=True, optimum=True, records=records)
     row = {
@@ -196,7 +111,8 @@ def _run_task(args) -> dict:
         "mismatch": str(task["mismatch"]), "mismatch_value": mv,
         "single_accept": single_draft_acceptance(pair, contexts=50, seed=cfg.seed),
         "temperature": task["temperature"], "top_k": K, "depth": D, "budget": N,
-        "method": task["method"], "description": method.describe(), "steps": res.steps, "tau": res.tau,
+        "method": task["method"], "description": method.describe(),
+        "resolved": json.dumps(method.to_dict(), sort_keys=True), "steps": res.steps, "tau": res.tau,
         "tau_low": res.tau_low, "tau_high": res.tau_high, "node_accept": res.node_accept,
         "node_opt": res.node_opt, "nodes": res.nodes, "steps_per_second": res.steps_per_second, "seed": cfg.seed,
     }
@@ -207,10 +123,10 @@ def _run_task(args) -> dict:
 def _add_gains(rows: list[dict]) -> None:
     """Paired difference of tau against eagle on the same contexts (same seed, same config)."""
     key = lambda r: (r["mismatch"], r["temperature"], r["top_k"], r["depth"], r["budget"])  # noqa: E731
-    eagle = {key(r): r["_lengths"] for r in rows if r["method"] == "eagle"}
+    eagle = {key(r): r["_lengths"] for r in rows if r["method"] == GAIN_BASELINE}
     for r in rows:
         base = eagle.get(key(r))
-        if base is None or r["method"] == "eagle" or len(base) != len(r["_lengths"]):
+        if base is None or r["method"] == GAIN_BASELINE or len(base) != len(r["_lengths"]):
             r["gain_vs_eagle"] = r["gain_low"] = r["gain_high"] = ""
             continue
         d = np.asarray(r["_lengths"], dtype=float) - np.asarray(base, dtype=float)
@@ -267,7 +183,7 @@ def read_csv(path) -> list[dict]:
             row = {}
             for k, v in r.items():
                 try:
-                    row[k] = float(v) if k not in ("method", "description", "mismatch") and v != "" else v
+                    row[k] = float(v) if k not in ("method", "description", "mismatch", "resolved") and v != "" else v
                 except ValueError:
                     row[k] = v
             out.append(row)

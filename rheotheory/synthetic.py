@@ -42,9 +42,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from . import laws
-from .errors import InstanceError
+from .errors import InstanceError, RheoError
 
-__all__ = ["SyntheticPair", "DEFAULT_DRAFT_TOP_K", "MISMATCH_LEVELS", "single_draft_acceptance"]
+__all__ = ["SyntheticPair", "DEFAULT_DRAFT_TOP_K", "MISMATCH_LEVELS", "mismatch_value", "single_draft_acceptance"]
 
 #: RheoSampling truncates the draft logits to the top 128 before sampling.
 DEFAULT_DRAFT_TOP_K = 128
@@ -57,6 +57,20 @@ MISMATCH_LEVELS = {"low": 0.7, "high": 2.2}
 #: Tags mixed into the seeds so the per-prefix stream and the global permutation differ.
 _PREFIX_TAG, _GLOBAL_TAG = 0, 2
 
+
+
+def mismatch_value(level) -> float:
+    """The draft noise scale of a mismatch level: a name of :data:`MISMATCH_LEVELS` or a number >= 0."""
+    if isinstance(level, str):
+        if level in MISMATCH_LEVELS:
+            return MISMATCH_LEVELS[level]
+        try:
+            level = float(level)
+        except ValueError:
+            raise RheoError(f"unknown mismatch {level!r}; use {', '.join(MISMATCH_LEVELS)} or a number") from None
+    if not isinstance(level, (int, float)) or isinstance(level, bool) or not math.isfinite(level) or level < 0:
+        raise RheoError(f"mismatch must be a finite number >= 0, got {level!r}")
+    return float(level)
 
 @dataclass(frozen=True)
 class SyntheticPair:

@@ -21,7 +21,7 @@ import json
 import time
 from pathlib import Path
 
-from rheotheory import Method, certify, random_pair
+from rheotheory import make_method, certify, random_pair
 from rheotheory.montecarlo import run_steps
 from rheotheory.stats import lossless_test
 
@@ -30,9 +30,9 @@ ALPHA = 0.01
 
 NULL_SETUPS = [
     ("random_pair(3,2,seed=6)", random_pair(3, 2, seed=6),
-     Method("rheo", top_k=2, depth=2, budget=4, proxy="next", verifier="sequential")),
+     make_method("rheo", top_k=2, depth=2, budget=4, proxy="next", verifier="sequential")),
     ("random_pair(4,3,seed=3,mismatch=0.6)", random_pair(4, 3, seed=3, mismatch=0.6),
-     Method("rheo", top_k=3, depth=3, budget=6, head=1, proxy="next", verifier="ot")),
+     make_method("rheo", top_k=3, depth=3, budget=6, head=1, proxy="next", verifier="ot")),
 ]
 
 
@@ -58,7 +58,7 @@ def power_runs(instances: int, runs: int, sizes: list[int]) -> list[dict]:
             break
         pair = random_pair(3, 2, seed=seed)
         for ver in ("sequential", "ot"):
-            method = Method("rheo", top_k=2, depth=2, budget=4, proxy="true", verifier=ver)
+            method = make_method("rheo", top_k=2, depth=2, budget=4, proxy="true", verifier=ver)
             cert = certify(pair, method)
             if cert.lossless:
                 continue
@@ -80,8 +80,8 @@ def power_runs(instances: int, runs: int, sizes: list[int]) -> list[dict]:
 def coverage_runs(runs: int, steps: int) -> list[dict]:
     out = []
     pair = random_pair(4, 3, seed=3, mismatch=0.6)
-    for method in (Method("eagle", top_k=3, depth=3, budget=6), Method("rheo", top_k=3, depth=3, budget=6, head=1),
-                   Method("static", shape=[[0], [1], [0, 0]], verifier="rrs")):
+    for method in (make_method("eagle", top_k=3, depth=3, budget=6), make_method("rheo", top_k=3, depth=3, budget=6, head=1),
+                   make_method("static", shape=[[0], [1], [0, 0]], verifier="rrs")):
         tau = float(certify(pair, method).tokens_per_step)
         hit = 0
         for s in range(runs):

@@ -21,7 +21,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from tqdm import tqdm
 
-from rheotheory import Method, certify, random_pair
+from rheotheory import make_method, certify, random_pair
 from rheotheory.trees import PROXIES
 
 VERIFIERS = ("onehot", "sequential", "ot")
@@ -30,7 +30,7 @@ GRID = [(V, K, D) for V in (3, 4, 5) for K in (2, 3) for D in (2, 3)]
 
 def cell(args):
     V, K, D, proxy, verifier, n = args
-    method = Method("rheo", top_k=K, depth=D, budget=2 * K, proxy=proxy, verifier=verifier)
+    method = make_method("rheo", top_k=K, depth=D, budget=2 * K, proxy=proxy, verifier=verifier)
     lossless, worst, worst_seed = 0, 0, None
     t0 = time.perf_counter()
     for seed in range(n):

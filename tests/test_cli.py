@@ -45,13 +45,17 @@ def test_certify_default_and_float_text_report(capsys):
 @pytest.mark.parametrize("args,msg", [
     (["certify", "missing.json"], "cannot read"),
     (["certify", "--top-k", "0"], "must be >= 1"),
-    (["certify", "--method", "static"], "needs a shape"),
+    (["certify", "--method", "static", "--shape", "[[0],[0,0]]", "--budget", "5"], "contradicts the shape"),
+    (["certify", "--method", "chain", "--shape", "[[0]]"], "--shape does not apply to chain"),
+    (["certify", "--preset", "eagle", "--head", "1"], "--head does not apply to eagle"),
+    (["certify", "--preset", "nonesuch"], "unknown method"),
+    (["certify", "--preset", "rheo:m=x"], "head must be"),
     (["certify", "--depth", "7"], "horizon"),
     (["certify", "--method", "eagle", "--verifier", "kseq"], "does not apply"),
     (["certify", "--head", "5"], "head"),
     (["certify", "--proxy", "bogus"], "invalid choice"),
     (["instance", "--vocab", "x"], "not an integer"),
-    (["decode", "--draft-temperature", "0"], "must be a finite number > 0"),
+    (["decode", "--draft-temperature", "0"], "must be > 0"),
 ])
 def test_bad_input_one_line_exit_2(args, msg):
     r = run(*args)

@@ -40,14 +40,14 @@ def test_bench_small_table(capsys):
 def test_rheo_options_reach_bench_and_decode(capsys):
     import json
 
-    from rheotheory.methods import DECODE_PROXY
-
     rc = main(["bench", "--methods", "rheo", "--temperatures", "1", "--max-new-tokens", "4", "--budget", "4",
                "--depth", "2", "--top-k", "3", "--head", "1", "--proxy", "min-best-tail", "--json"])
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert rc == 0 and "head=1 proxy=min-best-tail" in rows[-1]["description"]
-    rc = main(["decode", "--method", "rheo", "--max-new-tokens", "4", "--json"])
-    assert rc == 0 and f"proxy={DECODE_PROXY}" in json.loads(capsys.readouterr().out)["method"]
+    rc = main(["decode", "--max-new-tokens", "4", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 0 and d["preset"] == "rheo-tuned" and d["method"]["proxy"] == "tail"
+    assert "proxy=tail" in d["description"]
 
 
 @pytest.mark.parametrize("argv, msg", [
@@ -68,20 +68,20 @@ def test_bad_input_is_one_line(capsys, argv, msg):
 def test_known_lossy_rheo_variants_match_the_certified_counterexamples():
     from pathlib import Path
 
-    from rheotheory.methods import Method
+    from rheotheory.methods import make_method
     from rheotheory.trees.dynamic import PROXIES
 
     ce_dir = Path(__file__).resolve().parents[1] / "proofs" / "counterexamples"
     for proxy in PROXIES:
         for ver in ("onehot", "sequential", "ot"):
-            why = Method("rheo", proxy=proxy, verifier=ver).known_lossy()
+            why = make_method("rheo", proxy=proxy, verifier=ver).known_lossy()
             # flagged exactly where the certifier found a lossy instance (proofs/counterexamples)
             assert (why is not None) == (ce_dir / f"{proxy}-{ver}.json").exists(), (proxy, ver)
-    assert Method("eagle").known_lossy() is None and Method("chain").known_lossy() is None
+    assert make_method("eagle").known_lossy() is None and make_method("chain").known_lossy() is None
 
 
 def test_decode_warns_about_a_known_lossy_variant(capsys):
-    rc = main(["decode", "--method", "rheo", "--verifier", "sequential", "--max-new-tokens", "4", "--json"])
+    rc = main(["decode", "--method", "rheo-tuned", "--verifier", "sequential", "--max-new-tokens", "4", "--json"])
     err = capsys.readouterr().err
     assert rc == 0 and err.count("\n") == 1 and "known to be lossy" in err
     main(["decode", "--method", "rheo", "--max-new-tokens", "4", "--json"])

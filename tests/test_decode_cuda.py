@@ -10,14 +10,14 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 from rheotheory.decode.builtin import load_builtin_pair  # noqa: E402
 from rheotheory.decode.checks import lossless_test, ot_skip_residual  # noqa: E402
 from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode  # noqa: E402
-from rheotheory.methods import Method  # noqa: E402
+from rheotheory.methods import make_method  # noqa: E402
 
 #: Same settings as the CPU lossless tests (tests/test_decode_engine.py).
 ALPHA = 1e-3
 SEED = 20260601
 N_PER_PROMPT = 400
 PROMPTS = ("def fib(", "import ")
-SMALL_RHEO = Method("rheo", top_k=2, depth=2, budget=4)
+SMALL_RHEO = make_method("rheo", top_k=2, depth=2, budget=4)
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +25,8 @@ def gpu_pair():
     return load_builtin_pair("cuda", dtype=torch.float64)
 
 
-@pytest.mark.parametrize("method", [Method("eagle", top_k=4, depth=5, budget=16),
-                                    Method("rheo", top_k=4, depth=5, budget=16), Method("chain", depth=4)],
+@pytest.mark.parametrize("method", [make_method("eagle", top_k=4, depth=5, budget=16),
+                                    make_method("rheo", top_k=4, depth=5, budget=16), make_method("chain", depth=4)],
                          ids=["eagle", "rheo", "chain"])
 def test_cuda_greedy_matches_cpu_autoregressive(gpu_pair, method):
     cpu = load_builtin_pair("cpu", dtype=torch.float64)

@@ -14,7 +14,7 @@ from rheotheory.decode.checks import ot_skip_residual  # noqa: E402
 from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode  # noqa: E402
 from rheotheory.decode.models import KVCache, chain_mask, tree_mask  # noqa: E402
 from rheotheory.errors import InstanceError  # noqa: E402
-from rheotheory.methods import Method  # noqa: E402
+from rheotheory.methods import make_method  # noqa: E402
 
 #: Significance level of the chi-square lossless tests (fixed seed: the outcome is reproducible).
 ALPHA = 1e-3
@@ -24,7 +24,7 @@ N_PER_PROMPT = 200
 #: Prompts with a peaked first-token law, so that few cells are pooled.
 LOSSLESS_PROMPTS = (smollm.SMOL_PROMPTS[0], smollm.SMOL_PROMPTS[5])
 #: Small tree of the lossless tests: only the first two tokens are checked.
-SMALL_RHEO = Method("rheo", top_k=2, depth=2, budget=4)
+SMALL_RHEO = make_method("rheo", top_k=2, depth=2, budget=4)
 #: Largest |logit difference| allowed against transformers' own forward (float32, 30 blocks;
 #: measured about 4e-5 on logits of magnitude about 27).
 LOGIT_ATOL = 1e-3
@@ -116,7 +116,7 @@ def test_tree_pass_matches_each_path(pair):
 
 @pytest.mark.slow
 @needs_extra
-@pytest.mark.parametrize("method", [Method("chain", depth=3), Method("rheo", top_k=3, depth=3, budget=8)],
+@pytest.mark.parametrize("method", [make_method("chain", depth=3), make_method("rheo", top_k=3, depth=3, budget=8)],
                          ids=["chain", "rheo"])
 def test_greedy_equals_autoregressive(pair, method):
     cfg = DecodeConfig(temperature=0.0, max_new_tokens=16)

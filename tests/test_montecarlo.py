@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from rheotheory import Method, certify, random_pair
+from rheotheory import make_method, certify, random_pair
 from rheotheory.errors import RheoError
 from rheotheory.montecarlo import node_optimum, run_steps, sample_outputs
 from rheotheory.synthetic import SyntheticPair
@@ -23,13 +23,13 @@ SEED = 11
 
 PAIR = random_pair(4, 3, seed=3, mismatch=0.6)
 METHODS = [
-    Method("eagle", top_k=2, depth=3, budget=5),
-    Method("rheo", top_k=3, depth=3, budget=6),
-    Method("rheo", top_k=3, depth=2, budget=5, head=1, proxy="tail", verifier="sequential"),
-    Method("rheo", top_k=2, depth=2, budget=4, proxy="true", verifier="sequential"),  # lossy: MC must still match
-    Method("static", shape=[[0], [1], [0, 0]], verifier="rrs"),
-    Method("static", shape=[[0], [1], [0, 0]], verifier="rrs-wor", sampling="wor"),
-    Method("chain", depth=3, verifier="kseq"),
+    make_method("eagle", top_k=2, depth=3, budget=5),
+    make_method("rheo", top_k=3, depth=3, budget=6),
+    make_method("rheo", top_k=3, depth=2, budget=5, head=1, proxy="tail", verifier="sequential"),
+    make_method("rheo", top_k=2, depth=2, budget=4, proxy="true", verifier="sequential"),  # lossy: MC must still match
+    make_method("static", shape=[[0], [1], [0, 0]], verifier="rrs"),
+    make_method("static", shape=[[0], [1], [0, 0]], verifier="rrs-wor", sampling="wor"),
+    make_method("chain", depth=3, verifier="kseq"),
 ]
 
 
@@ -78,8 +78,8 @@ def test_seeds_reproduce_results():
     assert a == sample_outputs(PAIR, m, 300, seed=4)
     assert a != sample_outputs(PAIR, m, 300, seed=5)
     pair = SyntheticPair(1000, seed=1)
-    r1 = run_steps(pair, Method("rheo", top_k=4, depth=3, budget=10), 30, seed=2, contexts=True)
-    r2 = run_steps(pair, Method("rheo", top_k=4, depth=3, budget=10), 30, seed=2, contexts=True)
+    r1 = run_steps(pair, make_method("rheo", top_k=4, depth=3, budget=10), 30, seed=2, contexts=True)
+    r2 = run_steps(pair, make_method("rheo", top_k=4, depth=3, budget=10), 30, seed=2, contexts=True)
     assert (r1.tau, r1.node_accept) == (r2.tau, r2.node_accept)
 
 
@@ -88,7 +88,7 @@ def test_same_seed_same_contexts_across_methods():
     pair = SyntheticPair(500, seed=0, temperature=0.0)
     recs = [[], []]
     for r in recs:
-        run_steps(pair, Method("eagle", top_k=3, depth=3, budget=8), 20, seed=3, contexts=True, records=r)
+        run_steps(pair, make_method("eagle", top_k=3, depth=3, budget=8), 20, seed=3, contexts=True, records=r)
     assert [x.z for x in recs[0]] == [x.z for x in recs[1]]
 
 
@@ -109,7 +109,7 @@ def test_mc_on_synthetic_pair_tracks_acceptance():
     # per-node acceptance never exceeds 1, and the OT verifier's mean acceptance is at most the mean
     # per-node optimum plus noise (0.02 at 200 steps, seed 0)
     pair = SyntheticPair(1000, seed=0)
-    res = run_steps(pair, Method("rheo", top_k=4, depth=4, budget=16, head=1), 200, seed=0, contexts=True,
+    res = run_steps(pair, make_method("rheo", top_k=4, depth=4, budget=16, head=1), 200, seed=0, contexts=True,
                     optimum=True)
     assert 0 < res.node_accept <= 1 and 0 < res.node_opt <= 1
     assert res.node_accept <= res.node_opt + 0.02

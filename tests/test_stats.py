@@ -8,7 +8,7 @@ and the power study are in ``simulations/calibration.py`` (and the slow test bel
 import numpy as np
 import pytest
 
-from rheotheory import Method, certify, random_pair
+from rheotheory import make_method, certify, random_pair
 from rheotheory.errors import RheoError
 from rheotheory.stats import _trie, chi_square_by_length, combined_p_value, extend_outputs, lossless_test
 from rheotheory.synthetic import SyntheticPair
@@ -17,8 +17,8 @@ ALPHA = 0.01
 
 #: A small instance on which the exact certifier finds the ``true`` proxy lossy.
 LOSSY_PAIR = random_pair(3, 2, seed=6)
-LOSSY = Method("rheo", top_k=2, depth=2, budget=4, proxy="true", verifier="sequential")
-LOSSLESS = Method("rheo", top_k=2, depth=2, budget=4, proxy="next", verifier="sequential")
+LOSSY = make_method("rheo", top_k=2, depth=2, budget=4, proxy="true", verifier="sequential")
+LOSSLESS = make_method("rheo", top_k=2, depth=2, budget=4, proxy="next", verifier="sequential")
 
 
 def test_control_is_lossy_and_reference_lossless_exactly():
@@ -39,9 +39,9 @@ def test_lossless_method_is_not_rejected():
     assert len(res.per_length) == LOSSLESS.depth + 1
 
 
-@pytest.mark.parametrize("method", [Method("eagle", top_k=4, depth=3, budget=10),
-                                    Method("rheo", top_k=4, depth=3, budget=10, head=1),
-                                    Method("static", shape=[[0], [1], [0, 0]], verifier="rrs-wor", sampling="wor")],
+@pytest.mark.parametrize("method", [make_method("eagle", top_k=4, depth=3, budget=10),
+                                    make_method("rheo", top_k=4, depth=3, budget=10, head=1),
+                                    make_method("static", shape=[[0], [1], [0, 0]], verifier="rrs-wor", sampling="wor")],
                          ids=lambda m: m.method)
 def test_lossless_methods_pass_on_a_synthetic_pair(method):
     # alpha 0.01, 1500 samples, seed 3, V = 50, T = 1
@@ -96,7 +96,7 @@ def test_bad_arguments(kwargs, match):
 
 def test_depth_beyond_horizon_is_a_clear_error():
     with pytest.raises(RheoError, match="horizon"):
-        lossless_test(LOSSY_PAIR, Method("chain", depth=3), samples=10)
+        lossless_test(LOSSY_PAIR, make_method("chain", depth=3), samples=10)
 
 
 @pytest.mark.slow

@@ -6,49 +6,47 @@ import pytest
 
 from rheotheory.cli import main
 from rheotheory.errors import RheoError
-from rheotheory.sweep import (
-    CSV_FIELDS,
-    SweepConfig,
-    make_method,
-    read_csv,
-    run_sweep,
-    static_shape,
-    sweep_to_files,
-)
+from rheotheory.methods import resolve
+from rheotheory.sweep import CSV_FIELDS, SweepConfig, read_csv, run_sweep, sweep_method, sweep_to_files
 from rheotheory.trees import parse_shape
 
 
 @pytest.mark.parametrize("N,D", [(16, 4), (60, 6), (5, 1), (1, 3)])
 def test_static_shape_has_the_budget_and_depth(N, D):
-    shape = static_shape(N, D)
+    shape = resolve("static-iid", size=(4, D, N)).shape
     assert len(shape) == N and max(len(p) for p in shape) <= D
     assert len(parse_shape(shape)) == N  # connected, sibling indices 0, 1, 2, ...
 
 
 def test_method_specs():
-    assert make_method("eagle", 6, 5, 32).method == "eagle"
-    m = make_method("rheo:m=K/2:proxy=tail:verifier=sequential", 6, 5, 32)
-    assert (m.method, m.head, m.proxy, m.verifier, m.budget) == ("rheo", 3, "tail", "sequential", 32)
-    assert make_method("rheo:m=K-1", 6, 5, 32).head == 5
-    assert make_method("rheo:m=2", 6, 5, 32).head == 2
-    assert make_method("static-wor", 6, 5, 32).verifier == "rrs-wor"
-    assert make_method("chain", 6, 5, 32).depth == 5
-    # the recommended default: m = 1 at T > 0, the deterministic tree at T = 0
-    default = make_method("rheo", 6, 5, 32, temperature=1.0)
-    assert (default.head, default.proxy, default.verifier) == (1, "min-best-tail", "ot")
-    assert make_method("rheo", 6, 5, 32, temperature=0.0).method == "eagle"
+    tree = (6, 5, 32)
+    assert sweep_method("eagle", tree, 1.0).family == "eagle"
+    m = sweep_method("rheo:m=K/2:proxy=tail:verifier=sequential", tree, 1.0)
+    assert (m.family, m.head, m.proxy, m.verifier, m.budget) == ("rheo", 3, "tail", "sequential", 32)
+    assert sweep_method("rheo:m=K-1", tree, 1.0).head == 5
+    assert sweep_method("rheo:m=2", tree, 1.0).head == 2
+    assert sweep_method("static-wor", tree, 1.0).verifier == "rrs-wor"
+    assert sweep_method("chain", tree, 1.0).depth == 5
+    # the paper's rheo: m = 1, next proxy, OT, at every temperature
+    rheo = sweep_method("rheo", tree, 0.0)
+    assert (rheo.family, rheo.head, rheo.proxy, rheo.verifier) == ("rheo", 1, "next", "ot")
+    # the tuned preset: m = 1, tail proxy at T > 0, the deterministic tree at T = 0
+    tuned = sweep_method("rheo-tuned", tree, 1.0)
+    assert (tuned.head, tuned.proxy, tuned.verifier) == (1, "tail", "ot")
+    assert sweep_method("rheo-tuned", tree, 0.0).family == "eagle"
 
 
 @pytest.mark.parametrize("spec,match", [
-    ("foo", "unknown method spec"),
-    ("rheo:m=many", "head m"),
-    ("rheo:proxy=bogus", "unknown proxy"),
-    ("rheo:colour=red", "bad option"),
-    ("eagle:m=1", "unknown method spec"),
+    ("foo", "unknown method"),
+    ("rheo:m=many", "head must be"),
+    ("rheo:proxy=bogus", "is not one of"),
+    ("rheo:colour=red", "--colour does not apply to rheo"),
+    ("eagle:m=1", "--head does not apply to eagle"),
+    ("rheo:m", "bad option"),
 ])
 def test_bad_specs(spec, match):
     with pytest.raises(RheoError, match=match):
-        make_method(spec, 4, 3, 8)
+        sweep_method(spec, (4, 3, 8), 1.0)
 
 
 @pytest.mark.parametrize("kwargs,match", [
@@ -66,7 +64,7 @@ def test_bad_sweep_config(kwargs, match):
 
 
 TINY = SweepConfig(vocab_size=50, draft_top_k=None, mismatch=("low",), temperatures=(0.0, 1.0), trees=((3, 2, 6),),
-                   methods=("eagle", "rheo", "rheo:m=K-1", "chain"), steps=12, seed=1, workers=1)
+                   methods=("eagle", "rheo-tuned", "rheo:m=K-1", "chain"), steps=12, seed=1, workers=1)
 
 
 def test_sweep_rows_are_paired_and_reproducible():
@@ -75,7 +73,8 @@ def test_sweep_rows_are_paired_and_reproducible():
     by = {(r["method"], r["temperature"]): r for r in rows}
     assert by[("eagle", 0.0)]["gain_vs_eagle"] == ""
     # at T = 0 the default rheo is the eagle tree on the same contexts: the paired gain is exactly 0
-    assert by[("rheo", 0.0)]["gain_vs_eagle"] == 0.0 and by[("rheo", 0.0)]["tau"] == by[("eagle", 0.0)]["tau"]
+    assert by[("rheo-tuned", 0.0)]["gain_vs_eagle"] == 0.0
+    assert by[("rheo-tuned", 0.0)]["tau"] == by[("eagle", 0.0)]["tau"]
     for r in rows:
         assert r["tau_low"] <= r["tau"] <= r["tau_high"] and 1 <= r["tau"] <= 3
     # the process pool gives the very same rows
@@ -118,10 +117,7 @@ def test_cli_sweep_and_mc(tmp_path, capsys):
     ["sweep", "--mismatch", "medium"],
 ])
 def test_cli_bad_arguments_exit_2_with_one_line(argv, capsys):
-    try:
-        rc = main(argv)
-    except SystemExit as e:  # argparse usage errors
-        rc = e.code
+    rc = main(argv)  # usage errors return 2 too
     assert rc == 2
     err = capsys.readouterr().err.strip()
     assert err and len(err.splitlines()) == 1 and "Traceback" not in err

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rheotheory import Method, ToyPair, random_pair
+from rheotheory import make_method, ToyPair, random_pair
 from rheotheory.errors import TreeError
 from rheotheory.pairs import prefixes
 from rheotheory.testing import toy_pairs
@@ -131,7 +131,7 @@ def test_static_without_replacement_stops_at_support():
 ])
 def test_impossible_parameters_rejected(kwargs, msg):
     with pytest.raises(Exception, match=msg) as e:
-        Method(**kwargs)
+        make_method(**kwargs)
     from rheotheory.errors import RheoError
     assert isinstance(e.value, RheoError)
 
@@ -139,7 +139,7 @@ def test_impossible_parameters_rejected(kwargs, msg):
 def test_depth_beyond_horizon_rejected():
     from rheotheory import certify
     with pytest.raises(TreeError, match="horizon"):
-        certify(random_pair(3, 2, seed=0), Method("rheo", depth=3))
+        certify(random_pair(3, 2, seed=0), make_method("rheo", depth=3))
 
 
 class PrefetchPair:
@@ -163,10 +163,10 @@ class PrefetchPair:
 
 
 @pytest.mark.parametrize("method", [
-    Method("static", shape=[[0], [1], [0, 0], [1, 0], [1, 1], [0, 0, 0]], verifier="rrs"),
-    Method("static", shape=[[0], [1], [0, 0], [1, 0], [1, 1]], verifier="rrs-wor"),
-    Method("rheo", top_k=2, depth=3, budget=5),
-    Method("eagle", top_k=2, depth=3, budget=4),
+    make_method("static", shape=[[0], [1], [0, 0], [1, 0], [1, 1], [0, 0, 0]], verifier="rrs"),
+    make_method("static", shape=[[0], [1], [0, 0], [1, 0], [1, 1]], verifier="rrs-wor"),
+    make_method("rheo", top_k=2, depth=3, budget=5),
+    make_method("eagle", top_k=2, depth=3, budget=4),
 ])
 def test_prefetch_hook_keeps_the_exact_step_law(method):
     """Resolving a whole layer before expanding it (for one batched draft pass) only reorders

@@ -7,11 +7,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ..methods import DECODE_PROXY, Method
-from ..trees.static import greedy_shape
+from ..methods import resolve
 from .engine import AUTOREGRESSIVE, DecodeConfig, decode
 
-__all__ = ["BenchRow", "BENCH_PROMPTS", "default_static_shape", "bench_methods", "run_bench", "format_table",
+__all__ = ["BenchRow", "BENCH_PROMPTS", "DEFAULT_BENCH_METHODS", "bench_methods", "run_bench", "format_table",
            "table_json", "cost_ratio"]
 
 #: Fixed prompts of the benchmark (Python source openings, like the training text).
@@ -24,34 +23,37 @@ BENCH_PROMPTS = (
     "\"\"\"Return the ",
 )
 
-#: Assumed acceptance of a node's first child, and the factor applied per later sibling, used
-#: only to lay out the default static shape (Sequoia-like: deep first-child chains, few
-#: siblings further down).
-SHAPE_FIRST_CHILD = 0.7
-SHAPE_SIBLING_DECAY = 0.4
+#: Methods `rheo bench` compares by default (preset names; the first is the speed-up baseline).
+DEFAULT_BENCH_METHODS = ("autoregressive", "chain", "static-iid", "eagle", "rheo-tuned")
 
 
-def default_static_shape(budget: int, depth: int) -> list[list[int]]:
-    """The benchmark's static shape: :func:`~rheotheory.trees.static.greedy_shape` with
-    SHAPE_FIRST_CHILD and SHAPE_SIBLING_DECAY."""
-    return greedy_shape(budget, depth, SHAPE_FIRST_CHILD, SHAPE_SIBLING_DECAY)
+def bench_methods(specs=DEFAULT_BENCH_METHODS, size="builtin", **overrides) -> list[tuple[str, object]]:
+    """(spec, method) for every spec (preset or family spec) resolved at one tree size.
 
+    ``overrides`` (method fields, None = not given) apply to every method that has the field; a
+    field no method has is an error naming it. The first method is the speed-up baseline: the
+    autoregressive method (no draft nodes) is put first, and added when missing.
+    """
+    from ..errors import TreeError
 
-def bench_methods(top_k: int, depth: int, budget: int, head: int | None = None, proxy: str = DECODE_PROXY) -> list:
-    """The methods compared, at one node budget (the chain has ``depth`` nodes); ``head`` and
-    ``proxy`` configure rheo."""
-    return [
-        AUTOREGRESSIVE,
-        Method("chain", depth=depth),
-        Method("static", shape=default_static_shape(budget, depth)),
-        Method("eagle", top_k=top_k, depth=depth, budget=budget),
-        Method("rheo", top_k=top_k, depth=depth, budget=budget, head=head, proxy=proxy),
-    ]
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    out, used = [], set()
+    for spec in specs:
+        mine = {k: v for k, v in overrides.items() if k in resolve(spec, size=size).fields()}
+        used |= set(mine)
+        out.append((spec, resolve(spec, size=size, **mine)))
+    unused = sorted(set(overrides) - used)
+    if unused:
+        raise TreeError(f"--{unused[0].replace('_', '-')} applies to none of the methods {', '.join(specs)}")
+    out.sort(key=lambda sm: sm[1].nodes > 0)  # stable: the baseline (no draft) first
+    if not out or out[0][1].nodes > 0:
+        out.insert(0, ("autoregressive", AUTOREGRESSIVE))
+    return out
 
 
 @dataclass(frozen=True)
 class BenchRow:
-    method: str  # method name (autoregressive, chain, static, eagle, rheo)
+    method: str  # method spec as given (a preset name, e.g. rheo-tuned)
     description: str  # full method description
     temperature: float
     tokens: int  # tokens emitted by all steps over all prompts and repeats
@@ -60,6 +62,7 @@ class BenchRow:
     nodes_per_step: float  # mean tree nodes sent to the target per step
     speedup: float  # tokens/s divided by autoregressive tokens/s at the same temperature
     kept: int = 0  # tokens kept (max_new_tokens per run), the numerator of tokens/s
+    resolved: dict | None = None  # the fully resolved method (Method.to_dict())
 
     @property
     def tokens_per_step(self) -> float:
@@ -71,7 +74,8 @@ class BenchRow:
 
 
 def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, seed: int,
-              prompts=BENCH_PROMPTS, top_k=None, top_p=None, log=None, draft_temp=None) -> list[BenchRow]:
+              prompts=BENCH_PROMPTS, top_k=None, top_p=None, log=None, draft_temp=None,
+              names=None) -> list[BenchRow]:
     """Decode every prompt ``repeats`` times with each method and temperature.
 
     Methods are interleaved (prompt by prompt) so that a change in machine load affects them
@@ -79,6 +83,7 @@ def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, se
     (the last step of a run may overshoot ``max_new_tokens``; tokens/s counts only the
     ``max_new_tokens`` kept).
     """
+    names = list(names) if names is not None else [m.family for m in methods]
     rows = []
     for T in temperatures:
         cfg = DecodeConfig(temperature=T, top_k=top_k, top_p=top_p, max_new_tokens=max_new_tokens,
@@ -99,10 +104,10 @@ def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, se
                     a[4] += sum(s.tree_nodes for s in r.steps)
         base = acc[0][2] / acc[0][3]
         block = []
-        for m, a in zip(methods, acc):
-            name = m if isinstance(m, str) else m.method
-            block.append(BenchRow(name, m if isinstance(m, str) else m.describe(), T, a[0], a[1], a[3],
-                                  a[4] / a[1], a[2] / a[3] / base, kept=a[2]))
+        for m, a, name in zip(methods, acc, names):
+            run = m.at_temperature(T)
+            block.append(BenchRow(name, run.describe(), T, a[0], a[1], a[3], a[4] / a[1], a[2] / a[3] / base,
+                                  kept=a[2], resolved=run.to_dict()))
         rows.extend(block)
         if log is not None:
             log(format_table(block, header=False))
@@ -121,38 +126,23 @@ def cost_ratio(pair, context: int = 64) -> tuple[float, float, float]:
     """
     import numpy as np
 
-    from .models import KVCache, NumpyLM, TinyLM, chain_mask
+    from .models import NumpyLM, TinyLM, chain_mask
 
     out = []
     for model in (pair.target, pair.draft):
         p = next(model.parameters())
         if model is pair.draft and p.device.type == "cpu" and isinstance(model, TinyLM):
-            fast = NumpyLM(model)
-            cache = fast.new_cache()
-            fast.extend(cache, np.arange(context) % model.cfg.vocab_size, np.arange(context),
-                        np.tri(context, dtype=bool))
-            cache.commit(context)
-            for _ in range(5):
-                fast.extend(cache, [0], [0], None)
-            t0 = time.perf_counter()
-            for _ in range(COST_PASSES):
-                fast.extend(cache, [0], [0], None)
-            out.append((time.perf_counter() - t0) / COST_PASSES)
-            continue
-        cache = KVCache(model.cfg, p.device, p.dtype)
-        toks = torch.arange(context, device=p.device) % model.cfg.vocab_size
-        _, k, v = model.extend(cache, toks, torch.arange(context, device=p.device), chain_mask(context, p.device))
-        cache.commit(k, v)
-        one = toks[:1]
-        zero = torch.zeros(1, dtype=torch.long, device=p.device)
-        mask = torch.ones(1, 1, dtype=torch.bool, device=p.device)
+            model = NumpyLM(model)
+        cache = model.new_cache()
+        model.extend(cache, np.arange(context) % model.cfg.vocab_size, np.arange(context), chain_mask(context))
+        cache.commit(context)
         for _ in range(5):
-            model.extend(cache, one, zero, mask)
+            model.extend(cache, [0], [0])
         if p.device.type == "cuda":
             torch.cuda.synchronize()
         t0 = time.perf_counter()
         for _ in range(COST_PASSES):
-            model.extend(cache, one, zero, mask)
+            model.extend(cache, [0], [0])
         if p.device.type == "cuda":
             torch.cuda.synchronize()
         out.append((time.perf_counter() - t0) / COST_PASSES)
@@ -173,5 +163,5 @@ def table_json(rows) -> list[dict]:
     return [{"method": r.method, "description": r.description, "temperature": r.temperature,
              "tokens_per_step": r.tokens_per_step, "tokens_per_second": r.tokens_per_second,
              "speedup": r.speedup, "nodes_per_step": r.nodes_per_step, "steps": r.steps,
-             "seconds": r.seconds} for r in rows]
+             "seconds": r.seconds, "resolved": r.resolved} for r in rows]
 

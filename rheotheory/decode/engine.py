@@ -37,14 +37,14 @@ import numpy as np
 import torch
 
 from ..errors import InstanceError, LawError
-from ..methods import Method
+from ..methods import Method, resolve
 from .models import KVCache, NumpyLM, TinyLM, chain_mask, tree_mask
 
 __all__ = ["DecodeConfig", "GREEDY_DRAFT_TEMPERATURE", "StepStats", "DecodeResult", "TorchChooser", "UniformStream", "DraftTreePair", "target_law",
            "draft_law", "decode", "AUTOREGRESSIVE"]
 
-#: Name of the plain-sampling baseline (one target pass per token).
-AUTOREGRESSIVE = "autoregressive"
+#: Plain sampling from the target: the registry's ``autoregressive`` method (no draft nodes).
+AUTOREGRESSIVE = resolve("autoregressive")
 
 #: Draft temperature when the target is greedy (T = 0). Measured on the built-in pair (K=2, D=4,
 #: N=8, T = 0, 6 prompts x 100 tokens x 2): T_d = 0.05 gives eagle 4.49 and rheo 4.52 tokens per
@@ -367,20 +367,21 @@ def _autoregressive_step(target: TinyLM, st: _State, cfg: DecodeConfig, stream: 
 
 
 @torch.inference_mode()
-def decode(target: TinyLM, draft: TinyLM | None, prompt: list[int], method: Method | str,
+def decode(target: TinyLM, draft: TinyLM | None, prompt: list[int], method: Method,
            cfg: DecodeConfig, gen: torch.Generator, verifier=None) -> DecodeResult:
     """Generate ``cfg.max_new_tokens`` tokens after ``prompt`` (token ids).
 
-    ``method`` is a :class:`~rheotheory.methods.Method` or :data:`AUTOREGRESSIVE`; ``gen`` is the
+    ``method`` is a :class:`~rheotheory.methods.Method` (:data:`AUTOREGRESSIVE`: no draft); ``gen`` is the
     CPU ``torch.Generator`` behind every random choice (tree draws, acceptances, emissions).
     ``verifier`` replaces the method's per-node rule (a transition-law function); tests use it
     to plant a known-lossy rule.
     """
     device = next(target.parameters()).device
     dtype = next(target.parameters()).dtype
-    tree_method = method != AUTOREGRESSIVE
-    if tree_method and not isinstance(method, Method):
-        raise InstanceError(f"unknown method {method!r}")
+    if not isinstance(method, Method):
+        raise InstanceError(f"not a method: {method!r} (resolve a preset with rheotheory.methods.resolve)")
+    method = method.at_temperature(cfg.temperature)
+    tree_method = method.nodes > 0
     if tree_method and draft is None:
         raise InstanceError("speculative decoding needs a draft model")
     if draft is not None and draft.cfg.vocab_size != target.cfg.vocab_size:

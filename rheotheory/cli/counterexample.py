@@ -4,42 +4,41 @@ from __future__ import annotations
 
 import json
 
-from . import laws
+from .args import add_method_arguments, int_range, method_from_args, positive_int, seed_arg
 
-__all__ = ["register"]
+__all__ = ["register", "run"]
 
 
 def register(sub) -> None:
-    from .cli import _nonneg_int, _positive_int, add_method_arguments
-
     c = sub.add_parser(
         "counterexample", help="search random toy instances for one on which a method is lossy, and shrink it",
         description="Certify the method exactly on seeded random instances (vocabulary 3..--max-vocab; "
-        "for eagle/rheo: K in 2..--top-k, D in 2..--depth, N in K..min(2K, --budget); chains: D in "
-        "2..--depth). The first lossy instance is shrunk greedily (fewest tokens, smallest depth, top-K "
+        "families with K, D, N draw K in 2..--top-k, D in 2..--depth, N in K..min(2K, --budget); chains draw "
+        "D in 2..--depth). The first lossy instance is shrunk greedily (fewest tokens, smallest depth, top-K "
         "and budget, simplest rationals) and written as instance JSON.")
-    add_method_arguments(c)
-    c.add_argument("--instances", type=_positive_int, default=200, metavar="N",
+    add_method_arguments(c, size="toy")
+    c.add_argument("--instances", type=positive_int, default=200, metavar="N",
                    help="random instances to certify (default 200)")
-    c.add_argument("--seed", type=_nonneg_int, default=0, help="search seed (default 0)")
-    c.add_argument("--max-vocab", type=_positive_int, default=4, metavar="V",
+    c.add_argument("--seed", type=seed_arg, default=0, help="search seed (default 0)")
+    c.add_argument("--max-vocab", type=int_range(2), default=4, metavar="V",
                    help="largest vocabulary drawn (default 4)")
     c.add_argument("--family", choices=("weights", "logits", "mixed"), default="weights",
                    help="instances: small integer weights, peaked Gaussian logits, or either (default weights)")
     c.add_argument("--no-shrink", action="store_true", help="report the first lossy instance as found")
     c.add_argument("--out", default=None, metavar="FILE", help="write the (shrunk) instance JSON here")
     c.add_argument("--json", action="store_true", help="print one JSON object")
-    c.set_defaults(func=_cmd_counterexample)
+    c.set_defaults(func=run)
 
 
-def _cmd_counterexample(args) -> int:
-    from .cli import method_from_args
-    from .counterexample import SearchSpace, find_counterexample
-    from .errors import RheoError
+def run(args) -> int:
+    from .. import laws
+    from ..counterexample import SearchSpace, find_counterexample
+    from ..errors import RheoError
 
-    method = method_from_args(args)
-    space = SearchSpace(min_vocab=min(3, args.max_vocab), max_vocab=args.max_vocab, max_top_k=args.top_k,
-                        max_depth=args.depth, max_budget=args.budget, family=args.family)
+    method = method_from_args(args, size="toy")
+    space = SearchSpace(min_vocab=min(3, args.max_vocab), max_vocab=args.max_vocab,
+                        max_top_k=getattr(method, "top_k", 2), max_depth=method.depth,
+                        max_budget=getattr(method, "budget", 1), family=args.family)
     res = find_counterexample(method, instances=args.instances, seed=args.seed, space=space,
                               do_shrink=not args.no_shrink)
     if res.found and args.out:
@@ -50,6 +49,7 @@ def _cmd_counterexample(args) -> int:
     if args.json:
         d = res.to_dict()
         d["out"] = args.out if res.found else None
+        d["searched"] = method.to_dict()
         print(json.dumps(d))
         return 0
     if not res.found:

@@ -1,0 +1,72 @@
+"""``rheo bench``: tokens per step, tokens per second and speed-up of each method over autoregressive."""
+
+from __future__ import annotations
+
+import json
+
+from .args import add_method_arguments, float_list, float_range, int_range, method_overrides, positive_int
+from .models import add_model_arguments, load_pair, need_torch, set_threads, size_row, warn_if_lossy
+
+__all__ = ["register", "run"]
+
+#: Most passes over the prompts `bench` accepts (each pass decodes every prompt with every method).
+MAX_REPEATS = 1000
+
+
+def register(sub) -> None:
+    from ..decode.bench import DEFAULT_BENCH_METHODS
+
+    b = sub.add_parser("bench", help="tokens/step, tokens/s and speed-up of each method (built-in pair)",
+                       description="Decode fixed prompts with autoregressive sampling and each method at the "
+                       "same node budget; print tokens per step, tokens per second and the speed-up over "
+                       "autoregressive sampling for each temperature. Method flags apply to every method that "
+                       "has the field.")
+    b.add_argument("--temperatures", type=float_list(float_range(lo=0.0)), default=[0.0, 0.5, 1.0], metavar="T,T,...",
+                   help="comma-separated temperatures (default 0,0.5,1)")
+    b.add_argument("--methods", default=",".join(DEFAULT_BENCH_METHODS), metavar="SPEC,SPEC,...",
+                   help="comma-separated method specs: presets or families with :field=value options (default "
+                   f"{','.join(DEFAULT_BENCH_METHODS)}); autoregressive is always run as the baseline")
+    add_method_arguments(b, default=None, size=None)
+    b.add_argument("--max-new-tokens", type=positive_int, default=100, help="tokens per prompt (default 100)")
+    b.add_argument("--repeats", type=int_range(1, MAX_REPEATS),
+                   default=1, help=f"passes over the prompts, 1..{MAX_REPEATS} (default 1)")
+    add_model_arguments(b)
+    b.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..errors import RheoError
+
+    torch = need_torch()
+    from ..decode.bench import bench_methods, cost_ratio, format_table, run_bench, table_json
+
+    if args.preset is not None:
+        raise RheoError("bench compares the methods of --methods; --preset does not apply")
+    specs = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if not specs:
+        raise RheoError("--methods is empty")
+    named = bench_methods(specs, size=size_row(args), **method_overrides(args))
+    warn_if_lossy([m for _, m in named])
+    set_threads(torch, args.threads)
+    pair, prompts = load_pair(args)
+    log = None if args.json else print
+    t_target, t_draft, ratio = cost_ratio(pair)
+    if log:
+        print(f"{args.model} pair on {args.device}: target {pair.target.num_params()} params, draft "
+              f"{pair.draft.num_params()} params; {args.max_new_tokens} tokens x {len(prompts)} prompts x "
+              f"{args.repeats}")
+        for name, m in named:
+            print(f"  {name}: {m.describe()}")
+        print(f"one cached pass: target {t_target * 1e3:.2f} ms, draft {t_draft * 1e3:.2f} ms "
+              f"(cost ratio {ratio:.2f})")
+        print(format_table([], header=True))
+    rows = run_bench(pair, [m for _, m in named], args.temperatures, args.max_new_tokens, args.repeats, args.seed,
+                     prompts=prompts, top_k=args.target_top_k, top_p=args.target_top_p, log=log,
+                     draft_temp=args.draft_temperature, names=[n for n, _ in named])
+    if args.json:
+        print(json.dumps({"device": args.device, "target_pass_s": t_target, "draft_pass_s": t_draft,
+                          "cost_ratio": ratio, "rows": table_json(rows)}))
+    else:
+        print()
+        print(format_table(rows))
+    return 0

@@ -1,0 +1,45 @@
+"""``rheo instance``: write a seeded random toy instance JSON to stdout."""
+
+from __future__ import annotations
+
+import json
+
+from .args import float_range, nonneg_int, positive_int, seed_arg
+
+__all__ = ["register", "run"]
+
+
+def register(sub) -> None:
+    i = sub.add_parser("instance", help="write a random toy instance JSON to stdout",
+                       description="Generate a seeded toy LM pair and print it in the instance format.")
+    i.add_argument("--vocab", type=positive_int, default=4, help="vocabulary size (default 4)")
+    i.add_argument("--horizon", type=nonneg_int, default=3, help="longest prefix (default 3)")
+    i.add_argument("--seed", type=seed_arg, default=0, help="seed (0..2^63-1, default 0)")
+    i.add_argument("--kind", choices=("weights", "logits"), default="weights",
+                   help="weights: small integer weights; logits: softmax of Gaussian logits")
+    i.add_argument("--mismatch", type=float_range(lo=0.0, hi=1.0), default=None,
+                   help="weights: draft mix, 0 (q=p) .. 1 (default 1)")
+    i.add_argument("--temperature", type=float_range(lo=0.0, lo_open=True), default=None,
+                   help="logits: target temperature (default 1)")
+    i.add_argument("--temper-draft", action="store_true", help="logits: temper the draft too")
+    i.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..errors import RheoError
+    from ..pairs import logits_pair, random_pair
+
+    if args.kind == "weights":
+        for flag, v in (("--temperature", args.temperature), ("--temper-draft", args.temper_draft or None)):
+            if v is not None:
+                raise RheoError(f"{flag} applies to --kind logits only")
+        mismatch = 1.0 if args.mismatch is None else args.mismatch
+        pair = random_pair(args.vocab, args.horizon, seed=args.seed, mismatch=mismatch)
+    else:
+        if args.mismatch is not None:
+            raise RheoError("--mismatch applies to --kind weights only")
+        temperature = 1.0 if args.temperature is None else args.temperature
+        pair = logits_pair(args.vocab, args.horizon, seed=args.seed, temperature=temperature,
+                           temper_draft=args.temper_draft)
+    print(json.dumps(pair.to_dict()))
+    return 0

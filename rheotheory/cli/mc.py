@@ -1,0 +1,116 @@
+"""``rheo mc``: Monte-Carlo lossless test and tokens per step of one method."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from .args import add_method_arguments, float_range, method_from_args, positive_int, seed_arg
+
+__all__ = ["register", "run", "mismatch_arg"]
+
+#: Flags that describe the synthetic pair; with an instance file they are an error.
+PAIR_FLAGS = ("vocab", "mismatch", "temperature", "temper_draft", "sparse", "no_sparse", "pair_seed")
+
+
+def mismatch_arg(text: str):
+    """An argparse type: a mismatch level name or a number >= 0."""
+    from ..errors import RheoError
+    from ..synthetic import mismatch_value
+
+    try:
+        mismatch_value(text)
+    except RheoError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def register(sub) -> None:
+    from ..stats import DEFAULT_ALPHA, DEFAULT_MIN_EXPECTED
+    from ..synthetic import DEFAULT_DRAFT_TOP_K, MISMATCH_LEVELS
+
+    m = sub.add_parser(
+        "mc", help="Monte-Carlo lossless test and tokens per step of one method on an LM pair",
+        description="Sample steps of a method, complete short outputs with fresh target samples and test the "
+        "extended output law against the target for every length 1..D+1 (Pearson chi-square with pooled rare "
+        "cells, Bonferroni over lengths; docs/theory.md section 6). Prints the statistic, p-value, sample size, "
+        "verdict and tokens per step with a 95%% interval. Without INSTANCE a seeded synthetic pair is used.")
+    m.add_argument("instance", nargs="?", default=None, help="instance JSON (toy pair); default: a synthetic pair")
+    add_method_arguments(m, size="toy")
+    g = m.add_argument_group("synthetic pair (only when no INSTANCE is given)")
+    g.add_argument("--vocab", type=positive_int, default=None, metavar="V", help="vocabulary size (default 1000)")
+    g.add_argument("--mismatch", type=mismatch_arg, default=None, metavar="LEVEL",
+                   help=f"draft mismatch: {', '.join(f'{k} ({v:g})' for k, v in MISMATCH_LEVELS.items())} "
+                   "or a number >= 0 (default low)")
+    g.add_argument("--temperature", type=float_range(lo=0.0), default=None, metavar="T",
+                   help="target temperature, 0 = exact greedy (default 1)")
+    g.add_argument("--temper-draft", action="store_true", default=None, help="apply the temperature to the draft too")
+    g.add_argument("--sparse", type=positive_int, default=None, metavar="K",
+                   help=f"sparse draft: keep the top K draft logits (default {DEFAULT_DRAFT_TOP_K})")
+    g.add_argument("--no-sparse", action="store_true", default=None, help="dense draft (no top-K truncation)")
+    g.add_argument("--pair-seed", type=seed_arg, default=None, help="seed of the synthetic language (default 0)")
+    m.add_argument("--samples", type=positive_int, default=2000, help="sampled steps (default 2000)")
+    m.add_argument("--alpha", type=float_range(lo=0.0, hi=1.0, lo_open=True, hi_open=True), default=DEFAULT_ALPHA,
+                   help=f"significance level (default {DEFAULT_ALPHA})")
+    m.add_argument("--min-expected", type=float_range(lo=1.0), default=DEFAULT_MIN_EXPECTED,
+                   help=f"smallest expected count of a cell, >= 1 (default {DEFAULT_MIN_EXPECTED:g})")
+    m.add_argument("--seed", type=seed_arg, default=0, help="sampling seed (default 0)")
+    m.add_argument("--json", action="store_true", help="print one JSON object")
+    m.set_defaults(func=run)
+
+
+def pair_from_args(args):
+    """The toy pair of INSTANCE, or the synthetic pair of the pair flags; (pair, name, temperature)."""
+    from ..errors import RheoError
+    from ..pairs import ToyPair
+    from ..synthetic import DEFAULT_DRAFT_TOP_K, SyntheticPair, mismatch_value
+
+    if args.instance:
+        given = [f for f in PAIR_FLAGS if getattr(args, f) is not None]
+        if given:
+            raise RheoError(f"--{given[0].replace('_', '-')} describes the synthetic pair; it does not apply "
+                            "with an instance file")
+        return ToyPair.load(args.instance, exact=False), args.instance, None
+    if args.no_sparse and args.sparse is not None:
+        raise RheoError("--sparse and --no-sparse contradict each other")
+    temperature = 1.0 if args.temperature is None else args.temperature
+    pair = SyntheticPair(args.vocab or 1000, seed=args.pair_seed or 0, mismatch=mismatch_value(args.mismatch or "low"),
+                         temperature=temperature, temper_draft=bool(args.temper_draft),
+                         draft_top_k=None if args.no_sparse else (args.sparse or DEFAULT_DRAFT_TOP_K))
+    return pair, pair.describe(), temperature
+
+
+def run(args) -> int:
+    import time
+
+    from ..stats import lossless_test
+
+    method = method_from_args(args, size="toy")
+    pair, name, temperature = pair_from_args(args)
+    if temperature is not None:
+        method = method.at_temperature(temperature)
+    t0 = time.perf_counter()
+    res = lossless_test(pair, method, samples=args.samples, alpha=args.alpha, seed=args.seed,
+                        min_expected=args.min_expected)
+    secs = time.perf_counter() - t0
+    if args.json:
+        d = res.to_dict()
+        d.update(instance=name, method=method.to_dict(), preset=args.preset, seed=args.seed, seconds=round(secs, 3))
+        print(json.dumps(d))
+        return 0
+    worst = min(res.per_length, key=lambda t: t.p_value)
+    print(f"instance        : {name}")
+    print(f"method          : {method.describe()}  (--preset {args.preset})")
+    print(f"samples         : {res.samples} steps, seed {args.seed}")
+    print(f"test            : Pearson chi-square per length l=1..{len(res.per_length)}, pooled rare cells "
+          f"(expected >= {args.min_expected:g}), Bonferroni")
+    for t in res.per_length:
+        print(f"  l={t.length}: X2={t.statistic:.2f} df={t.df} p={t.p_value:.4g} cells={t.cells}")
+    print(f"p-value         : {res.p_value:.4g} (alpha {res.alpha:g})")
+    print(f"verdict         : {'LOSSLESS (not rejected)' if res.lossless else 'LOSSY (rejected)'}")
+    if not res.lossless:
+        print(f"worst cell      : l={worst.length} '{worst.worst_cell}': observed {worst.observed}, "
+              f"expected {worst.expected:.1f}")
+    print(f"tokens per step : {res.tokens_per_step:.4f}  (95% CI [{res.tau_low:.4f}, {res.tau_high:.4f}])")
+    print(f"time            : {secs:.2f} s")
+    return 0

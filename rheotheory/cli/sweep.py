@@ -1,0 +1,72 @@
+"""``rheo sweep``: tokens per step against temperature for several methods at equal node budgets."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .args import float_range, positive_int, seed_arg, threads_arg
+from .mc import mismatch_arg
+
+__all__ = ["register", "run"]
+
+
+def tree_arg(text: str) -> tuple:
+    """An argparse type: K,D,N as three positive integers."""
+    parts = text.split(",")
+    try:
+        vals = tuple(int(x) for x in parts)
+    except ValueError:
+        vals = ()
+    if len(vals) != 3 or min(vals) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not K,D,N (three positive integers, e.g. 6,5,32)")
+    return vals
+
+
+def register(sub) -> None:
+    from ..sweep import DEFAULT_METHODS, SweepConfig
+
+    d = SweepConfig()
+    s = sub.add_parser(
+        "sweep", help="tokens per step against temperature for several methods at equal node budgets",
+        description="Monte-Carlo sweep on synthetic LM pairs: every method at every mismatch level, temperature "
+        "and tree size (K,D,N), each step from a fresh random context (the same contexts for every method). "
+        "Writes a CSV and a PNG and prints the table. Method specs: preset or family names with optional "
+        ":field=value options (see `rheo methods`), e.g. eagle, rheo, rheo-tuned, rheo:m=K/2:proxy=tail.")
+    s.add_argument("--vocab", type=positive_int, default=d.vocab_size, metavar="V",
+                   help=f"vocabulary size (default {d.vocab_size})")
+    s.add_argument("--sparse", type=positive_int, default=d.draft_top_k, metavar="K",
+                   help=f"sparse draft top-K (default {d.draft_top_k})")
+    s.add_argument("--no-sparse", action="store_true", help="dense draft")
+    s.add_argument("--mismatch", type=mismatch_arg, nargs="+", default=list(d.mismatch), metavar="LEVEL",
+                   help=f"draft mismatch levels (default {' '.join(d.mismatch)})")
+    s.add_argument("--temperatures", type=float_range(lo=0.0), nargs="+", default=list(d.temperatures),
+                   metavar="T", help="target temperatures (default " + " ".join(f"{t:g}" for t in d.temperatures) + ")")
+    s.add_argument("--trees", type=tree_arg, nargs="+", default=list(d.trees), metavar="K,D,N",
+                   help="tree sizes (default " + " ".join(",".join(map(str, t)) for t in d.trees) + ")")
+    s.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS), metavar="SPEC",
+                   help="method specs (default " + " ".join(DEFAULT_METHODS) + ")")
+    s.add_argument("--steps", type=positive_int, default=d.steps, help=f"steps per point (default {d.steps})")
+    s.add_argument("--seed", type=seed_arg, default=d.seed, help="language and sampling seed (default 0)")
+    s.add_argument("--workers", type=threads_arg, default=d.workers,
+                   help=f"processes, at most the machine's cores (default {d.workers})")
+    s.add_argument("--temper-draft", action="store_true", help="apply the temperature to the draft too")
+    s.add_argument("--out", default="sweep-results", metavar="DIR", help="output folder (default sweep-results)")
+    s.add_argument("--stem", default="sweep", help="file name stem of the CSV and PNG (default sweep)")
+    s.add_argument("--no-plot", action="store_true", help="skip the PNG")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..sweep import SweepConfig, format_table, sweep_to_files
+
+    cfg = SweepConfig(vocab_size=args.vocab, draft_top_k=None if args.no_sparse else args.sparse,
+                      mismatch=tuple(args.mismatch), temperatures=tuple(args.temperatures), trees=tuple(args.trees),
+                      methods=tuple(args.methods), steps=args.steps, seed=args.seed, workers=args.workers,
+                      temper_draft=args.temper_draft)
+    out = sweep_to_files(cfg, args.out, stem=args.stem, progress=not args.no_progress, plot=not args.no_plot)
+    print(format_table(out.rows))
+    print(f"csv: {out.csv_path}" + (f"\npng: {out.png_path}" if out.png_path else "") + f"\ntime: {out.seconds:.1f} s",
+          file=sys.stdout)
+    return 0

@@ -1,0 +1,343 @@
+"""The method registry: tree families, named presets and the default tree sizes.
+
+A *method* is one speculative-decoding step: a tree family's builder configured by its fields,
+plus the per-node verifier walked over the finished tree (docs/theory.md sections 2 and 3).
+Each family is a frozen dataclass subclass of :class:`Method`, registered with
+:func:`register`; its fields carry their own command-line metadata (:func:`option`), so every
+command, the hypothesis strategies and the counterexample search discover a new family from
+the registry alone. A *preset* is a named, fully specified choice of family and fields; the
+tree size (K, D, N) it leaves open comes from the command family's row of :data:`TREE_SIZES`.
+
+>>> m = resolve("eagle", size="toy")
+>>> (m.family, m.top_k, m.depth, m.budget, m.verifier)
+('eagle', 3, 3, 8, 'onehot')
+>>> resolve("rheo:proxy=tail", size=(2, 4, 8)).describe()
+'rheo K=2 D=4 N=8 head=1 proxy=tail fillers=rank verifier=ot'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar
+
+from ..errors import TreeError, VerifierError
+from ..verify import get_verifier
+
+__all__ = ["Method", "Preset", "option", "register", "FAMILIES", "PRESETS", "TREE_SIZES", "SIZE_FIELDS",
+           "family_class", "make_method", "resolve", "field_options", "presets_table"]
+
+#: Registered families: name -> Method subclass (filled by :func:`register`).
+FAMILIES: dict[str, type] = {}
+
+#: Named presets: name -> :class:`Preset` (filled by :func:`preset`).
+PRESETS: dict = {}
+
+#: The tree-size fields a command family fills when neither the preset nor the user sets them.
+SIZE_FIELDS = ("top_k", "depth", "budget")
+
+#: Default tree size (K, D, N) per command family. One table: every command names its row.
+#:
+#: - ``toy``: ``certify``, ``counterexample`` and ``mc`` (exact enumeration stays small);
+#: - ``sweep``: ``sweep`` (V = 1000 synthetic pairs);
+#: - ``builtin``: ``decode``/``bench`` with the built-in character-level pair (a small tree gave
+#:   the best measured CPU wall-clock at T = 1, README "Decoding");
+#: - ``model``: ``decode``/``bench`` with larger models (SmolLM2).
+TREE_SIZES: dict[str, tuple[int, int, int]] = {
+    "toy": (3, 3, 8),
+    "sweep": (6, 5, 32),
+    "builtin": (2, 4, 8),
+    "model": (4, 6, 20),
+}
+
+
+def option(default=None, *, help: str, label: str | None = None, parse: Callable | None = None,
+           choices: tuple | None = None, metavar: str | None = None, search: tuple | None = None):
+    """A family field with its command-line metadata.
+
+    ``label`` names the field in :meth:`Method.describe` (default: the field name); ``parse``
+    turns a command-line or spec-string value into the field's type (default: ``str``, or an
+    integer for integer defaults); ``choices`` are the admitted values; ``search`` is the small
+    inclusive range ``(lo, hi)`` the hypothesis strategies and the counterexample search draw
+    integers from. The flag is ``--`` + the field name with ``_`` as ``-``.
+    """
+    return field(default=default, metadata=dict(help=help, label=label, parse=parse, choices=choices,
+                                                 metavar=metavar, search=search))
+
+
+def positive_int(text) -> int:
+    """An integer >= 1 (command-line and spec-string values of size fields)."""
+    try:
+        v = int(text)
+    except (TypeError, ValueError):
+        raise TreeError(f"{text!r} is not an integer") from None
+    if v < 1:
+        raise TreeError(f"{text!r} must be >= 1")
+    return v
+
+
+def _check_int(name: str, v, lo: int) -> None:
+    if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+        raise TreeError(f"{name} must be an integer >= {lo}, got {v!r}")
+
+
+@dataclass(frozen=True)
+class Method:
+    """Base of every tree family: a fully resolved, plain-data description of one step.
+
+    Subclasses set the class attributes below, declare their fields with :func:`option`, and
+    implement :meth:`builder`. ``verifier`` is common to all: the per-node rule walked over the
+    finished tree (docs/theory.md section 3), ``None`` meaning the family's default.
+    """
+
+    family: ClassVar[str] = ""  # registry name
+    summary: ClassVar[str] = ""  # one line for `rheo methods`
+    verifiers: ClassVar[tuple[str, ...]] = ()  # admitted per-node verifiers, the default first
+    #: integer fields the counterexample search shrinks (in this order) and that bound the depth
+    shrink_fields: ClassVar[tuple[str, ...]] = ()
+
+    verifier: str | None = option(None, help="per-node verifier (default: the family's first)")
+
+    def __post_init__(self):
+        ver = self.verifier or self.default_verifier()
+        get_verifier(ver)  # unknown names
+        if ver not in self.verifiers:
+            raise VerifierError(f"verifier {ver!r} does not apply to {self.family} trees; "
+                                f"choose from {', '.join(self.verifiers)}")
+        object.__setattr__(self, "verifier", ver)
+        self.validate()
+
+    # -- what a family provides -------------------------------------------------------------
+    def default_verifier(self) -> str:
+        return self.verifiers[0]
+
+    def validate(self) -> None:
+        """Check and normalise the fields (``object.__setattr__`` on a frozen instance)."""
+
+    def builder(self, pair, cache=None) -> Callable:
+        """A function ``chooser -> Tree`` building this method's draft tree on ``pair``."""
+        raise NotImplementedError
+
+    @property
+    def nodes(self) -> int:
+        """Most draft nodes a tree of this method holds (the node budget methods are compared at)."""
+        raise NotImplementedError
+
+    def at_temperature(self, temperature: float) -> "Method":
+        """The method actually run at target temperature T (most families: itself)."""
+        return self
+
+    def known_lossy(self) -> str | None:
+        """Why this method is known to be lossy (docs/theory.md section 8), or None."""
+        return None
+
+    @classmethod
+    def size_from_fields(cls, fields: dict) -> bool:
+        """True when ``fields`` already fix the tree's size (then no TREE_SIZES row is applied)."""
+        return False
+
+    def fit(self, **changes) -> "Method":
+        """A copy with ``changes``, dependent fields adjusted to stay valid (e.g. rheo's head <= K-1)."""
+        return dataclasses.replace(self, **changes)
+
+    # -- shared behaviour --------------------------------------------------------------------
+    @property
+    def verify(self) -> Callable:
+        """The per-node rule (docs/theory.md section 3)."""
+        return get_verifier(self.verifier)
+
+    @property
+    def tree_verifier(self):
+        """The verifier as a map from a finished tree to the law of Z (docs/theory.md section 7)."""
+        from ..verify import tree_verifier
+
+        return tree_verifier(self.verifier)
+
+    @property
+    def method(self) -> str:
+        """The family name (kept for callers that read ``method.method``)."""
+        return self.family
+
+    def fields(self) -> dict:
+        """Field name -> value, in declaration order."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def describe(self) -> str:
+        """One line: the family, then ``label=value`` for every field."""
+        parts = [self.family]
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.name == "verifier":
+                continue
+            if isinstance(v, tuple):
+                v = [list(t) for t in v]
+            parts.append(f"{f.metadata.get('label') or f.name}={v}")
+        parts.append(f"verifier={self.verifier}")
+        return " ".join(parts)
+
+    def to_dict(self) -> dict:
+        """The fully resolved spec as JSON-ready data: ``{"family": name, field: value, ...}``.
+
+        Two results describe the same method exactly when their ``method`` objects are equal.
+        """
+        d = {"family": self.family}
+        for k, v in self.fields().items():
+            d[k] = [list(t) for t in v] if isinstance(v, tuple) else v
+        return d
+
+
+def register(cls: type) -> type:
+    """Class decorator adding a :class:`Method` subclass to :data:`FAMILIES`."""
+    if not (isinstance(cls, type) and issubclass(cls, Method)) or not cls.family:
+        raise TypeError("register takes a Method subclass with a family name")
+    if cls.family in FAMILIES or cls.family in PRESETS:
+        raise ValueError(f"family {cls.family!r} is registered twice")
+    if not cls.verifiers:
+        raise ValueError(f"family {cls.family!r} admits no verifier")
+    FAMILIES[cls.family] = cls
+    return cls
+
+
+def family_class(name: str) -> type:
+    """The registered family ``name``; an unknown name is an error, never a fall-through."""
+    cls = FAMILIES.get(name)
+    if cls is None:
+        raise TreeError(f"unknown method family {name!r}; choose from {', '.join(FAMILIES)}")
+    return cls
+
+
+def make_method(method: str, **fields) -> Method:
+    """The method of family ``method`` with ``fields``; size fields not given take the ``toy`` row
+    of :data:`TREE_SIZES`, other fields their family defaults (no preset is applied).
+
+    >>> make_method("chain", depth=2).describe()
+    'chain D=2 verifier=sequential'
+    >>> make_method("rheo").describe()
+    'rheo K=3 D=3 N=8 head=2 proxy=next fillers=rank greedy=same verifier=ot'
+    """
+    family_class(method)
+    return resolve({"family": method}, size="toy", **fields)
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named method: a family and the fields it fixes (the tree size may stay open)."""
+
+    name: str  # the name every command accepts (`--preset NAME`, sweep specs)
+    family: str  # registered family
+    fields: dict  # fixed fields (sizes not listed come from the command's TREE_SIZES row)
+    summary: str  # what it is and why (one or two sentences, with the evidence)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "family": self.family, "fields": dict(self.fields), "summary": self.summary}
+
+
+def preset(name: str, family: str, summary: str, **fields) -> Preset:
+    """Register a preset (validated against its family's fields at a toy size)."""
+    if name in PRESETS:
+        raise ValueError(f"preset {name!r} is defined twice")
+    p = Preset(name, family, dict(fields), summary)
+    PRESETS[name] = p
+    return p
+
+
+def field_options(cls: type) -> dict:
+    """Field name -> its :func:`option` metadata, for one family."""
+    return {f.name: dict(f.metadata) for f in dataclasses.fields(cls)}
+
+
+def _parse_value(cls: type, name: str, text):
+    meta = field_options(cls)[name]
+    if not isinstance(text, str):
+        return text
+    parse = meta.get("parse")
+    if parse is not None:
+        return parse(text)
+    choices = meta.get("choices")
+    if choices is not None and text not in choices:
+        raise TreeError(f"{name}={text!r} is not one of {', '.join(map(str, choices))}")
+    return text
+
+
+def _split_spec(spec: str) -> tuple[str, dict]:
+    name, *opts = spec.split(":")
+    kv = {}
+    for opt in opts:
+        key, eq, val = opt.partition("=")
+        if not eq or not key:
+            raise TreeError(f"bad option {opt!r} in method spec {spec!r}; use name:field=value:...")
+        kv[key.replace("-", "_")] = val
+    return name, kv
+
+
+#: Short option names accepted in spec strings (``rheo:m=1``).
+SPEC_ALIASES = {"m": "head", "k": "top_k", "d": "depth", "n": "budget"}
+
+
+def resolve(spec, size: str | tuple | None = None, **overrides) -> Method:
+    """The fully resolved :class:`Method` of a spec.
+
+    ``spec`` is a :class:`Method` (returned with ``overrides`` applied), a preset or family name
+    with optional ``:field=value`` options (``rheo:m=1:proxy=tail``), or a dict
+    ``{"family": ..., field: value}``. Size fields neither the spec nor ``overrides`` set come
+    from ``size``: a :data:`TREE_SIZES` row name or a ``(K, D, N)`` tuple. ``overrides`` with
+    value None are ignored; one naming a field the family lacks is an error naming it.
+
+    >>> resolve("rheo", size="toy").to_dict()["head"]
+    1
+    >>> resolve("chain", size="toy", shape=[[0]])
+    Traceback (most recent call last):
+    ...
+    rheotheory.errors.TreeError: --shape does not apply to chain (its options: --depth, --verifier)
+    """
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    if isinstance(spec, Method):
+        return spec.fit(**overrides) if overrides else spec
+    if isinstance(spec, dict):
+        spec = dict(spec)
+        name = spec.pop("family", None) or spec.pop("method", None)
+        if not isinstance(name, str):
+            raise TreeError(f"a method object needs a 'family' name, got {name!r}")
+        opts = spec
+        if name not in FAMILIES:  # NOTE: a method object names a family, never a preset
+            raise TreeError(f"unknown method family {name!r}; choose from {', '.join(FAMILIES)}")
+    elif isinstance(spec, str) and spec:
+        name, opts = _split_spec(spec)
+        opts = {SPEC_ALIASES.get(k, k): v for k, v in opts.items()}
+    else:
+        raise TreeError(f"a method spec must be a preset or family name, got {spec!r}")
+    if name in PRESETS and not isinstance(spec, dict):
+        p = PRESETS[name]
+        cls, fields = FAMILIES[p.family], dict(p.fields)
+    elif name in FAMILIES:
+        cls, fields = FAMILIES[name], {}
+    else:
+        raise TreeError(f"unknown method {name!r}; presets: {', '.join(PRESETS)}; families: {', '.join(FAMILIES)}")
+    names = [f.name for f in dataclasses.fields(cls)]
+    given = {**opts, **overrides}
+    bad = [k for k in given if k not in names]
+    if bad:
+        flags = ", ".join("--" + n.replace("_", "-") for n in names)
+        raise TreeError(f"--{bad[0].replace('_', '-')} does not apply to {cls.family} (its options: {flags})")
+    for k, v in opts.items():
+        fields[k] = _parse_value(cls, k, v)
+    fields.update(overrides)
+    if size is not None and not cls.size_from_fields(fields):
+        if isinstance(size, str):
+            if size not in TREE_SIZES:
+                raise TreeError(f"unknown tree-size row {size!r}; choose from {', '.join(TREE_SIZES)}")
+            size = TREE_SIZES[size]
+        for k, v in zip(SIZE_FIELDS, size):
+            if k in names and k not in fields:
+                fields[k] = v
+    return cls(**fields)
+
+
+def presets_table() -> list[dict]:
+    """Every preset resolved at every command family's default size (``rheo methods --json``)."""
+    out = []
+    for p in PRESETS.values():
+        d = p.to_dict()
+        d["resolved"] = {row: resolve(p.name, size=row).to_dict() for row in TREE_SIZES}
+        out.append(d)
+    return out
