@@ -288,7 +288,7 @@ def resolve(spec, size: str | tuple | None = None, **overrides) -> Method:
     >>> resolve("chain", size="toy", shape=[[0]])
     Traceback (most recent call last):
     ...
-    rheotheory.errors.TreeError: --shape does not apply to chain (its options: --depth, --verifier)
+    rheotheory.errors.TreeError: --shape does not apply to chain (its options: --verifier, --depth)
     """
     overrides = {k: v for k, v in overrides.items() if v is not None}
     if isinstance(spec, Method):
