@@ -12,7 +12,7 @@ tree size (K, D, N) it leaves open comes from the command family's row of :data:
 >>> (m.family, m.top_k, m.depth, m.budget, m.verifier)
 ('eagle', 3, 3, 8, 'onehot')
 >>> resolve("rheo:proxy=tail", size=(2, 4, 8)).describe()
-'rheo K=2 D=4 N=8 head=1 proxy=tail fillers=rank verifier=ot'
+'rheo K=2 D=4 N=8 head=1 proxy=tail fillers=rank greedy=same verifier=ot'
 """
 
 from __future__ import annotations
