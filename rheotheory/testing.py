@@ -15,7 +15,8 @@ from . import laws
 from .pairs import ToyPair, prefixes
 from .verify import Candidate
 
-__all__ = ["exact_laws", "law_pairs", "toy_pairs", "det_plus_sample", "iid_candidates", "wor_candidates"]
+__all__ = ["exact_laws", "law_pairs", "toy_pairs", "det_plus_sample", "iid_candidates", "wor_candidates",
+           "methods"]
 
 #: Largest integer weight used to build exact laws: small denominators keep proofs fast and
 #: still produce every ordering/sign case of min/max.
@@ -108,3 +109,37 @@ def iid_candidates(law, k: int):
 def wor_candidates(law, k: int):
     """Every outcome of k successive draws without replacement: (weight, [Candidate])."""
     return _draws_wor(law, k)
+
+
+@st.composite
+def methods(draw, families=None, max_depth: int = 2):
+    """A :class:`~rheotheory.methods.Method` of a registered family, every field drawn from its
+    :func:`~rheotheory.methods.option` metadata (``choices``, or integers in ``search``); draws
+    the family rejects (e.g. a head larger than K - 1) are filtered out.
+
+    Families come from the registry, so a new family is property-tested with no edit here.
+    Depths are capped at ``max_depth`` (exact enumeration stays small).
+    """
+    from hypothesis import assume
+
+    from .errors import RheoError
+    from .methods import FAMILIES, field_options, resolve
+
+    name = draw(st.sampled_from(sorted(families or FAMILIES)))
+    cls = FAMILIES[name]
+    fields = {}
+    for field_name, meta in field_options(cls).items():
+        if field_name == "verifier":
+            fields[field_name] = draw(st.sampled_from(cls.verifiers))
+        elif meta.get("choices"):
+            fields[field_name] = draw(st.sampled_from(meta["choices"]))
+        elif meta.get("search"):
+            lo, hi = meta["search"]
+            if field_name == "depth":
+                hi = min(hi, max_depth)
+            fields[field_name] = draw(st.integers(lo, max(lo, hi)))
+    try:
+        method = resolve({"family": name, **fields}, size=(2, min(2, max_depth), 4))
+    except RheoError:
+        assume(False)
+    return method
