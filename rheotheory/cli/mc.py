@@ -34,7 +34,7 @@ def register(sub) -> None:
         description="Sample steps of a method, complete short outputs with fresh target samples and test the "
         "extended output law against the target for every length 1..D+1 (Pearson chi-square with pooled rare "
         "cells, Bonferroni over lengths; docs/theory.md section 6). Prints the statistic, p-value, sample size, "
-        "verdict and tokens per step with a 95%% interval. Without INSTANCE a seeded synthetic pair is used.")
+        "verdict and tokens per step with a 95% interval. Without INSTANCE a seeded synthetic pair is used.")
     m.add_argument("instance", nargs="?", default=None, help="instance JSON (toy pair); default: a synthetic pair")
     add_method_arguments(m, size="toy")
     g = m.add_argument_group("synthetic pair (only when no INSTANCE is given)")
