@@ -15,6 +15,7 @@ floating point. Torch tensors are supported by the few helpers that the real-mod
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 from numbers import Rational
 from typing import Iterable, Sequence
@@ -42,6 +43,7 @@ __all__ = [
     "temper_logits",
     "top_k_mask",
     "parse_number",
+    "parse_probability",
     "format_number",
 ]
 
@@ -58,29 +60,121 @@ def is_exact(a) -> bool:
     return isinstance(a, Rational)
 
 
+#: Longest run of digits in one integer of a probability (numerator, denominator, decimal
+#: mantissa): CPython's default int/str conversion limit, fixed here so that what the reader
+#: accepts does not depend on ``sys.set_int_max_str_digits``. ``format_number`` cannot write more.
+MAX_INT_DIGITS = 4300
+
+#: Longest probability text accepted (surrounding whitespace excluded): an exact "a/b" with
+#: numerator and denominator of MAX_INT_DIGITS digits each, with room for a sign.
+MAX_NUMBER_CHARS = 2 * MAX_INT_DIGITS + 2
+
+#: Largest |exponent| of a decimal probability text. "1e-1000" is still a 1001-digit exact
+#: rational; NOTE: the bound is checked before parsing, because Fraction("1e-999999999") would
+#: build a billion-digit power of ten.
+MAX_EXPONENT = 1000
+
+#: The probability text grammar, ASCII only: a fraction "a/b", or a decimal with an optional
+#: exponent. Unicode digits, digit-group underscores and spaces around "/" (all accepted by
+#: ``Fraction``) are refused, so every reader of the format agrees on every entry.
+_NUMBER_TEXT = re.compile(r"""
+    [-+]?
+    (?: (?P<num>[0-9]+) / (?P<den>[0-9]+)
+      | (?P<int>[0-9]*) (?: \. (?P<frac>[0-9]*) )? (?: [eE] (?P<exp>[-+]?[0-9]+) )?
+    )""", re.VERBOSE | re.ASCII)
+
+
+def _show(value, width: int = 40) -> str:
+    """``repr(value)`` cut to ``width`` characters, for one-line error messages."""
+    try:
+        text = repr(value)
+    except ValueError:  # NOTE: an int beyond the int/str conversion limit has no repr
+        return f"<{type(value).__name__} too long to print>"
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _parse_text(value: str) -> Fraction:
+    """The exact value of a probability text, its size bounded before anything is computed."""
+    text = value.strip(" \t\r\n")
+    if len(text) > MAX_NUMBER_CHARS:
+        raise LawError(f"probability text of {len(text)} characters is longer than {MAX_NUMBER_CHARS}")
+    m = _NUMBER_TEXT.fullmatch(text)
+    if m is None or (m["num"] is None and not (m["int"] or m["frac"])):
+        if text.lower().lstrip("+-") in {"nan", "inf", "infinity"}:
+            raise LawError(f"probability {_show(value)} is not finite")
+        raise LawError(f"probability {_show(value)} is not a number (use a decimal or 'a/b')")
+    digits = (m["num"], m["den"]) if m["num"] is not None else ((m["int"] or "") + (m["frac"] or ""),)
+    if max(len(d) for d in digits) > MAX_INT_DIGITS:
+        raise LawError(f"probability {_show(value)} has an integer of more than {MAX_INT_DIGITS} digits")
+    exp = m["exp"]
+    if exp is not None and (len(exp.lstrip("+-")) > len(str(MAX_EXPONENT)) or abs(int(exp)) > MAX_EXPONENT):
+        raise LawError(f"probability {_show(value)} has an exponent beyond +-{MAX_EXPONENT}")
+    try:
+        return Fraction(text)
+    except ZeroDivisionError:
+        raise LawError(f"probability {_show(value)} has a zero denominator") from None
+
+
 def parse_number(value, exact: bool):
-    """Parse one table entry: an int/float JSON number, or a string "a/b" or decimal."""
+    """Parse one number: an int/float, a Fraction, or a string "a/b" or decimal.
+
+    Strings follow an ASCII grammar (a fraction "a/b" or a decimal with an optional exponent)
+    whose length, digit runs and exponent are bounded (:data:`MAX_NUMBER_CHARS`,
+    :data:`MAX_INT_DIGITS`, :data:`MAX_EXPONENT`) before the value is computed. Floats are read
+    through their shortest repr, so 0.1 is exactly 1/10. NaN, infinities and (with
+    ``exact=False``) values beyond float64 raise :class:`LawError`. Table entries are read with
+    :func:`parse_probability`, which also requires [0, 1].
+
+    >>> parse_number("1/3", exact=True), parse_number(0.25, exact=True), parse_number("5e-1", exact=False)
+    (Fraction(1, 3), Fraction(1, 4), 0.5)
+    >>> parse_number("1e-999999999", exact=True)
+    Traceback (most recent call last):
+    ...
+    rheotheory.errors.LawError: probability '1e-999999999' has an exponent beyond +-1000
+    """
     if isinstance(value, bool):
         raise LawError(f"probability {value!r} is a boolean, not a number")
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            num = Fraction(text)
-        except (ValueError, ZeroDivisionError):
-            lowered = text.lower()
-            if lowered in {"nan", "inf", "-inf", "+inf", "infinity", "-infinity"}:
-                raise LawError(f"probability {value!r} is not finite") from None
-            raise LawError(f"probability {value!r} is not a number (use a decimal or 'a/b')") from None
-        return num if exact else float(num)
-    if isinstance(value, (int, np.integer)):
-        return Fraction(int(value)) if exact else float(value)
     if isinstance(value, (float, np.floating)):
         if not math.isfinite(value):
             raise LawError(f"probability {value!r} is not finite")
         return Fraction(str(value)) if exact else float(value)
-    if isinstance(value, Fraction):
-        return value if exact else float(value)
-    raise LawError(f"probability {value!r} has unsupported type {type(value).__name__}")
+    if isinstance(value, str):
+        num = _parse_text(value)
+    elif isinstance(value, (int, np.integer)):
+        num = Fraction(int(value))
+    elif isinstance(value, Fraction):
+        num = value
+    else:
+        raise LawError(f"probability {_show(value)} has unsupported type {type(value).__name__}")
+    if exact:
+        return num
+    if abs(num) > _FLOAT_MAX:  # NOTE: float() would raise OverflowError
+        raise LawError(f"probability {_show(value)} is beyond the float64 range")
+    return float(num)
+
+
+_FLOAT_MAX = Fraction(np.finfo(np.float64).max)
+
+
+def parse_probability(value, exact: bool):
+    """Parse one table entry: :func:`parse_number`, then a check that it lies in [0, 1].
+
+    >>> parse_probability("1/3", exact=False) == 1 / 3
+    True
+    >>> parse_probability("3/2", exact=True)
+    Traceback (most recent call last):
+    ...
+    rheotheory.errors.LawError: probability '3/2' is greater than 1
+    """
+    # NOTE: parsed exactly, so the range check cannot overflow; converted to float afterwards.
+    num = parse_number(value, exact=True)
+    if num < 0:
+        raise LawError(f"probability {_show(value)} is negative")
+    if num > 1:
+        raise LawError(f"probability {_show(value)} is greater than 1")
+    if exact or isinstance(value, (float, np.floating)):
+        return num if exact else float(value)
+    return float(num)
 
 
 def format_number(x) -> str:
