@@ -280,20 +280,22 @@ class Certificate:
     seconds: float = 0.0
 
     def to_dict(self) -> dict:
+        """Plain JSON types only. NOTE: in float mode the verdict is a numpy bool and the worst
+        sequence may hold numpy ints, which json cannot write, so every field is converted."""
         fmt = laws.format_number
         return {
-            "lossless": self.lossless,
+            "lossless": bool(self.lossless),
             "max_deviation": fmt(self.max_deviation),
-            "worst_sequence": list(self.worst_sequence) if self.worst_sequence is not None else None,
+            "worst_sequence": [int(t) for t in self.worst_sequence] if self.worst_sequence is not None else None,
             "max_deviation_by_length": [fmt(x) for x in self.per_length],
             "tokens_per_step": fmt(self.tokens_per_step),
             "tokens_per_step_float": float(self.tokens_per_step),
-            "outcomes": self.outcomes,
-            "classes": self.classes,
-            "branches": self.branches,
-            "exact": self.exact,
+            "outcomes": int(self.outcomes),
+            "classes": int(self.classes),
+            "branches": int(self.branches),
+            "exact": bool(self.exact),
             "method": self.method.to_dict(),
-            "seconds": round(self.seconds, 4),
+            "seconds": round(float(self.seconds), 4),
         }
 
 
