@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from rheotheory import make_method, certify, random_pair
+from rheotheory import certify, random_pair, resolve
 
 #: (V, K, D, N, method kwargs); the last rheo row is the issue's reference case.
 CASES = [
@@ -45,11 +45,8 @@ def main():
     print(header)
     print("-" * len(header))
     for V, K, D, N, kw in cases:
-        if kw["method"] in ("eagle", "rheo"):
-            kw = dict(kw, top_k=K, depth=D, budget=N)
-        elif kw["method"] == "chain":
-            kw = dict(kw, depth=D)
-        method = make_method(**kw)
+        fields = {k: v for k, v in kw.items() if k != "method"}
+        method = resolve({"family": kw["method"], **fields}, size=(K, D, N))  # K, D, N where the family has them
         worst, rows = 0.0, []
         for seed in range(args.seeds):
             pair = random_pair(V, D, seed=seed)

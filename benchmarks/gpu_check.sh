@@ -43,7 +43,7 @@ import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]
 print(f"{'method':<15} {'T':>4} {'tok/step':>9} {'tok/s':>8} {'speed-up':>9}")
 for r in rows:
-    print(f"{r['method']:<15} {r['temperature']:>4g} {r['tokens_per_step']:>9.3f} "
+    print(f"{r['name']:<15} {r['temperature']:>4g} {r['tokens_per_step']:>9.3f} "
           f"{r['tokens_per_second']:>8.1f} {r['speedup']:>8.2f}x")
 PY
 fi

@@ -58,6 +58,22 @@ def register(sub) -> None:
     s.set_defaults(func=run)
 
 
+def check_out_dir(path: str) -> None:
+    """Refuse an output folder that cannot be written before any work starts."""
+    import os
+
+    from ..errors import RheoError
+
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise RheoError(f"--out {path!r} exists and is not a folder")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise RheoError(f"--out {path!r}: cannot create the folder ({e.strerror})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise RheoError(f"--out {path!r} is not writable")
+
+
 def run(args) -> int:
     from ..sweep import SweepConfig, format_table, sweep_to_files
 
@@ -65,6 +81,7 @@ def run(args) -> int:
                       mismatch=tuple(args.mismatch), temperatures=tuple(args.temperatures), trees=tuple(args.trees),
                       methods=tuple(args.methods), steps=args.steps, seed=args.seed, workers=args.workers,
                       temper_draft=args.temper_draft)
+    check_out_dir(args.out)
     out = sweep_to_files(cfg, args.out, stem=args.stem, progress=not args.no_progress, plot=not args.no_plot)
     print(format_table(out.rows))
     print(f"csv: {out.csv_path}" + (f"\npng: {out.png_path}" if out.png_path else "") + f"\ntime: {out.seconds:.1f} s",

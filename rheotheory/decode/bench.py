@@ -160,8 +160,9 @@ def format_table(rows, header: bool = True) -> str:
 
 
 def table_json(rows) -> list[dict]:
-    return [{"method": r.method, "description": r.description, "temperature": r.temperature,
+    """Rows as JSON-ready dicts: ``name`` is the spec as given, ``method`` the resolved method object."""
+    return [{"name": r.method, "method": r.resolved, "description": r.description, "temperature": r.temperature,
              "tokens_per_step": r.tokens_per_step, "tokens_per_second": r.tokens_per_second,
              "speedup": r.speedup, "nodes_per_step": r.nodes_per_step, "steps": r.steps,
-             "seconds": r.seconds, "resolved": r.resolved} for r in rows]
+             "seconds": r.seconds} for r in rows]
 
