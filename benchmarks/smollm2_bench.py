@@ -26,7 +26,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--draft", default=DEFAULT_DRAFT, help="int<bits> or layers:<n> (default int4)")
     ap.add_argument("--temperatures", default="0,0.5,1")
-    ap.add_argument("--methods", default="autoregressive,chain,eagle,rheo")
+    # NOTE: the README's SmolLM2 table ran rheo with head K-1 and the tail proxy, spelled out here.
+    ap.add_argument("--methods", default="autoregressive,chain,eagle,rheo:m=K-1:proxy=tail",
+                    help="comma-separated method specs (presets or families with :field=value options)")
     ap.add_argument("--top-k", type=int, default=4)
     ap.add_argument("--depth", type=int, default=6)
     ap.add_argument("--budget", type=int, default=20)
@@ -47,15 +49,14 @@ def main() -> None:
               f"{len(ACCEPTANCE_TEXTS)} fixed texts)")
     t_t, t_d, ratio = cost_ratio(pair)
     print(f"one cached pass: target {t_t * 1e3:.1f} ms, draft {t_d * 1e3:.1f} ms (cost ratio {ratio:.2f})")
-    wanted = [m.strip() for m in args.methods.split(",")]
-    methods = [m for m in bench_methods(args.top_k, args.depth, args.budget)
-               if (m if isinstance(m, str) else m.method) in wanted]
+    named = bench_methods([m.strip() for m in args.methods.split(",") if m.strip()],
+                          size=(args.top_k, args.depth, args.budget))
     temps = [float(t) for t in args.temperatures.split(",")]
     print(f"K={args.top_k} D={args.depth} N={args.budget}, {args.max_new_tokens} tokens x {args.prompts} prompts, "
           f"seed {args.seed}")
     print(format_table([], header=True))
-    rows = run_bench(pair, methods, temps, args.max_new_tokens, 1, args.seed, prompts=SMOL_PROMPTS[:args.prompts],
-                     log=print)
+    rows = run_bench(pair, [m for _, m in named], temps, args.max_new_tokens, 1, args.seed,
+                     prompts=SMOL_PROMPTS[:args.prompts], log=print, names=[n for n, _ in named])
     print()
     print(format_table(rows))
 
