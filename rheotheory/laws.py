@@ -39,6 +39,7 @@ __all__ = [
     "residual",
     "rank",
     "tv",
+    "inverse_cdf",
     "softmax",
     "temper_logits",
     "top_k_mask",
@@ -366,6 +367,36 @@ def tv(p, q):
     """
     d = p - q
     return total(pos(d))
+
+
+def inverse_cdf(weights, u: float) -> int:
+    r"""The index drawn by the uniform ``u`` from the law proportional to ``weights``.
+
+    With :math:`C_i = \sum_{j \le i} w_j` the cumulative weights (``# [n]``), this is the first
+    :math:`i` with :math:`u\,C_{n-1} < C_i`, so index :math:`i` is drawn with probability
+    :math:`w_i / C_{n-1}` when :math:`u \sim U[0, 1)`, and an index of zero weight never is.
+    Every random choice of the package (builders' draws, the sampled walk, the decoder) is one
+    call of this function with the next uniform of its stream.
+
+    Parameters
+    ----------
+    weights : (n,)
+        Non-negative weights (exact or float; computed in float64), not all zero.
+    u : float
+        A uniform draw in [0, 1).
+
+    >>> inverse_cdf([0.0, 1.0, 0.0, 3.0], 0.2), inverse_cdf([0.0, 1.0, 0.0, 3.0], 0.25)
+    (1, 3)
+    """
+    w = np.maximum(np.asarray(weights, dtype=np.float64), 0.0)  # [n] NOTE: clears float round-off below 0
+    c = w.cumsum()  # [n]
+    total = c[-1]
+    if not total > 0:
+        raise LawError("cannot sample from an all-zero law")
+    i = int(c.searchsorted(u * total, side="right"))
+    if i >= w.shape[0]:  # NOTE: u * total rounded up to the total; take the last token of positive weight
+        i = int(np.flatnonzero(w)[-1])
+    return i
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:

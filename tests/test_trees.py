@@ -184,3 +184,23 @@ def test_prefetch_hook_keeps_the_exact_step_law(method):
     hooked.calls.clear()
     method.builder(hooked)(RandomChooser(np.random.default_rng(0)))
     assert len(hooked.calls) <= deepest - 1  # at most one call per expanded layer below the root
+
+
+def test_member_law_with_assigned_tokens_equals_the_resolved_tree():
+    # the walk assigns tokens to unresolved draws without writing them into the tree: the member
+    # laws it then reads are those of the tree with the same tokens resolved
+    pair = table_pair(4, 1, lambda k: ["1/2", "1/4", "1/8", "1/8"])
+    shape = parse_shape([[0], [1], [2]])
+    lazy = build_static(pair, shape, "wor", ReplayChooser(()))
+    kids = lazy.kept_children(0)
+    assert lazy.pending_draws(kids[2:]) == kids  # the last kid needs the earlier members first
+    known = dict(zip(kids, (1, 3, 0)))
+    resolved = build_static(pair, shape, "wor", ReplayChooser((1, 3, 0)))
+    for k in kids:
+        resolved.resolve(k, ReplayChooser((known[k],)))
+    for k in kids:
+        assert list(lazy.member_law(k, known)) == list(resolved.member_law(k))
+        assert lazy.candidate(k, known).token == known[k] and lazy.nodes[k].token is None
+    assert list(lazy.member_law(kids[2], known)) == [F(4, 5), 0, F(1, 5), 0]  # 1 and 3 removed, renormalised
+    with pytest.raises(TreeError, match="unresolved"):
+        lazy.member_law(kids[1])

@@ -22,6 +22,7 @@ from typing import Protocol
 import numpy as np
 
 from .. import laws
+from ..errors import TreeError
 from ..verify.rules import Candidate
 
 __all__ = [
@@ -76,14 +77,7 @@ class RandomChooser:
         self.rng = rng
 
     def draw(self, law) -> int:
-        w = laws.to_float(law) if law.dtype == object else np.asarray(law, dtype=np.float64)
-        c = np.cumsum(w)
-        u = self.rng.random() * c[-1]
-        tok = int(np.searchsorted(c, u, side="right"))
-        # NOTE: guard against u landing exactly on the total, or a trailing zero-mass token.
-        while tok >= len(w) or w[tok] <= 0:
-            tok -= 1
-        return tok
+        return laws.inverse_cdf(law, self.rng.random())
 
 
 @dataclass
@@ -128,19 +122,50 @@ class Tree:
         self.nodes[parent].children.append(idx)
         return idx
 
-    def member_law(self, idx: int):
-        """The law a SAMPLED node is drawn from, given the earlier members of its group."""
+    def token(self, idx: int, known: dict | None = None) -> int:
+        """The token of node ``idx``; an unresolved one is looked up in ``known`` (node -> token,
+        the values a walk has assigned to unresolved nodes without writing them into the tree)."""
+        tok = self.nodes[idx].token
+        if tok is None:
+            if known is None or idx not in known:
+                raise TreeError(f"node {idx} is unresolved and has no assigned token")
+            tok = known[idx]
+        return tok
+
+    def member_law(self, idx: int, known: dict | None = None):
+        r"""The law a SAMPLED node is drawn from, given the earlier members of its group (# [vocab]).
+
+        i.i.d. members (and the first member of any group) are drawn from the group's base law
+        :math:`q`; member :math:`i` of a without-replacement group from
+        :math:`q` restricted to :math:`V \setminus \{x_0, \dots, x_{i-1}\}` and renormalised.
+        Unresolved earlier members take their tokens from ``known`` (see :meth:`token`).
+        """
         node = self.nodes[idx]
         g = node.group
         if g.mode == "iid" or node.pos == 0:
             return g.base
-        earlier = [self.nodes[j].token for j in g.members[:node.pos]]
+        earlier = [self.token(j, known) for j in g.members[:node.pos]]
         return laws.restrict(g.base, earlier)
 
-    def draw_law(self, idx: int):
+    def draw_law(self, idx: int, known: dict | None = None):
         """The law an unresolved SAMPLED node's token is still to be drawn from."""
         node = self.nodes[idx]
-        return self.member_law(idx) if node.draw is None else node.draw
+        return self.member_law(idx, known) if node.draw is None else node.draw
+
+    def pending_draws(self, kids: list[int]) -> list[int]:
+        """The unresolved nodes whose tokens the candidates ``kids`` need, in draw order: each
+        unresolved kid, preceded by the unresolved earlier members of its without-replacement
+        group (kept or not: its member law depends on them)."""
+        out: list[int] = []
+        for k in kids:
+            node = self.nodes[k]
+            if node.token is not None:
+                continue
+            if node.group.mode == "wor":
+                out.extend(j for j in node.group.members[:node.pos] if self.nodes[j].token is None and j not in out)
+            if k not in out:
+                out.append(k)
+        return out
 
     def resolve(self, idx: int, chooser: Chooser) -> int:
         """The token of node ``idx``, drawing it (and the group members before it) if needed."""
@@ -207,19 +232,10 @@ class Tree:
         """Kept non-root nodes."""
         return sum(self.kept) - 1
 
-    def law_key(self, idx: int):
-        """Hashable identity of the law a resolved SAMPLED node was drawn from (None if DET)."""
+    def candidate(self, idx: int, known: dict | None = None) -> Candidate:
+        """Node ``idx`` as the verifier sees it: its token and, if SAMPLED, its member law."""
         node = self.nodes[idx]
-        if node.kind != SAMPLED:
-            return None
-        g = node.group
-        if g.mode == "iid":
-            return (g.key, "iid")
-        return (g.key, tuple(self.nodes[j].token for j in g.members[:node.pos]))
-
-    def candidate(self, idx: int) -> Candidate:
-        node = self.nodes[idx]
-        return Candidate(node.token, self.member_law(idx) if node.kind == SAMPLED else None)
+        return Candidate(self.token(idx, known), self.member_law(idx, known) if node.kind == SAMPLED else None)
 
     def canonical_key(self, idx: int = 0):
         """What the verifier sees below ``idx``: tokens (None if unresolved), kinds, group

@@ -1,4 +1,5 @@
-"""Per-node verifiers (transition laws) and the per-node optimal-transport optimum."""
+"""Verifiers: per-node transition laws, the walk that makes them tree verifiers, and the
+per-node optimal-transport optimum."""
 
 from .optimum import (
     optimum_linprog,
@@ -22,6 +23,18 @@ from .rules import (
     output_law,
     sequential,
 )
+from .walk import (
+    Branch,
+    EnumerateBranch,
+    Outcome,
+    PerNodeWalk,
+    SampleBranch,
+    TreeVerifier,
+    as_tree_verifier,
+    method_tree_verifier,
+    sample_outcome,
+    tree_verifier,
+)
 
 __all__ = [
     "Candidate",
@@ -35,6 +48,16 @@ __all__ = [
     "ot",
     "acceptance",
     "output_law",
+    "TreeVerifier",
+    "PerNodeWalk",
+    "Outcome",
+    "Branch",
+    "EnumerateBranch",
+    "SampleBranch",
+    "tree_verifier",
+    "as_tree_verifier",
+    "method_tree_verifier",
+    "sample_outcome",
     "optimum_pot",
     "optimum_linprog",
     "optimum_sets",

@@ -1,0 +1,252 @@
+r"""Verifiers at the tree level: a finished draft tree and the target laws -> the law of Z.
+
+One speculative step ends with the *output* :math:`Z`: the accepted draft tokens, then one token
+from the target (docs/theory.md section 3). A :class:`TreeVerifier` maps a finished tree (its
+tokens, the draft law each node was drawn from, the target law at each node) to the law of
+:math:`Z`. It never draws anything itself: every random choice goes through a *branch*, which
+decides how the verifier is evaluated:
+
+- :class:`EnumerateBranch` answers every choice with every outcome and its weight, so the
+  verifier's outcomes are all the values of :math:`Z` with their probabilities (exact
+  rationals or float64, as the laws are): the exhaustive certifier
+  (:func:`rheotheory.exact.step_law`);
+- :class:`SampleBranch` answers each choice with one outcome of weight 1, picked by
+  :func:`~rheotheory.laws.inverse_cdf` from the next uniform of a stream, so the verifier
+  yields one draw of :math:`Z`: Monte Carlo (a ``numpy.random.Generator``) and the decoder
+  (:class:`~rheotheory.decode.engine.UniformStream`).
+
+:class:`PerNodeWalk` is the verifier built from a per-node rule (:mod:`rheotheory.verify.rules`):
+starting at the root with path :math:`u`, at a node with kept children :math:`C` it takes the
+rule's transition law :math:`T = \mathrm{rule}(p(\cdot \mid u), C)` and continues into child
+:math:`c` with probability :math:`T_{\mathrm{cont}}[c]` or emits :math:`y` with probability
+:math:`T_{\mathrm{emit}}[y]` and stops; a node without kept children emits
+:math:`y \sim p(\cdot \mid u)` (the bonus token). Children whose tokens were never drawn (lazily
+drawn sampled leaves nothing depended on) are drawn through the branch first, from the laws the
+builder gave them, so the exhaustive certifier integrates them analytically instead of
+branching the construction on them. Tree-level verifiers (block, traversal verification)
+implement :class:`TreeVerifier` directly.
+
+>>> import numpy as np
+>>> from rheotheory.trees import Tree
+>>> from rheotheory.trees.tree import DET
+>>> tree = Tree(1.0)
+>>> _ = tree.add(0, DET, 1.0, token=0)
+>>> tree = tree.finish()
+>>> p = np.array([0.5, 0.5])  # the target law at every prefix
+>>> law = {o.z: o.weight for o in tree_verifier("onehot").outcomes(tree, lambda node, u: p, EnumerateBranch())}
+>>> law == {(0, 0): 0.25, (0, 1): 0.25, (1,): 0.5}  # accept 0 w.p. p(0), then the bonus token
+True
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple, Protocol, Sequence
+
+import numpy as np
+
+from .. import laws
+from .rules import Transition, get_verifier
+
+if TYPE_CHECKING:  # NOTE: trees imports verify.rules; the walk only reads a tree's public methods
+    from ..trees.tree import Tree
+
+__all__ = [
+    "Outcome",
+    "Branch",
+    "EnumerateBranch",
+    "SampleBranch",
+    "TreeVerifier",
+    "PerNodeWalk",
+    "tree_verifier",
+    "as_tree_verifier",
+    "method_tree_verifier",
+    "sample_outcome",
+]
+
+#: ``target(node, prefix)``: the target law of the token after ``prefix`` (the tokens from the
+#: root to ``node``), # [vocab]. A pair gives ``pair.p(prefix)``; the decoder the model's row of
+#: ``node``.
+TargetLaws = Callable[[int, tuple], object]
+
+#: ``observe(node, p, candidates, transition)``: called by :class:`PerNodeWalk` at every visited
+#: node with candidates (Monte Carlo records acceptances there).
+Observer = Callable[[int, object, list, Transition], None]
+
+
+class Outcome(NamedTuple):
+    """One value of the step output with its weight."""
+
+    z: tuple  # Z: the accepted tokens, then the emitted one
+    nodes: tuple  # tree nodes of the accepted tokens, root excluded (len(z) - 1 of them)
+    weight: object  # its probability (EnumerateBranch), or the start weight (SampleBranch)
+
+
+class Branch(Protocol):
+    """How a verifier's random choices are evaluated (see the module docstring)."""
+
+    #: A dict where a verifier may cache what it computes from what it sees (the same node view
+    #: recurs across the trees of one exhaustive evaluation), or None: do not cache.
+    memo: dict | None
+
+    def choose(self, *parts: Sequence) -> Iterator[tuple[int, object]]:
+        """``(i, w)`` pairs over indices ``i`` of the concatenation of ``parts`` (weights, each
+        ``# [n_k]``, non-negative, summing to 1 together): every ``i`` of positive weight with
+        ``w`` its weight, or one ``i`` drawn from them with ``w = 1``."""
+
+
+class EnumerateBranch:
+    """Every outcome of every choice, with its weight (exact or float, as the weights are)."""
+
+    def __init__(self):
+        self.memo: dict | None = {}
+
+    def choose(self, *parts):
+        off = 0
+        for part in parts:
+            for i, w in enumerate(part):
+                if w:  # NOTE: weights are non-negative; a truth test is cheaper than "> 0" on Fractions
+                    yield off + i, w
+            off += len(part)
+
+
+class SampleBranch:
+    """One outcome of every choice, drawn by inverse CDF from ``uniform()`` (weight 1).
+
+    ``uniform`` is the stream's next U[0, 1) draw: ``rng.random`` of a ``numpy.random.Generator``,
+    or :meth:`~rheotheory.decode.engine.UniformStream.next`. One choice consumes one uniform.
+    """
+
+    memo = None
+
+    def __init__(self, uniform: Callable[[], float]):
+        self.uniform = uniform
+
+    def choose(self, *parts):
+        w = parts[0] if len(parts) == 1 else np.concatenate([np.asarray(x, dtype=np.float64) for x in parts])  # [n]
+        yield laws.inverse_cdf(w, self.uniform()), 1.0
+
+
+class TreeVerifier(ABC):
+    """A verifier at the tree level: a finished tree and the target laws -> the law of Z."""
+
+    name: str  # what results call it (a per-node rule's name for PerNodeWalk)
+
+    @abstractmethod
+    def outcomes(self, tree: "Tree", target: TargetLaws, branch: Branch, weight=1,
+                 observe: Observer | None = None) -> Iterator[Outcome]:
+        """The values of Z with their weights, the verifier's choices evaluated by ``branch``.
+
+        Parameters
+        ----------
+        tree
+            A finished tree (``tree.kept`` set); unresolved sampled nodes are drawn through
+            ``branch`` from their laws, never written into the tree.
+        target
+            The target laws, ``target(node, prefix) -> # [vocab]``.
+        branch
+            :class:`EnumerateBranch` (all outcomes; their weights sum to ``weight``) or
+            :class:`SampleBranch` (one outcome).
+        weight
+            Multiplies every outcome's weight (the probability of having built this tree).
+        observe
+            Optional per-node hook (:data:`Observer`); tree-level verifiers may ignore it.
+        """
+
+
+class PerNodeWalk(TreeVerifier):
+    """The walk of a per-node rule down the tree (docs/theory.md section 3).
+
+    ``rule(p, candidates) -> Transition`` is one of :data:`~rheotheory.verify.rules.VERIFIERS`.
+    """
+
+    def __init__(self, rule: Callable[..., Transition], name: str | None = None):
+        self.rule = rule
+        self.name = name or getattr(rule, "__name__", "per-node")
+
+    def __repr__(self) -> str:
+        return f"PerNodeWalk({self.name})"
+
+    def outcomes(self, tree, target, branch, weight=1, observe=None):
+        return self._walk(tree, 0, (), (), weight, target, branch, observe)
+
+    def _walk(self, tree, idx, prefix, nodes, weight, target, branch, observe):
+        p = target(idx, prefix)  # [vocab]
+        kids = tree.kept_children(idx)
+        if not kids:
+            for y, wy in branch.choose(p):
+                yield Outcome(prefix + (y,), nodes, weight * wy)
+            return
+        n = len(kids)
+        for dw, known in _draws(tree, tree.pending_draws(kids), branch):
+            cands = [tree.candidate(k, known) for k in kids]
+            tr = self._transition(p, cands, branch.memo)
+            if observe is not None:
+                observe(idx, p, cands, tr)
+            w = weight * dw
+            for j, wj in branch.choose(tr.cont, tr.emit):
+                if j < n:
+                    k = kids[j]
+                    yield from self._walk(tree, k, prefix + (cands[j].token,), nodes + (k,), w * wj, target, branch,
+                                          observe)
+                else:
+                    yield Outcome(prefix + (j - n,), nodes, w * wj)
+
+    def _transition(self, p, cands, memo) -> Transition:
+        """``rule(p, cands)``, cached in ``memo`` by the node view's contents (rules are pure)."""
+        if memo is None:
+            return self.rule(p, cands)
+        key = (_law_key(p), tuple((c.token, _law_key(c.law)) for c in cands))
+        tr = memo.get(key)
+        if tr is None:
+            tr = memo[key] = self.rule(p, cands)
+        return tr
+
+
+def _law_key(law):
+    """A hashable copy of a law's values (None for a deterministic candidate's missing law)."""
+    if law is None:
+        return None
+    return tuple(law.tolist()) if law.dtype == object else law.tobytes()
+
+
+def _draws(tree, pending: list[int], branch, i: int = 0, known: dict | None = None, w=1):
+    """``(weight, known)`` over the joint tokens of the ``pending`` nodes (in draw order; each
+    drawn from its law given the earlier ones), ``known`` mapping node -> token."""
+    known = {} if known is None else known
+    if i == len(pending):
+        yield w, known
+        return
+    j = pending[i]
+    for x, wx in branch.choose(tree.draw_law(j, known)):
+        yield from _draws(tree, pending, branch, i + 1, {**known, j: x}, w * wx)
+
+
+def tree_verifier(name: str) -> TreeVerifier:
+    """The tree verifier of the per-node rule ``name``: ``PerNodeWalk(get_verifier(name))``."""
+    return PerNodeWalk(get_verifier(name), name)
+
+
+def as_tree_verifier(verifier) -> TreeVerifier:
+    """A :class:`TreeVerifier` as is, a rule name via :func:`tree_verifier`, a per-node rule
+    function (``(p, candidates) -> Transition``) wrapped in :class:`PerNodeWalk`."""
+    if isinstance(verifier, TreeVerifier):
+        return verifier
+    if isinstance(verifier, str):
+        return tree_verifier(verifier)
+    return PerNodeWalk(verifier)
+
+
+def method_tree_verifier(method) -> TreeVerifier:
+    """The tree verifier of a method: its ``tree_verifier`` if it has one, else the walk of its
+    per-node rule ``method.verifier``."""
+    tv = getattr(method, "tree_verifier", None)
+    if tv is not None and not isinstance(tv, TreeVerifier) and callable(tv):
+        tv = tv()
+    return tv or tree_verifier(method.verifier)
+
+
+def sample_outcome(verifier: TreeVerifier, tree, target: TargetLaws, branch: SampleBranch,
+                   observe: Observer | None = None) -> Outcome:
+    """One draw of Z: the single outcome of ``verifier`` under a sampling branch."""
+    return next(iter(verifier.outcomes(tree, target, branch, observe=observe)))
