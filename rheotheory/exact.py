@@ -6,12 +6,15 @@ answers, weights multiplied along the way). Draws are lazy, so a sampled leaf wh
 influenced nothing is never branched on. Each finished tree is reduced to its canonical key
 (what the verifier sees: tokens, kinds, group positions, kept children in order; unresolved
 sampled leaves appear as "some token from their law"). Outcomes with the same key form one
-**equivalence class**, verified once with the summed weight. Unresolved sampled leaves are
-integrated analytically during the walk: their identity is summed over with its law.
+**equivalence class**, verified once with the summed weight: the method's tree verifier
+(:mod:`rheotheory.verify.walk`) is evaluated with an
+:class:`~rheotheory.verify.walk.EnumerateBranch`, which sums over every choice of the walk with
+its weight. Unresolved sampled leaves are integrated analytically there: their identity is one
+more choice of the walk, summed over with its law.
 
 The step output Z (accepted tokens, then one token from the target) has the exact law
 :math:`P(Z = z)`. The method is lossless iff for every length :math:`l \le D+1` and every
-:math:`z \in V^l` (REFERENCE section 4)
+:math:`z \in V^l` (docs/theory.md section 4)
 
 .. math::
 
@@ -30,8 +33,7 @@ from . import laws
 from .errors import RheoError, TreeError
 from .methods import Method
 from .trees import NeedChoice, ReplayChooser, Tree
-from .trees.tree import SAMPLED
-from .verify import Candidate
+from .verify.walk import EnumerateBranch, method_tree_verifier
 
 __all__ = ["TreeClass", "Enumeration", "Certificate", "enumerate_classes", "step_law", "lossless_check",
            "certify", "FLOAT_LOSSLESS_TOL"]
@@ -113,104 +115,26 @@ def enumerate_classes(pair, method: Method, progress=None, eager: bool = False,
     return Enumeration(classes, outcomes, branches, total)
 
 
-def _concretise(tree: Tree, kids: list[int]):
-    """Yield (weight, candidates, tokens) over the joint values of the unresolved kids.
-
-    Unresolved kids are sampled; within a group they form a suffix (draws are resolved in
-    order), so the suffix is enumerated draw by draw with its conditional laws.
-    """
-    one = tree.nodes[0].score
-    base = []
-    for k in kids:
-        node = tree.nodes[k]
-        base.append(node.token)
-
-    def rec(i, tokens, w):
-        if i == len(kids):
-            yield w, tokens
-            return
-        node = tree.nodes[kids[i]]
-        if tokens[i] is not None:
-            yield from rec(i + 1, tokens, w)
-            return
-        law = node.draw if node.draw is not None else _member_law(tree, kids, tokens, i)
-        for x, wx in enumerate(law):
-            if wx > 0:
-                t2 = list(tokens)
-                t2[i] = x
-                yield from rec(i + 1, t2, w * wx)
-
-    for w, tokens in rec(0, base, one):
-        cands = []
-        for i, k in enumerate(kids):
-            node = tree.nodes[k]
-            law = _member_law(tree, kids, tokens, i) if node.kind == SAMPLED else None
-            cands.append(Candidate(tokens[i], law))
-        yield w, cands, tokens
-
-
-def _member_law(tree: Tree, kids, tokens, i):
-    """Law of kid i given the (possibly just concretised) tokens of its earlier group members."""
-    node = tree.nodes[kids[i]]
-    g = node.group
-    if g.mode == "iid" or node.pos == 0:
-        return g.base
-    earlier = []
-    for j in g.members[:node.pos]:
-        tok = tree.nodes[j].token
-        if tok is None:  # concretised in this walk
-            tok = tokens[kids.index(j)]
-        earlier.append(tok)
-    return laws.restrict(g.base, earlier)
-
-
-def _law_key(tree: Tree, kids, tokens, i):
-    node = tree.nodes[kids[i]]
-    if node.kind != SAMPLED:
-        return None
-    g = node.group
-    if g.mode == "iid" or node.pos == 0:
-        return (g.key, node.pos if g.mode == "wor" else -1)
-    earlier = tuple(tokens[kids.index(j)] if tree.nodes[j].token is None else tree.nodes[j].token
-                    for j in g.members[:node.pos])
-    return (g.key, earlier)
-
-
 def step_law(pair, method: Method, enum: Enumeration, progress=None) -> dict:
-    """Exact law of Z: a dict token-tuple -> probability."""
-    verify = method.verify
+    r"""Exact law of Z: a dict token-tuple -> probability.
+
+    .. math::
+
+        P(Z = z) = \sum_{\text{classes } c} P(c)\, P_{\text{verifier}}(Z = z \mid \text{tree of } c),
+
+    the second factor summed over every choice of the method's tree verifier
+    (:class:`~rheotheory.verify.walk.EnumerateBranch`; its node views are cached across classes).
+    """
+    verifier = method_tree_verifier(method)
+    branch = EnumerateBranch()
+
+    def target(node, prefix):
+        return pair.p(prefix)
+
     out: dict = {}
-    memo: dict = {}
-
-    def emit(prefix, law, w):
-        for y, py in enumerate(law):
-            if py:
-                z = prefix + (y,)
-                out[z] = out.get(z, 0) + w * py
-
-    def walk(tree: Tree, idx: int, prefix: tuple, w):
-        kids = tree.kept_children(idx)
-        p = pair.p(prefix)
-        if not kids:
-            emit(prefix, p, w)
-            return
-        for cw, cands, tokens in _concretise(tree, kids):
-            sig = (prefix, tuple((c.token, _law_key(tree, kids, tokens, i)) for i, c in enumerate(cands)))
-            tr = memo.get(sig)
-            if tr is None:
-                tr = memo[sig] = verify(p, cands)
-            ww = w * cw
-            for i, k in enumerate(kids):
-                c = tr.cont[i]
-                if c:
-                    if tree.nodes[k].token is None:  # an integrated sampled leaf
-                        emit(prefix + (tokens[i],), pair.p(prefix + (tokens[i],)), ww * c)
-                    else:
-                        walk(tree, k, prefix + (tokens[i],), ww * c)
-            emit(prefix, tr.emit, ww)
-
     for cls in enum.classes.values():
-        walk(cls.tree, 0, (), cls.weight)
+        for o in verifier.outcomes(cls.tree, target, branch, weight=cls.weight):
+            out[o.z] = out.get(o.z, 0) + o.weight
         if progress is not None:
             progress.update(1)
     return out
@@ -225,7 +149,7 @@ class LosslessCheck:
 
 
 def lossless_check(pair, z_law: dict, max_len: int) -> LosslessCheck:
-    """Evaluate the lossless criterion of REFERENCE section 4 for l = 1..max_len.
+    """Evaluate the lossless criterion of docs/theory.md section 4 for l = 1..max_len.
 
     Uses S(u) = sum_{k<|u|} P(Z=u[:k]) p(u[k:]|u[:k]), with S(uy) = (S(u) + P(Z=u)) p(y|u), and
     G(u) = P(Z has prefix u). Where G(uy) = 0 the deviation below uy is dev(uy) * p(w|uy), never

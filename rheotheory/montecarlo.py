@@ -1,15 +1,17 @@
 r"""Monte-Carlo evaluation of one speculative step: sample a branch where the enumerator sums.
 
 The exact enumerator (:mod:`rheotheory.exact`) runs a method's tree builder over *every*
-answer of its chooser and sums the verifier's transition laws. Here the very same builder
-runs with a :class:`~rheotheory.trees.RandomChooser` (one answer, drawn from a seeded
-``numpy.random.Generator``) and the walk *samples* the verifier's transition at each node:
+answer of its chooser and sums the method's tree verifier over every choice. Here the very
+same builder runs with a :class:`~rheotheory.trees.RandomChooser` (one answer, drawn from a
+seeded ``numpy.random.Generator``) and the same tree verifier is *sampled*, with a
+:class:`~rheotheory.verify.walk.SampleBranch` on the same generator:
 
 1. ``tree = method.builder(pair)(RandomChooser(rng))``;
-2. at node ``v`` (path ``u``) with kept children ``C``: resolve the children still undrawn
-   (a lazily drawn sampled leaf is drawn now, from the law the builder gave it), compute
-   ``tr = method.verify(p(u), candidates)``, then continue into child ``i`` with probability
-   ``tr.cont[i]`` or emit ``y`` with probability ``tr.emit[y]`` and stop;
+2. for a per-node rule, the walk of :mod:`rheotheory.verify.walk`: at node ``v`` (path ``u``)
+   with kept children ``C``, draw the children still undrawn (a lazily drawn sampled leaf, from
+   the law the builder gave it), compute ``tr = rule(p(u), candidates)``, then continue into
+   child ``i`` with probability ``tr.cont[i]`` or emit ``y`` with probability ``tr.emit[y]``
+   and stop (one uniform picks among all of them);
 3. a node without kept children emits ``y ~ p(u)`` (the bonus token).
 
 The result is one draw of Z (accepted tokens, then one target token). Everything random comes
@@ -37,6 +39,7 @@ from .errors import RheoError
 from .methods import Method, make_method
 from .trees import RandomChooser
 from .verify.optimum import ot_value
+from .verify.walk import SampleBranch, method_tree_verifier, sample_outcome
 
 __all__ = [
     "StepRecord",
@@ -131,17 +134,6 @@ def node_optimum(p, cands) -> float:
     return math.nan
 
 
-def _draw_index(weights, rng: np.random.Generator) -> int:
-    """Index drawn with probability proportional to ``weights`` (non-negative, non-zero sum)."""
-    c = np.cumsum(np.asarray(weights, dtype=np.float64))
-    i = int(np.searchsorted(c, rng.random() * c[-1], side="right"))
-    # NOTE: guard against u landing exactly on the total, or trailing zero weights.
-    w = np.asarray(weights, dtype=np.float64)
-    while i >= len(c) or w[i] <= 0:
-        i -= 1
-    return i
-
-
 def sample_step(pair, method: Method, rng: np.random.Generator, build=None, optimum: bool = False) -> StepRecord:
     """Sample one step of ``method`` on ``pair`` (float laws) with generator ``rng``.
 
@@ -149,36 +141,17 @@ def sample_step(pair, method: Method, rng: np.random.Generator, build=None, opti
     also evaluates :func:`node_optimum` at the visited nodes.
     """
     build = build or method.builder(pair)
-    chooser = RandomChooser(rng)
-    tree = build(chooser)
-    verify = method.verify
-    idx, prefix = 0, ()
+    tree = build(RandomChooser(rng))
     accepts, opts = [], []
-    while True:
-        kids = tree.kept_children(idx)
-        p = pair.p(prefix)
-        if not kids:
-            y = chooser.draw(p)
-            break
-        for k in kids:
-            tree.resolve(k, chooser)
-        cands = [tree.candidate(k) for k in kids]
-        tr = verify(p, cands)
-        acc = float(sum(tr.cont))
-        accepts.append(acc)
+
+    def observe(node, p, cands, tr):
+        accepts.append(float(sum(tr.cont)))
         if optimum:
             opts.append(node_optimum(p, cands))
-        emit_mass = 1.0 - acc
-        u = rng.random()
-        if u < acc:
-            i = _draw_index(tr.cont, rng)
-            idx = kids[i]
-            prefix = prefix + (tree.nodes[idx].token,)
-            continue
-        # NOTE: acceptance of exactly 1 leaves no emit mass; u < acc then always holds.
-        y = _draw_index(tr.emit, rng) if emit_mass > 0 else chooser.draw(p)
-        break
-    return StepRecord(prefix + (y,), tuple(accepts), tuple(opts), tree.num_kept())
+
+    out = sample_outcome(method_tree_verifier(method), tree, lambda node, prefix: pair.p(prefix),
+                         SampleBranch(rng.random), observe)
+    return StepRecord(out.z, tuple(accepts), tuple(opts), tree.num_kept())
 
 
 def _step_rng(seed: int) -> np.random.Generator:

@@ -10,10 +10,11 @@ One step of a tree method (batch size 1):
    numpy copy, :class:`~rheotheory.decode.models.NumpyLM`). Random draws go through a
    :class:`TorchChooser`: inverse-CDF lookups of uniforms from a ``torch.Generator``.
 2. **Verify.** Every kept node is resolved; one target pass evaluates the pending token (the
-   root) and the whole tree with the tree attention mask. The walk starts at the root: at each
-   node the method's verifier (:mod:`rheotheory.verify.rules`, evaluated on the float64 numpy
-   laws: the target's rows, the builder's draft laws) gives
-   the transition law, from which "continue into child c" or "emit y" is sampled.
+   root) and the whole tree with the tree attention mask. The method's tree verifier (for a
+   per-node rule, the walk of :mod:`rheotheory.verify.walk`, the one the certifier and Monte
+   Carlo use; evaluated on the float64 numpy laws: the target's rows, the builder's draft laws)
+   is sampled with a :class:`~rheotheory.verify.walk.SampleBranch` on the run's
+   :class:`UniformStream`: at each node "continue into child c" or "emit y" is one pick.
 3. **Commit.** The target's KV cache keeps the root and the accepted path only; the draft's
    keeps the accepted tokens it evaluated while drafting (the expanded ones), so its next
    catch-up pass covers only the rest (an accepted leaf, the emitted token). The emitted token
@@ -37,6 +38,8 @@ import numpy as np
 import torch
 
 from ..errors import InstanceError, LawError
+from ..laws import inverse_cdf
+from ..verify.walk import SampleBranch, as_tree_verifier, method_tree_verifier, sample_outcome
 from ..methods import Method, resolve
 from .models import KVCache, NumpyLM, TinyLM, chain_mask, tree_mask
 
@@ -146,17 +149,9 @@ class UniformStream:
         return float(u)
 
     def pick(self, weights) -> int:
-        """Index drawn with probability proportional to non-negative ``weights`` (# [n])."""
-        w = np.maximum(np.asarray(weights, dtype=np.float64), 0.0)  # NOTE: clears float round-off below 0
-        c = w.cumsum()  # [n]
-        total = c[-1]
-        if not total > 0:
-            raise LawError("cannot sample from an all-zero law")
-        # first index whose cumulative weight exceeds u * total: zero-weight entries are never picked
-        j = int(c.searchsorted(self.next() * total, side="right"))
-        if j >= w.shape[0]:  # NOTE: u * total rounded up to the total
-            j = int(np.flatnonzero(w)[-1])
-        return j
+        """Index drawn with probability proportional to non-negative ``weights`` (# [n]): the
+        inverse CDF (:func:`~rheotheory.laws.inverse_cdf`) at the next draw."""
+        return inverse_cdf(weights, self.next())
 
 
 class TorchChooser:
@@ -318,7 +313,9 @@ def _draft_root(draft: TinyLM, st: _State, cfg: DecodeConfig) -> np.ndarray:
 
 
 def _tree_step(target: TinyLM, draft: TinyLM, method: Method, st: _State, cfg: DecodeConfig,
-               stream: UniformStream, verify) -> tuple[list[int], StepStats]:
+               stream: UniformStream, verifier) -> tuple[list[int], StepStats]:
+    """One speculative step; ``verifier`` is a tree verifier or a per-node rule (see
+    :func:`~rheotheory.verify.walk.as_tree_verifier`)."""
     chooser = TorchChooser(stream)
     root_q = _draft_root(draft, st, cfg)
     adapter = DraftTreePair(draft, st.dcache, root_q, cfg)
@@ -334,25 +331,12 @@ def _tree_step(target: TinyLM, draft: TinyLM, method: Method, st: _State, cfg: D
     tokens = torch.tensor([st.ctx[-1]] + [tree.nodes[i].token for i in order], device=st.device)
     depths = torch.tensor([0] + [tree.nodes[i].depth for i in order], device=st.device)
     logits, k, v = target.extend(st.tcache, tokens, depths, tree_mask(parents, st.device))
-    # The walk runs the verifier on float64 numpy laws, as the builders' draft laws are: per-node
-    # torch calls on V-sized vectors would cost more than the target pass at batch 1.
+    # The verifier runs on float64 numpy laws, as the builders' draft laws are: per-node torch
+    # calls on V-sized vectors would cost more than the target pass at batch 1.
     P = target_law(logits, cfg).cpu().numpy()  # [n, V]
-    idx, path_rows, out = 0, [0], []
-    while True:
-        kids = tree.kept_children(idx)
-        p = P[row[idx]]
-        if not kids:
-            out.append(stream.pick(p))
-            break
-        tr = verify(p, [tree.candidate(kid) for kid in kids])
-        j = stream.pick(np.concatenate([np.asarray(tr.cont, dtype=np.float64), tr.emit]))
-        if j < len(kids):
-            idx = kids[j]
-            path_rows.append(row[idx])
-            out.append(tree.nodes[idx].token)
-        else:
-            out.append(j - len(kids))
-            break
+    z = sample_outcome(as_tree_verifier(verifier), tree, lambda node, prefix: P[row[node]],
+                       SampleBranch(stream.next))
+    out, path_rows = list(z.z), [0] + [row[i] for i in z.nodes]
     st.tcache.commit(k, v, torch.tensor(path_rows, device=st.device))
     adapter.commit_path(out[:-1])  # the draft keeps what it already computed for the accepted path
     return out, StepStats(len(out) - 1, len(order), adapter.passes + 1)
@@ -373,8 +357,8 @@ def decode(target: TinyLM, draft: TinyLM | None, prompt: list[int], method: Meth
 
     ``method`` is a :class:`~rheotheory.methods.Method` (:data:`AUTOREGRESSIVE`: no draft); ``gen`` is the
     CPU ``torch.Generator`` behind every random choice (tree draws, acceptances, emissions).
-    ``verifier`` replaces the method's per-node rule (a transition-law function); tests use it
-    to plant a known-lossy rule.
+    ``verifier`` replaces the method's verifier: a per-node rule (a transition-law function) or a
+    :class:`~rheotheory.verify.walk.TreeVerifier`; tests use it to plant a known-lossy rule.
     """
     device = next(target.parameters()).device
     dtype = next(target.parameters()).dtype
@@ -402,7 +386,8 @@ def decode(target: TinyLM, draft: TinyLM | None, prompt: list[int], method: Meth
     res = DecodeResult([])
     while len(res.tokens) < cfg.max_new_tokens:
         if tree_method:
-            out, stats = _tree_step(target, draft, method, st, cfg, stream, verifier or method.verify)
+            out, stats = _tree_step(target, draft, method, st, cfg, stream,
+                                    method_tree_verifier(method) if verifier is None else verifier)
         else:
             out, stats = _autoregressive_step(target, st, cfg, stream)
         st.ctx.extend(out)
