@@ -12,34 +12,88 @@ exhaustive certifier works on) and reads/writes the instance JSON format::
     {"vocab_size": 3, "horizon": 2,
      "target": {"": ["1/2", "1/3", "1/6"], "0": [...], "0 1": [...], ...},
      "draft":  {"": ["0.5", "0.25", "0.25"], ...}}
+
+Input rules, checked here once for every reader of the format and every generator. A violation
+raises :class:`~rheotheory.errors.InstanceError` with one line saying what is wrong and where
+(file, table, prefix key); nothing is allocated or parsed before the bound that covers it:
+
+- a file is a regular file (not a device, FIFO or directory) of at most
+  :data:`MAX_INSTANCE_BYTES` bytes of UTF-8 JSON, nested at most :data:`MAX_JSON_DEPTH` deep,
+  without NaN/Infinity literals or repeated object keys;
+- a prefix key is canonical, exactly as the writer spells it: decimal token ids in ASCII digits,
+  no sign, no leading zero, separated by single spaces ("" is the empty prefix). No two keys can
+  name the same prefix, so no row can silently overwrite another;
+- a probability is a finite number in [0, 1], its text bounded before it is parsed
+  (:func:`rheotheory.laws.parse_number`);
+- a table holds at most ``max_entries`` probabilities (default :data:`MAX_TABLE_ENTRIES`):
+  V * (V^0 + ... + V^H) is checked before a table is read or generated;
+- the generators take a seed in 0..:data:`MAX_SEED`, finite parameters, and a temperature that is
+  0 (greedy) or at least :data:`MIN_TEMPERATURE`.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import math
+import os
+import re
+import stat
 from dataclasses import dataclass
 from fractions import Fraction
+from numbers import Real
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
 from . import laws
-from .errors import InstanceError, LawError
+from .errors import InstanceError, LawError, RheoError
 
 __all__ = [
     "ToyPair",
     "prefixes",
+    "table_rows",
+    "check_table_size",
     "random_pair",
     "logits_pair",
     "example_pair",
+    "MAX_TABLE_ENTRIES",
+    "MAX_INSTANCE_BYTES",
+    "MAX_JSON_DEPTH",
+    "MAX_SEED",
+    "MIN_TEMPERATURE",
+    "MAX_LOGIT_SCALE",
 ]
 
 Prefix = tuple[int, ...]
 
-#: Vocabulary/horizon limits of an explicit table: V^0 + ... + V^H prefixes are stored.
-MAX_TABLE_PREFIXES = 2_000_000
+#: Most probabilities in one table (prefix rows x vocab, rows = V^0 + ... + V^H), checked before
+#: a table is read or generated; ``max_entries`` raises it. The largest binary table under the
+#: cap, random_pair(2, 19) with 2,097,150 entries per table, takes 56 s and 0.8 GB in exact mode.
+MAX_TABLE_ENTRIES = 2**21
+
+#: Largest instance file read, in bytes. A written entry takes 3 to 20 bytes ("0", "1/3",
+#: "0.1234"), so files of tables under MAX_TABLE_ENTRIES with short numbers fit.
+MAX_INSTANCE_BYTES = 64 * 2**20
+
+#: Deepest bracket nesting read from an instance file. The format needs 3 (instance, table, law);
+#: the margin lets a malformed file reach the field checks, which say what is wrong.
+MAX_JSON_DEPTH = 32
+
+#: Largest generator seed (numpy takes any non-negative int; this is the range of an int64).
+MAX_SEED = 2**63 - 1
+
+#: Smallest positive temperature of :func:`logits_pair`. With |logits| <= MAX_LOGIT_SCALE * 40,
+#: l / T stays below 4e7, far from float64 overflow (T = 1e-308 gave NaN laws). T = 0 is exact
+#: greedy; a T in (0, MIN_TEMPERATURE) is refused, never silently raised to the minimum.
+MIN_TEMPERATURE = 1e-3
+
+#: Largest |logit_scale|, |draft_scale| and |noise| of :func:`logits_pair` (see MIN_TEMPERATURE).
+MAX_LOGIT_SCALE = 1e3
+
+#: Most characters of a key or value shown in an error message.
+_SHOW = 40
 
 
 def prefixes(vocab_size: int, horizon: int) -> Iterator[Prefix]:
@@ -49,23 +103,82 @@ def prefixes(vocab_size: int, horizon: int) -> Iterator[Prefix]:
 
 
 def _key(prefix: Prefix) -> str:
+    """The canonical key of a prefix: its ids in decimal, separated by single spaces."""
     return " ".join(str(t) for t in prefix)
 
 
-def _parse_key(key: str, vocab_size: int, table: str) -> Prefix:
+#: What :func:`_key` writes, and the only key spelling read: "" or ids without sign or leading 0.
+_CANONICAL_KEY = re.compile(r"(?:(?:0|[1-9][0-9]*)(?: (?:0|[1-9][0-9]*))*)?", re.ASCII)
+
+
+def _show(text: str) -> str:
+    """``repr(text)`` cut to a length that fits an error line."""
+    return repr(text) if len(text) <= _SHOW else repr(text[:_SHOW]) + f"... ({len(text)} characters)"
+
+
+def _parse_key(key, vocab_size: int, horizon: int, table: str) -> Prefix:
+    """The prefix named by a canonical key.
+
+    Any other spelling ("01", "+1", "0_2", non-ASCII digits, double spaces) is refused: ``int``
+    would read it as the same ids as the canonical key, and the later row would silently
+    overwrite the earlier one.
+    """
     if not isinstance(key, str):
-        raise InstanceError(f"{table}: prefix key {key!r} is not a string")
-    parts = key.split()
-    if " ".join(parts) != key:
-        raise InstanceError(f"{table}: prefix key {key!r} must be token ids separated by single spaces")
-    try:
-        toks = tuple(int(t) for t in parts)
-    except ValueError:
-        raise InstanceError(f"{table}: prefix key {key!r} is not a list of token ids") from None
-    for t in toks:
-        if not 0 <= t < vocab_size:
-            raise InstanceError(f"{table}: prefix key {key!r} has token {t} outside 0..{vocab_size - 1}")
-    return toks
+        raise InstanceError(f"{table}: prefix key {laws._show(key)} is not a string")
+    if _CANONICAL_KEY.fullmatch(key) is None:
+        raise InstanceError(f"{table}: prefix key {_show(key)} is not canonical: write token ids in ASCII "
+                            "decimal without sign or leading zeros, separated by single spaces (e.g. '0 12')")
+    parts = key.split(" ") if key else []
+    if len(parts) > horizon:
+        raise InstanceError(f"{table}: prefix {_show(key)} is longer than the horizon {horizon}")
+    width = len(str(vocab_size - 1))
+    for t in parts:
+        # NOTE: the digit count is checked first, so a 5000-digit id never reaches int()
+        if len(t) > width or int(t) >= vocab_size:
+            raise InstanceError(f"{table}: prefix key {_show(key)} has token {_show(t)} outside 0..{vocab_size - 1}")
+    return tuple(int(t) for t in parts)
+
+
+def _check_dims(vocab_size, horizon) -> None:
+    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 1:
+        raise InstanceError(f"vocab_size must be a positive integer, got {laws._show(vocab_size)}")
+    if not isinstance(horizon, int) or isinstance(horizon, bool) or horizon < 0:
+        raise InstanceError(f"horizon must be a non-negative integer, got {laws._show(horizon)}")
+
+
+def table_rows(vocab_size: int, horizon: int, limit: int) -> int:
+    """V^0 + ... + V^H, or ``limit + 1`` once the sum exceeds ``limit``.
+
+    A huge horizon costs a few steps, never a huge power.
+
+    >>> table_rows(3, 2, limit=100), table_rows(2, 10**6, limit=100)
+    (13, 101)
+    """
+    if vocab_size == 1:
+        return min(horizon + 1, limit + 1)
+    total, term = 0, 1
+    for _ in range(horizon + 1):
+        total += term
+        if total > limit:
+            return limit + 1
+        term *= vocab_size
+    return total
+
+
+def check_table_size(vocab_size: int, horizon: int, max_entries: int = MAX_TABLE_ENTRIES) -> int:
+    """Validate V and H; return the number of prefix rows V^0 + ... + V^H of one table.
+
+    Raises :class:`InstanceError`, one line naming the cap and the parameter that raises it, when
+    a table would hold more than ``max_entries`` probabilities (rows x V).
+    """
+    _check_dims(vocab_size, horizon)
+    rows = table_rows(vocab_size, horizon, max_entries)
+    if rows * vocab_size > max_entries:
+        V, H = laws._show(vocab_size), laws._show(horizon)  # NOTE: f"{n}" fails beyond 4300 digits
+        need = (f"{rows} prefix rows x {V} tokens" if rows <= max_entries else f"more than {max_entries} prefix rows")
+        raise InstanceError(f"vocab_size {V} and horizon {H} need {need} per table, over the cap "
+                            f"of {max_entries} (MAX_TABLE_ENTRIES; raise it with the max_entries parameter)")
+    return rows
 
 
 @dataclass(frozen=True)
@@ -79,15 +192,15 @@ class ToyPair:
     exact: bool  # True: Fraction object arrays; False: float64 arrays
 
     def __post_init__(self):
-        if not isinstance(self.vocab_size, int) or isinstance(self.vocab_size, bool) or self.vocab_size < 1:
-            raise InstanceError(f"vocab_size must be a positive integer, got {self.vocab_size!r}")
-        if not isinstance(self.horizon, int) or isinstance(self.horizon, bool) or self.horizon < 0:
-            raise InstanceError(f"horizon must be a non-negative integer, got {self.horizon!r}")
-        n = sum(self.vocab_size**k for k in range(self.horizon + 1))
-        if n > MAX_TABLE_PREFIXES:
-            raise InstanceError(f"vocab_size {self.vocab_size} and horizon {self.horizon} need {n} prefixes "
-                                f"(limit {MAX_TABLE_PREFIXES}); use a synthetic pair instead")
+        _check_dims(self.vocab_size, self.horizon)
         for name, table in (("target", self.target), ("draft", self.draft)):
+            if not isinstance(table, dict):
+                raise InstanceError(f"{name} must be a dict mapping prefix tuples to laws")
+            # NOTE: the tables are already built, so counting rows up to their size bounds the
+            # work: a table short of V^0 + ... + V^H rows misses a prefix found within len + 1 steps.
+            if table_rows(self.vocab_size, self.horizon, len(table)) > len(table):
+                missing = next(pre for pre in prefixes(self.vocab_size, self.horizon) if pre not in table)
+                raise InstanceError(f"{name}: missing prefix {_key(missing)!r}")
             for pre in prefixes(self.vocab_size, self.horizon):
                 if pre not in table:
                     raise InstanceError(f"{name}: missing prefix {_key(pre)!r}")
@@ -139,27 +252,39 @@ class ToyPair:
 
     def to_dict(self) -> dict:
         """The instance JSON object (exact values as "a/b" strings, floats as numbers)."""
-        enc = (lambda x: laws.format_number(x)) if self.exact else float  # noqa: E731
-        table = lambda t: {_key(k): [enc(x) for x in t[k]] for k in prefixes(self.vocab_size, self.horizon)}  # noqa: E731
+        def enc(x, name, pre):
+            if not self.exact:
+                return float(x)
+            try:
+                return laws.format_number(x)
+            except ValueError:  # NOTE: str(int) refuses more than laws.MAX_INT_DIGITS digits
+                raise InstanceError(f"{name}[{_key(pre)!r}]: an exact probability has more than "
+                                    f"{laws.MAX_INT_DIGITS} digits (MAX_INT_DIGITS), beyond the instance "
+                                    "format; use a smaller vocabulary or a float pair") from None
+
+        def table(t, name):
+            return {_key(k): [enc(x, name, k) for x in t[k]] for k in prefixes(self.vocab_size, self.horizon)}
+
         return {"vocab_size": self.vocab_size, "horizon": self.horizon,
-                "target": table(self.target), "draft": table(self.draft)}
+                "target": table(self.target, "target"), "draft": table(self.draft, "draft")}
 
     def save(self, path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
 
     @classmethod
-    def from_dict(cls, obj, exact: bool = True) -> "ToyPair":
-        """Parse an instance object; ``exact`` selects the number type of the laws."""
+    def from_dict(cls, obj, exact: bool = True, max_entries: int = MAX_TABLE_ENTRIES) -> "ToyPair":
+        """Parse an instance object; ``exact`` selects the number type of the laws.
+
+        Raises :class:`InstanceError` on any input that breaks the rules of the module docstring;
+        ``max_entries`` bounds the probabilities per table (see :func:`check_table_size`).
+        """
         if not isinstance(obj, dict):
             raise InstanceError("instance must be a JSON object with vocab_size, horizon, target and draft")
         for field in ("vocab_size", "horizon", "target", "draft"):
             if field not in obj:
                 raise InstanceError(f"instance is missing the field {field!r}")
         v, h = obj["vocab_size"], obj["horizon"]
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise InstanceError(f"vocab_size must be a positive integer, got {v!r}")
-        if not isinstance(h, int) or isinstance(h, bool) or h < 0:
-            raise InstanceError(f"horizon must be a non-negative integer, got {h!r}")
+        check_table_size(v, h, max_entries)
         tables = {}
         for name in ("target", "draft"):
             raw = obj[name]
@@ -167,31 +292,124 @@ class ToyPair:
                 raise InstanceError(f"{name} must be an object mapping prefixes to lists of probabilities")
             table = {}
             for key, vals in raw.items():
-                pre = _parse_key(key, v, name)
+                pre = _parse_key(key, v, h, name)
                 if not isinstance(vals, list):
-                    raise InstanceError(f"{name}[{key!r}] must be a list of {v} probabilities")
+                    raise InstanceError(f"{name}[{_show(key)}] must be a list of {v} probabilities")
                 if len(vals) != v:
-                    raise InstanceError(f"{name}[{key!r}] has {len(vals)} entries but vocab_size is {v}")
+                    raise InstanceError(f"{name}[{_show(key)}] has {len(vals)} entries but vocab_size is {v}")
                 try:
-                    table[pre] = laws.exact_law(vals) if exact else np.array(
-                        [float(laws.parse_number(x, exact=True)) for x in vals], dtype=np.float64)
+                    table[pre] = np.array([laws.parse_probability(x, exact) for x in vals],
+                                          dtype=object if exact else np.float64)  # [vocab]
                 except LawError as e:
-                    raise InstanceError(f"{name}[{key!r}]: {e}") from None
+                    raise InstanceError(f"{name}[{_show(key)}]: {e}") from None
             tables[name] = table
-        return cls(v, h, tables["target"], tables["draft"], exact=exact)
+        try:
+            return cls(v, h, tables["target"], tables["draft"], exact=exact)
+        except LawError as e:
+            raise InstanceError(str(e)) from None
 
     @classmethod
-    def load(cls, path, exact: bool = True) -> "ToyPair":
-        """Read an instance file (see the module docstring for the format)."""
+    def load(cls, path, exact: bool = True, max_entries: int = MAX_TABLE_ENTRIES) -> "ToyPair":
+        """Read an instance file (see the module docstring for the format and its rules)."""
+        name = _show(os.fsdecode(path)) if isinstance(path, (str, bytes, os.PathLike)) else laws._show(path)
         try:
-            text = Path(path).read_text()
-        except OSError as e:
-            raise InstanceError(f"cannot read instance {str(path)!r}: {e.strerror}") from None
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InstanceError(f"instance {str(path)!r} is not valid JSON: {e.msg} at line {e.lineno}") from None
-        return cls.from_dict(obj, exact=exact)
+            obj = _parse_json(_read_text(path, name), name)
+            return cls.from_dict(obj, exact=exact, max_entries=max_entries)
+        except RheoError as e:
+            raise InstanceError(f"instance {name}: {e}") from None
+
+
+# -- reading files -------------------------------------------------------------------------------
+
+def _read_text(path, name: str) -> str:
+    """The text of a regular UTF-8 file of at most MAX_INSTANCE_BYTES bytes."""
+    if not isinstance(path, (str, bytes, os.PathLike)):  # NOTE: os.stat would take an int as a descriptor
+        raise RheoError(f"the path must be a string or path, got {type(path).__name__}")
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError, TypeError) as e:  # ValueError: a NUL in the path
+        raise RheoError(f"cannot read: {getattr(e, 'strerror', None) or e}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise RheoError("not a regular file (a directory, device or FIFO cannot be an instance)")
+    if info.st_size > MAX_INSTANCE_BYTES:
+        raise RheoError(f"{info.st_size} bytes, over the cap of {MAX_INSTANCE_BYTES} (MAX_INSTANCE_BYTES)")
+    try:
+        # NOTE: O_NONBLOCK and the fstat below: if the path was swapped for a FIFO or device since
+        # the stat, the open cannot block and the swap is caught.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise RheoError("not a regular file")
+            data = f.read(MAX_INSTANCE_BYTES + 1)
+    except OSError as e:
+        raise RheoError(f"cannot read: {e.strerror or e}") from None
+    if len(data) > MAX_INSTANCE_BYTES:
+        raise RheoError(f"more than {MAX_INSTANCE_BYTES} bytes (MAX_INSTANCE_BYTES)")
+    depth = _json_depth(data)
+    if depth > MAX_JSON_DEPTH:
+        raise RheoError(f"JSON nested {depth} deep, over the cap of {MAX_JSON_DEPTH} (MAX_JSON_DEPTH)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise RheoError(f"not UTF-8 text (byte {e.start})") from None
+
+
+#: A JSON string literal, escapes included (the unrolled form matches in linear time).
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+#: All bytes but the four brackets, deleted by bytes.translate in :func:`_json_depth`.
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def _json_depth(data: bytes) -> int:
+    """Deepest bracket nesting of JSON text, strings skipped; linear time, no recursion.
+
+    UTF-8 continuation bytes are >= 0x80, so an ASCII bracket or quote byte is always that
+    character. Malformed text may be miscounted; json then reports it (RecursionError included).
+    """
+    brackets = _JSON_STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
+    if not brackets:
+        return 0
+    b = np.frombuffer(brackets, dtype=np.uint8)  # [brackets]
+    steps = np.where((b == ord("[")) | (b == ord("{")), 1, -1)
+    return int(np.cumsum(steps).max())
+
+
+def _json_int(text: str) -> int:
+    if len(text.lstrip("-")) > laws.MAX_INT_DIGITS:
+        raise RheoError(f"an integer of {len(text)} digits, over {laws.MAX_INT_DIGITS}")
+    return int(text)
+
+
+def _json_float(text: str) -> float:
+    # NOTE: float() of any exponent is fast and 1e400 becomes inf, which parse_number refuses
+    # with its key; only the length needs a bound.
+    if len(text) > laws.MAX_NUMBER_CHARS:
+        raise RheoError(f"a number of {len(text)} characters, over {laws.MAX_NUMBER_CHARS}")
+    return float(text)
+
+
+def _json_constant(text: str):
+    raise RheoError(f"{text} is not a JSON number; write probabilities in [0, 1]")
+
+
+def _json_object(pairs: list) -> dict:
+    obj = {}
+    for k, val in pairs:
+        if k in obj:
+            raise RheoError(f"the key {_show(k)} appears twice in one object")
+        obj[k] = val
+    return obj
+
+
+def _parse_json(text: str, name: str):
+    try:
+        return json.loads(text, object_pairs_hook=_json_object, parse_int=_json_int, parse_float=_json_float,
+                          parse_constant=_json_constant)
+    except json.JSONDecodeError as e:
+        raise RheoError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except RecursionError:
+        raise RheoError(f"JSON nested too deep (MAX_JSON_DEPTH is {MAX_JSON_DEPTH})") from None
 
 
 # -- generators --------------------------------------------------------------------------------
@@ -199,6 +417,19 @@ class ToyPair:
 #: Resolution of the random exact pairs: probabilities are integer weights / their sum, with
 #: weights in 0..RANDOM_WEIGHT_SCALE. Small denominators keep exact arithmetic fast.
 RANDOM_WEIGHT_SCALE = 12
+
+
+def _check_seed(seed) -> None:
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
+        raise InstanceError(f"seed must be an integer in 0..{MAX_SEED} (MAX_SEED), got {laws._show(seed)}")
+
+
+def _check_real(name: str, value, lo: float, hi: float, hi_open: bool = False) -> None:
+    """A finite real ``value`` in [lo, hi] (or [lo, hi) with ``hi_open``)."""
+    ok = isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or not lo <= value <= hi or (hi_open and value == hi):
+        where = f">= {lo:g}" if hi == math.inf else f"in [{lo:g}, {hi:g}{')' if hi_open else ']'}"
+        raise InstanceError(f"{name} must be a finite number {where}, got {laws._show(value)}")
 
 
 def _weights_law(rng: np.random.Generator, vocab_size: int, base=None, mismatch: float = 1.0,
@@ -216,16 +447,17 @@ def _weights_law(rng: np.random.Generator, vocab_size: int, base=None, mismatch:
 
 
 def random_pair(vocab_size: int, horizon: int, seed: int = 0, exact: bool = True,
-                mismatch: float = 1.0, zero_prob: float = 0.0) -> ToyPair:
+                mismatch: float = 1.0, zero_prob: float = 0.0, max_entries: int = MAX_TABLE_ENTRIES) -> ToyPair:
     """A random pair from small integer weights (a coarse, seeded Dirichlet-like family).
 
     ``mismatch`` in [0, 1] mixes the draft's weights between the target's (0: q = p) and
     independent ones (1); ``zero_prob`` is the chance that a weight is 0 (tests zero-mass tokens).
+    ``max_entries`` bounds the probabilities per table (see :func:`check_table_size`).
     """
-    if not 0 <= mismatch <= 1:
-        raise InstanceError(f"mismatch must be in [0, 1], got {mismatch!r}")
-    if not 0 <= zero_prob < 1:
-        raise InstanceError(f"zero_prob must be in [0, 1), got {zero_prob!r}")
+    check_table_size(vocab_size, horizon, max_entries)
+    _check_seed(seed)
+    _check_real("mismatch", mismatch, 0, 1)
+    _check_real("zero_prob", zero_prob, 0, 1, hi_open=True)
     rng = np.random.default_rng(seed)
     target, draft = {}, {}
     for pre in prefixes(vocab_size, horizon):
@@ -237,15 +469,22 @@ def random_pair(vocab_size: int, horizon: int, seed: int = 0, exact: bool = True
 
 def logits_pair(vocab_size: int, horizon: int, seed: int = 0, temperature: float = 1.0,
                 temper_draft: bool = False, draft_scale: float = 1.0, noise: float = 0.5,
-                logit_scale: float = 2.0, exact: bool = True) -> ToyPair:
+                logit_scale: float = 2.0, exact: bool = True, max_entries: int = MAX_TABLE_ENTRIES) -> ToyPair:
     """A pair from Gaussian logits: target softmax(l / T), draft from perturbed logits.
 
     The draft's logits are ``draft_scale * l + noise * N(0, 1)`` (``draft_scale`` > 1 makes a cooler,
     < 1 a hotter draft). ``temper_draft=False`` leaves the draft untempered, as EAGLE does; T = 0
-    is exact greedy on the target (and on the draft if tempered).
+    is exact greedy on the target (and on the draft if tempered). A positive T must be at least
+    :data:`MIN_TEMPERATURE`; the scales are bounded by :data:`MAX_LOGIT_SCALE`.
     """
-    if temperature < 0:
-        raise InstanceError(f"temperature must be >= 0, got {temperature!r}")
+    check_table_size(vocab_size, horizon, max_entries)
+    _check_seed(seed)
+    _check_real("temperature", temperature, 0, math.inf)
+    if 0 < temperature < MIN_TEMPERATURE:
+        raise InstanceError(f"temperature must be 0 (greedy) or at least {MIN_TEMPERATURE:g} (MIN_TEMPERATURE), "
+                            f"got {temperature!r}")
+    for name, value in (("draft_scale", draft_scale), ("noise", noise), ("logit_scale", logit_scale)):
+        _check_real(name, value, -MAX_LOGIT_SCALE, MAX_LOGIT_SCALE)
     rng = np.random.default_rng(seed)
     target, draft = {}, {}
     for pre in prefixes(vocab_size, horizon):
