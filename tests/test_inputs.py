@@ -247,6 +247,15 @@ def test_special_files_are_refused_without_reading(tmp_path, capsys):
         _one_line_exit_2(["certify", str(path)], capsys, "not a regular file")
 
 
+def test_oversized_file_is_refused_before_reading(tmp_path, capsys):
+    from rheotheory.pairs import MAX_INSTANCE_BYTES
+
+    path = tmp_path / "big.json"
+    with open(path, "wb") as f:
+        f.truncate(MAX_INSTANCE_BYTES + 1)  # sparse: no disk or time spent
+    _one_line_exit_2(["certify", str(path)], capsys, "MAX_INSTANCE_BYTES")
+
+
 @pytest.mark.parametrize("argv,msg", [
     (["instance", "--kind", "logits", "--temperature", "1e-308"], "MIN_TEMPERATURE"),
     (["instance", "--vocab", "1000", "--horizon", "3"], "MAX_TABLE_ENTRIES.*max_entries"),
