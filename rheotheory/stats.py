@@ -1,32 +1,46 @@
-r"""A calibrated Monte-Carlo lossless test on the extended output law (REFERENCE section 4).
+r"""The statistics of every Monte-Carlo lossless test: one Pearson chi-square, one pooling rule.
 
-A step outputs Z of length 1..D+1. Complete every sampled Z to length ``L = D + 1`` with fresh
-target samples (``y ~ p(. | prefix)``, exactly what the next step would produce) and call the
-result W. The method is lossless iff, for every ``l <= L``, the law of ``W[:l]`` is the target
-law :math:`p(z_{:l}) = \prod_i p(z_i \mid z_{<i})` -- this is the criterion of REFERENCE
-section 4 (its left-hand side is the law of ``W[:l]``).
+The lossless criterion (docs/theory.md section 4) says that a method is lossless iff, for every
+length ``l``, the law of the first ``l`` tokens it produces is the target law
+:math:`p(z_{:l}) = \prod_i p(z_i \mid z_{<i})`. Every Monte-Carlo check of the package tests
+that criterion on ``n`` sampled sequences with the same Pearson goodness-of-fit test:
 
-For each length ``l`` a Pearson chi-square goodness-of-fit test compares the counts of
-``W[:l]`` with ``n p``. The cells are built from the target alone, before looking at the data:
+- :func:`lossless_test` (``rheo mc``): toy and synthetic pairs, one step of a method from the
+  root prefix, completed to ``L = D + 1`` tokens, one test per length ``l = 1..L``, combined by
+  Bonferroni's correction;
+- :func:`rheotheory.decode.checks.lossless_test`: the built-in model pair and SmolLM2, the
+  first two decoded tokens after each prompt, one test per prompt, statistics summed.
 
-- a prefix ``u`` is *big* when its expected count :math:`n\,p(u)` is at least
-  ``min_expected`` (the root always is); big prefixes of length ``l`` are cells;
-- below every big prefix ``u`` shorter than ``l``, the tokens ``y`` whose ``uy`` is not big are
-  pooled into one cell "u, then a rare token" of expected count
-  :math:`n\,p(u)\,(1 - \sum_{uy\ \mathrm{big}} p(y \mid u))`;
-- pooled cells still under ``min_expected`` are merged into one leftover cell (merged with the
-  smallest other cell if it is itself under ``min_expected``).
+**Cells** (:class:`PrefixCells`) are built from the target and ``n`` alone, before looking at
+the data. With :math:`m` = ``min_expected`` (default :data:`DEFAULT_MIN_EXPECTED`):
 
-The ``L`` p-values (one per length, dependent) are combined with Bonferroni's correction
-(the overall p-value is ``min(1, L * min_l p_l)``, the smallest level at which Holm's
-procedure rejects some length), so the false-rejection rate is at most ``alpha`` up to the
-chi-square approximation. ``simulations/calibration.py`` measures it and the power.
+1. a prefix ``u`` is *frequent* when its expected count :math:`n\,p(u) \ge m` (the empty prefix
+   always is);
+2. for length ``l``, every frequent sequence of length ``l`` is a cell, and below every
+   frequent prefix ``u`` shorter than ``l`` the sequences whose longest frequent prefix is
+   ``u`` form one cell "``u *``" of probability
+   :math:`p(u)\,\bigl(1 - \sum_{y:\ uy\ \mathrm{frequent}} p(y \mid u)\bigr)`;
+3. **the pooling rule** (:func:`chi_square`, applied to any list of cells): the cells whose
+   expected count is below :math:`m` are pooled into one cell; if that pooled cell is itself
+   below :math:`m`, it is merged into the other cell of smallest expected count (the first in
+   cell order on a tie). The cells always partition the sample space, so nothing is dropped.
+
+Step 2 keeps a rare continuation of a frequent prefix inside that prefix's own cell, so the
+law of the first tokens keeps its full weight; for a flat law (``l = 1``) steps 2 and 3 are the
+usual rule of thumb. Only the frequent prefixes need a conditional law, so a test over a
+49152-token vocabulary never builds a ``[V, V]`` table.
+
+The per-length p-values of :func:`lossless_test` are dependent; their Bonferroni combination
+``min(1, L * min_l p_l)`` (the smallest level at which Holm's procedure rejects some length)
+keeps the false-rejection rate at most ``alpha`` up to the chi-square approximation.
+``simulations/calibration.py`` measures it and the power.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -35,31 +49,62 @@ from .methods import Method
 from .montecarlo import mean_ci, sample_outputs
 from .trees import RandomChooser
 
-__all__ = ["LengthTest", "LosslessTest", "extend_outputs", "chi_square_by_length", "lossless_test",
+__all__ = ["ChiSquare", "LengthTest", "LosslessTest", "PrefixCells", "prefix_cells", "pair_laws", "chi_square",
+           "combine", "bonferroni", "extend_outputs", "chi_square_by_length", "lossless_test",
            "DEFAULT_MIN_EXPECTED", "DEFAULT_ALPHA"]
 
-#: Smallest expected count of a chi-square cell (the usual rule of thumb for the approximation).
+#: Smallest expected count of a chi-square cell (Cochran's rule of thumb for the chi-square
+#: approximation); rarer cells are pooled (module docstring, steps 1-3).
 DEFAULT_MIN_EXPECTED = 5.0
 
-#: Default significance level of the lossless test.
+#: Default significance level of the lossless test of ``rheo mc``.
 DEFAULT_ALPHA = 0.01
 
-#: Seed-sequence tag of the completion stream (the step stream uses other tags).
+#: Largest |sum of the cell probabilities - 1| accepted by :func:`chi_square`. The cells of
+#: :class:`PrefixCells` sum to 1 within the conditional laws' own tolerance
+#: (``laws.FLOAT_SUM_TOL`` = 1e-9 per law, times the length); a larger gap means the cells do
+#: not partition the sample space.
+PROB_SUM_ATOL = 1e-6
+
+#: Name of the cell that pools the cells under ``min_expected`` (step 3).
+POOLED = "(pooled rare cells)"
+
+#: Seed-sequence tag of the completion stream of :func:`lossless_test` (the step stream uses
+#: other tags).
 _COMPLETION_TAG = 7
+
+#: Conditional target laws of a list of prefixes of equal length: ``prefixes -> # [len(prefixes), V]``.
+NextLaws = Callable[[list], np.ndarray]
 
 
 @dataclass(frozen=True)
-class LengthTest:
-    """The chi-square test of one length l."""
+class ChiSquare:
+    """Outcome of a Pearson chi-square goodness-of-fit test (plain data)."""
 
-    length: int  # l
-    statistic: float  # Pearson's X^2
-    df: int  # cells - 1
-    p_value: float
-    cells: int  # number of cells after pooling
-    worst_cell: str  # the cell with the largest contribution to X^2, for the failure message
+    statistic: float  # Pearson's X^2 (a sum over independent tests after :func:`combine`)
+    df: int  # degrees of freedom: cells - 1 (summed after :func:`combine`)
+    p_value: float  # P(chi2_df >= statistic); 1.0 when df == 0 (nothing to test)
+    n: int  # observations in total
+    cells: int  # cells after pooling (summed after :func:`combine`)
+    worst_cell: str  # the cell with the largest contribution to X^2, for failure messages
     observed: int  # its observed count
     expected: float  # its expected count
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def report(self, alpha: float) -> str:
+        """One line: statistic, degrees of freedom, p-value, N and the verdict at ``alpha``."""
+        verdict = "reject" if self.p_value < alpha else "no rejection"
+        return (f"chi2 = {self.statistic:8.1f}  df = {self.df:4d}  p = {self.p_value:.3g}  N = {self.n}  "
+                f"-> {verdict} at alpha = {alpha:g}")
+
+
+@dataclass(frozen=True)
+class LengthTest(ChiSquare):
+    """The chi-square test of the law of the first ``length`` tokens."""
+
+    length: int  # l
 
 
 @dataclass(frozen=True)
@@ -79,14 +124,202 @@ class LosslessTest:
         return {
             "lossless": self.lossless, "p_value": self.p_value, "alpha": self.alpha, "samples": self.samples,
             "tokens_per_step": self.tokens_per_step, "tokens_per_step_ci95": [self.tau_low, self.tau_high],
-            "per_length": [{"length": t.length, "statistic": t.statistic, "df": t.df, "p_value": t.p_value,
-                            "cells": t.cells, "worst_cell": t.worst_cell, "observed": t.observed,
-                            "expected": t.expected} for t in self.per_length],
+            "per_length": [t.to_dict() for t in self.per_length],
         }
 
 
+def _chi2_sf(stat: float, df: int) -> float:
+    # NOTE: scipy.stats is imported here, not at module level: it takes seconds to import and
+    # every `rheo` invocation imports this module while building its parser.
+    from scipy import stats as sps
+
+    return float(sps.chi2.sf(stat, df))
+
+
+def chi_square(observed, probs, min_expected: float = DEFAULT_MIN_EXPECTED, names=None) -> ChiSquare:
+    r"""Pearson's chi-square test of observed counts against a law on cells, rare cells pooled.
+
+    With :math:`n = \sum_c O_c` observations and expected counts :math:`E_c = n\,\pi_c`,
+
+    .. math::
+
+        X^2 = \sum_c \frac{(O_c - E_c)^2}{E_c}, \qquad
+        p = P\left(\chi^2_{k - 1} \ge X^2\right),
+
+    over the ``k`` cells left by the pooling rule: the cells with :math:`E_c <` ``min_expected``
+    are pooled into one cell; if that pooled cell is itself under ``min_expected``, it is merged
+    into the other cell of smallest expected count (the first on a tie). With a single cell left
+    there is nothing to test: :math:`X^2 = 0`, ``df = 0``, ``p = 1``.
+
+    Parameters
+    ----------
+    observed : (k,) array_like of int
+        Counts of the cells; they must partition the observations.
+    probs : (k,) array_like of float
+        Target law of the cells (sums to 1 within :data:`PROB_SUM_ATOL`; renormalised).
+    min_expected : float
+        Smallest expected count of a cell after pooling.
+    names : sequence of str, optional
+        Cell names for the failure message (default: the indices).
+
+    Returns
+    -------
+    ChiSquare
+
+    Examples
+    --------
+    Counts equal to their expectations give :math:`X^2 = 0` and ``p = 1``; with two degrees of
+    freedom the p-value is :math:`e^{-X^2/2}`:
+
+    >>> chi_square([10, 20, 30, 40], [0.1, 0.2, 0.3, 0.4]).statistic
+    0.0
+    >>> res = chi_square([45, 40, 15], [0.5, 0.4, 0.1])
+    >>> float(res.statistic), res.df, bool(abs(res.p_value - math.exp(-1.5)) < 1e-12)
+    (3.0, 2, True)
+
+    The cell of expected count 2 is pooled alone, still under 5, so it is merged into the cell
+    of expected count 18:
+
+    >>> chi_square([50, 30, 20, 0], [0.5, 0.3, 0.18, 0.02]).statistic
+    0.0
+    """
+    obs = np.asarray(observed, dtype=np.float64)  # [k]
+    pi = np.asarray(probs, dtype=np.float64)  # [k]
+    if obs.ndim != 1 or obs.shape != pi.shape or obs.size == 0:
+        raise RheoError(f"observed and probs must be two 1-d arrays of one length, got {obs.shape} and {pi.shape}")
+    if (obs < 0).any() or (pi < 0).any() or not np.isfinite(pi).all():
+        raise RheoError("counts and probabilities must be non-negative")
+    if abs(pi.sum() - 1.0) > PROB_SUM_ATOL:
+        raise RheoError(f"cell probabilities sum to {pi.sum()!r}, not 1: the cells must partition the outcomes")
+    n = float(obs.sum())
+    if n == 0:
+        raise RheoError("no observations")
+    names = [str(i) for i in range(len(obs))] if names is None else list(names)
+    exp = n * pi / pi.sum()  # [k]; NOTE: renormalised, so that sum(exp) == n up to round-off
+    small = exp < min_expected
+    if small.any():
+        big = np.flatnonzero(~small)
+        o_pool, e_pool = float(obs[small].sum()), float(exp[small].sum())
+        obs, exp, names = obs[big], exp[big], [names[i] for i in big]
+        if e_pool >= min_expected or len(obs) == 0:
+            obs, exp, names = np.append(obs, o_pool), np.append(exp, e_pool), names + [POOLED]
+        else:
+            j = int(np.argmin(exp))  # first smallest
+            obs[j] += o_pool
+            exp[j] += e_pool
+            names[j] = f"{names[j]} + {POOLED}"
+    if len(obs) < 2:
+        return ChiSquare(0.0, 0, 1.0, int(n), len(obs), names[0], int(obs[0]), float(exp[0]))
+    contrib = (obs - exp) ** 2 / exp  # [k']
+    stat = float(contrib.sum())
+    df = len(obs) - 1
+    j = int(np.argmax(contrib))
+    return ChiSquare(stat, df, _chi2_sf(stat, df), int(n), len(obs), names[j], int(obs[j]), float(exp[j]))
+
+
+def combine(tests: Sequence[ChiSquare], labels: Sequence[str] | None = None) -> ChiSquare:
+    r"""One test from independent ones (different prompts): :math:`X^2 = \sum_j X^2_j`,
+    ``df`` :math:`= \sum_j \mathrm{df}_j`; the worst cell is the one of largest contribution,
+    prefixed with its test's label."""
+    if not tests:
+        raise RheoError("nothing to combine")
+    labels = [str(i) for i in range(len(tests))] if labels is None else list(labels)
+    stat = float(sum(t.statistic for t in tests))
+    df = int(sum(t.df for t in tests))
+    j = max(range(len(tests)), key=lambda i: (tests[i].observed - tests[i].expected) ** 2 / tests[i].expected)
+    w = tests[j]
+    return ChiSquare(stat, df, _chi2_sf(stat, df) if df > 0 else 1.0, sum(t.n for t in tests),
+                     sum(t.cells for t in tests), f"{labels[j]!r}: {w.worst_cell}", w.observed, w.expected)
+
+
+def bonferroni(p_values: Sequence[float]) -> float:
+    """Bonferroni combination ``min(1, L * min p_l)`` of ``L`` (possibly dependent) p-values."""
+    return min(1.0, len(p_values) * min(p_values))
+
+
+@dataclass(frozen=True)
+class PrefixCells:
+    """Frequent prefixes of a target law on sequences (module docstring, steps 1-2).
+
+    Build with :func:`prefix_cells`; :meth:`chi_square` maps sequences to cells and runs the test.
+    """
+
+    n: int  # sample size the cells are built for
+    max_len: int  # longest length that can be tested
+    min_expected: float  # m
+    frequent: dict  # prefix u (len <= max_len) with n p(u) >= m, and the root -> p(u)
+    rare: dict  # frequent u with len(u) < max_len -> p(u *), the mass below u in no frequent uy
+
+    def cells(self, length: int) -> tuple[list, np.ndarray]:
+        """Cell keys and their probabilities for ``length`` (step 2): the frequent sequences of
+        that length (lexicographic order), then the cells ``u *`` (lexicographic order of u)."""
+        if not 1 <= length <= self.max_len:
+            raise RheoError(f"length must be in 1..{self.max_len}, got {length!r}")
+        leaves = sorted(u for u in self.frequent if len(u) == length)
+        stars = sorted(u for u in self.rare if len(u) < length)
+        keys = [("leaf", u) for u in leaves] + [("rare", u) for u in stars]
+        probs = [self.frequent[u] for u in leaves] + [self.rare[u] for u in stars]
+        return keys, np.asarray(probs, dtype=np.float64)
+
+    def cell_of(self, seq: tuple, length: int) -> tuple:
+        """The step-2 cell of ``seq[:length]``: its longest frequent prefix decides."""
+        u = ()
+        for i in range(length):
+            nxt = tuple(seq[:i + 1])
+            if nxt not in self.frequent:
+                return ("rare", u)
+            u = nxt
+        return ("leaf", u)
+
+    def chi_square(self, seqs: Sequence[tuple], length: int) -> ChiSquare:
+        """Pearson's test of the law of ``seq[:length]`` over ``seqs`` (each at least ``length`` long)."""
+        keys, probs = self.cells(length)
+        index = {k: i for i, k in enumerate(keys)}
+        obs = np.zeros(len(keys), dtype=np.int64)  # [cells]
+        for w in seqs:
+            if len(w) < length:
+                raise RheoError(f"sequence {tuple(w)!r} is shorter than the tested length {length}")
+            obs[index[self.cell_of(w, length)]] += 1
+        names = [" ".join(map(str, u)) + (" *" if kind == "rare" else "") for kind, u in keys]
+        return chi_square(obs, probs, self.min_expected, names)
+
+
+def prefix_cells(next_laws: NextLaws, n: int, max_len: int,
+                 min_expected: float = DEFAULT_MIN_EXPECTED) -> PrefixCells:
+    """Frequent prefixes up to ``max_len`` for ``n`` samples (module docstring, step 1).
+
+    ``next_laws(prefixes)`` returns the target laws p(. | u) of a list of frequent prefixes of
+    one length, ``# [len(prefixes), V]``; it is called once per length ``0..max_len - 1``.
+    """
+    frequent = {(): 1.0}
+    rare = {}
+    level = [()]
+    for _ in range(max_len):
+        if not level:
+            break
+        laws = np.asarray(next_laws(level), dtype=np.float64)  # [len(level), V]
+        nxt = []
+        for u, pl in zip(level, laws):
+            pu = frequent[u]
+            ys = np.flatnonzero(pl * (n * pu) >= min_expected)
+            for y in ys.tolist():
+                frequent[u + (y,)] = pu * float(pl[y])
+                nxt.append(u + (y,))
+            # NOTE: clipped at 0: round-off can make 1 - sum(frequent) slightly negative.
+            rare[u] = pu * max(0.0, 1.0 - float(pl[ys].sum()))
+        level = nxt
+    return PrefixCells(int(n), int(max_len), float(min_expected), frequent, rare)
+
+
+def pair_laws(pair) -> NextLaws:
+    """:data:`NextLaws` of a toy or synthetic pair's target (``pair.p(u)``)."""
+    return lambda prefixes: np.stack([np.asarray(pair.p(u), dtype=np.float64) for u in prefixes])
+
+
 def extend_outputs(pair, outputs, length: int, rng: np.random.Generator) -> list[tuple]:
-    """Complete each output to ``length`` tokens with fresh target samples (W of the docstring)."""
+    """Complete each output Z to ``length`` tokens with fresh target samples ``y ~ p(. | prefix)``
+    (exactly what the next steps would produce) and cut it there: the sequences W whose first
+    ``l`` tokens must follow the target law for every ``l`` when the method is lossless."""
     chooser = RandomChooser(rng)
     out = []
     for z in outputs:
@@ -97,100 +330,15 @@ def extend_outputs(pair, outputs, length: int, rng: np.random.Generator) -> list
     return out
 
 
-def _trie(pair, n: int, max_len: int, min_expected: float):
-    """Big prefixes (expected count >= min_expected) up to ``max_len`` and the pooled mass
-    below each big prefix shorter than ``max_len``."""
-    big = {(): 1.0}  # prefix -> p(prefix)
-    pooled = {}  # big prefix u (|u| < max_len) -> p(u, then a token y with uy not big)
-    stack = [()]
-    while stack:
-        u = stack.pop()
-        pu = big[u]
-        if len(u) == max_len:
-            continue
-        pl = np.asarray(pair.p(u), dtype=np.float64)  # [vocab]
-        ys = np.flatnonzero(pl * (n * pu) >= min_expected)
-        for y in ys.tolist():
-            big[u + (y,)] = pu * float(pl[y])
-            stack.append(u + (y,))
-        pooled[u] = pu * max(0.0, 1.0 - float(pl[ys].sum()))
-    return big, pooled
-
-
 def chi_square_by_length(pair, seqs: list[tuple], max_len: int,
                          min_expected: float = DEFAULT_MIN_EXPECTED) -> list[LengthTest]:
-    """Pearson chi-square tests of the laws of ``W[:l]``, l = 1..max_len, against the target."""
-    n = len(seqs)
-    big, pooled = _trie(pair, n, max_len, min_expected)
-    results = []
+    """Pearson chi-square tests of the laws of ``W[:l]``, l = 1..max_len, against the pair's target."""
+    cells = prefix_cells(pair_laws(pair), len(seqs), max_len, min_expected)
+    out = []
     for l in range(1, max_len + 1):
-        names, mass = [], []
-        index = {}
-        for u, pu in big.items():
-            if len(u) == l:
-                index[("leaf", u)] = len(names)
-                names.append(" ".join(map(str, u)))
-                mass.append(pu)
-        leftover = len(names)
-        names.append("(pooled rare sequences)")
-        mass.append(0.0)
-        for u, pm in pooled.items():
-            if len(u) < l:
-                if n * pm >= min_expected:
-                    index[("pool", u)] = len(names)
-                    names.append(" ".join(map(str, u)) + " <rare>")
-                    mass.append(pm)
-                else:
-                    index[("pool", u)] = leftover
-                    mass[leftover] += pm
-        obs = np.zeros(len(names))
-        for w in seqs:
-            u = ()
-            for i in range(l):
-                nxt = w[:i + 1]
-                if nxt in big:
-                    u = nxt
-                    continue
-                obs[index[("pool", u)]] += 1
-                break
-            else:
-                obs[index[("leaf", u)]] += 1
-        mass = np.asarray(mass)
-        keep = np.ones(len(names), dtype=bool)
-        others = [i for i in range(len(names)) if i != leftover]
-        if mass[leftover] * n < min_expected and others:
-            # NOTE: a small leftover cell is merged into the smallest other cell (still a partition).
-            j = min(others, key=lambda i: mass[i])
-            mass[j] += mass[leftover]
-            obs[j] += obs[leftover]
-            names[j] = names[j] + " + " + names[leftover]
-            keep[leftover] = False
-        obs, mass = obs[keep], mass[keep]
-        names = [nm for nm, k in zip(names, keep) if k]
-        exp = n * mass / mass.sum()
-        if len(obs) < 2:
-            results.append(LengthTest(l, 0.0, 0, 1.0, len(obs), names[0] if names else "", int(obs.sum()), float(n)))
-            continue
-        contrib = (obs - exp) ** 2 / exp
-        stat = float(contrib.sum())
-        df = len(obs) - 1
-        pval = float(_chi2_sf(stat, df))
-        j = int(np.argmax(contrib))
-        results.append(LengthTest(l, stat, df, pval, len(obs), names[j], int(obs[j]), float(exp[j])))
-    return results
-
-
-def _chi2_sf(stat: float, df: int) -> float:
-    # NOTE: scipy.stats is imported here, not at module level: it takes seconds to import and
-    # every `rheo` invocation imports this module while building its parser.
-    from scipy import stats as sps
-
-    return sps.chi2.sf(stat, df)
-
-
-def combined_p_value(tests: list[LengthTest]) -> float:
-    """Bonferroni combination min(1, L * min p_l)."""
-    return min(1.0, len(tests) * min(t.p_value for t in tests))
+        t = cells.chi_square(seqs, l)
+        out.append(LengthTest(**{f.name: getattr(t, f.name) for f in fields(t)}, length=l))
+    return out
 
 
 def _check(samples, alpha, min_expected):
@@ -206,7 +354,10 @@ def lossless_test(pair, method: Method, samples: int = 2000, alpha: float = DEFA
                   min_expected: float = DEFAULT_MIN_EXPECTED) -> LosslessTest:
     """Sample ``samples`` steps of ``method`` from the pair's root prefix and test losslessness.
 
-    Reproducible from ``seed``. ``lossless`` is True when the combined p-value exceeds ``alpha``.
+    Each output Z is completed to ``L = D + 1`` tokens (:func:`extend_outputs`), the law of its
+    first ``l`` tokens is tested for ``l = 1..L`` (:func:`chi_square_by_length`) and the p-values
+    are combined by :func:`bonferroni`. Reproducible from ``seed``; ``lossless`` is True when the
+    combined p-value exceeds ``alpha``.
     """
     _check(samples, alpha, min_expected)
     pair = pair.to_float() if getattr(pair, "exact", False) else pair
@@ -218,6 +369,6 @@ def lossless_test(pair, method: Method, samples: int = 2000, alpha: float = DEFA
     outs = sample_outputs(pair, method, samples, seed)
     seqs = extend_outputs(pair, outs, L, np.random.default_rng([int(seed), _COMPLETION_TAG]))
     tests = chi_square_by_length(pair, seqs, L, min_expected)
-    pv = combined_p_value(tests)
+    pv = bonferroni([t.p_value for t in tests])
     tau, lo, hi = mean_ci([len(z) for z in outs])
     return LosslessTest(pv > alpha, pv, float(alpha), int(samples), tau, lo, hi, tuple(tests))

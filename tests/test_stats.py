@@ -1,5 +1,6 @@
-"""The Monte-Carlo lossless test: lossless methods pass, the lossy control is caught, cells are a
-partition, seeds reproduce, bad arguments give clear errors.
+"""The statistics of the lossless tests: the pooled chi-square on known answers, the prefix cells
+(a partition; the flat rule is their length-1 case), and the Monte-Carlo lossless test: lossless
+methods pass, the lossy control is caught, seeds reproduce, bad arguments give clear errors.
 
 Every test states alpha, the seed and the sample size. The calibration over >= 200 null runs
 and the power study are in ``simulations/calibration.py`` (and the slow test below).
@@ -10,7 +11,8 @@ import pytest
 
 from rheotheory import make_method, certify, random_pair
 from rheotheory.errors import RheoError
-from rheotheory.stats import _trie, chi_square_by_length, combined_p_value, extend_outputs, lossless_test
+from rheotheory.stats import (POOLED, ChiSquare, LengthTest, bonferroni, chi_square, chi_square_by_length,
+                              combine, extend_outputs, lossless_test, pair_laws, prefix_cells)
 from rheotheory.synthetic import SyntheticPair
 
 ALPHA = 0.01
@@ -19,6 +21,85 @@ ALPHA = 0.01
 LOSSY_PAIR = random_pair(3, 2, seed=6)
 LOSSY = make_method("rheo", top_k=2, depth=2, budget=4, proxy="true", verifier="sequential")
 LOSSLESS = make_method("rheo", top_k=2, depth=2, budget=4, proxy="next", verifier="sequential")
+
+
+def test_chi_square_known_answers():
+    # observed == expected: X2 = 0, p = 1
+    res = chi_square([10, 20, 30, 40], [0.1, 0.2, 0.3, 0.4])
+    assert (res.statistic, res.df, res.p_value, res.cells, res.n) == (0.0, 3, 1.0, 4, 100)
+    # df = 2: p = exp(-X2 / 2); worst cell: (15 - 10)^2 / 10 = 2.5
+    res = chi_square([45, 40, 15], [0.5, 0.4, 0.1], names=["a", "b", "c"])
+    assert res.statistic == pytest.approx(3.0, abs=1e-12) and res.df == 2
+    assert res.p_value == pytest.approx(np.exp(-1.5), rel=1e-12)
+    assert (res.worst_cell, res.observed, res.expected) == ("c", 15, pytest.approx(10.0))
+
+
+def test_chi_square_pools_rare_cells():
+    # expected 2 and 3 (< 5) pool into one cell of expected 5, kept: cells (50, 45, 5), obs (50, 40, 10)
+    res = chi_square([50, 40, 4, 6], [0.5, 0.45, 0.02, 0.03])
+    assert res.cells == 3 and res.df == 2
+    assert res.statistic == pytest.approx(0 + 25 / 45 + 25 / 5, abs=1e-12)
+    assert res.worst_cell == POOLED
+    # expected 2 alone (< 5) is merged into the smallest other cell (expected 18): nothing dropped
+    res = chi_square([50, 30, 20, 0], [0.5, 0.3, 0.18, 0.02], names=["a", "b", "c", "d"])
+    assert res.cells == 3 and res.df == 2 and res.statistic == pytest.approx(0.0, abs=1e-12)
+    res = chi_square([50, 30, 16, 4], [0.5, 0.3, 0.18, 0.02], names=["a", "b", "c", "d"])
+    assert res.statistic == pytest.approx(0.0, abs=1e-12)
+    # a single cell left: nothing to test
+    res = chi_square([97, 3], [0.99, 0.01])
+    assert (res.statistic, res.df, res.p_value, res.cells) == (0.0, 0, 1.0, 1)
+
+
+def test_chi_square_bad_input():
+    with pytest.raises(RheoError, match="partition"):
+        chi_square([5, 5], [0.5, 0.4])
+    with pytest.raises(RheoError, match="1-d"):
+        chi_square([5, 5], [0.5, 0.25, 0.25])
+    with pytest.raises(RheoError, match="no observations"):
+        chi_square([0, 0], [0.5, 0.5])
+
+
+def test_prefix_cells_of_a_two_token_law():
+    # p(x1) = (0.5, 0.46, 0.04); p(. | 0) = (0.9, 0.1, 0); p(. | 1) = (0.5, 0.5, 0); n = 100, m = 5
+    cond = {(): [0.5, 0.46, 0.04], (0,): [0.9, 0.1, 0.0], (1,): [0.5, 0.5, 0.0]}
+    calls = []
+
+    def laws(prefixes):
+        calls.append(list(prefixes))
+        return np.array([cond[u] for u in prefixes])
+
+    cells = prefix_cells(laws, 100, 2)
+    assert calls == [[()], [(0,), (1,)]]  # one batch per length, frequent prefixes only
+    keys, probs = cells.cells(2)
+    # frequent pairs (0 0) 45, (0 1) 5, (1 0) 23, (1 1) 23; cells "0 *", "1 *" (0) and "*" (x1 = 2: 4)
+    assert keys == [("leaf", (0, 0)), ("leaf", (0, 1)), ("leaf", (1, 0)), ("leaf", (1, 1)),
+                    ("rare", ()), ("rare", (0,)), ("rare", (1,))]
+    assert probs == pytest.approx([0.45, 0.05, 0.23, 0.23, 0.04, 0.0, 0.0], abs=1e-12)
+    seqs = [(0, 0)] * 45 + [(0, 1)] * 5 + [(1, 0)] * 22 + [(1, 1)] * 24 + [(2, 0)] * 4
+    res = cells.chi_square(seqs, 2)
+    # the three rare cells pool to expected 4 (< 5) and join the smallest other cell, (0 1): 9 vs 9
+    assert res.cells == 4 and res.df == 3
+    assert res.statistic == pytest.approx(2 / 23, abs=1e-12)
+    assert cells.cell_of((2, 0), 2) == ("rare", ()) and cells.cell_of((0, 2), 2) == ("rare", (0,))
+
+
+def test_flat_rule_is_the_length_one_case():
+    # a flat law tested by chi_square equals the length-1 test of the prefix cells (one rule)
+    rng = np.random.default_rng(4)
+    law = rng.dirichlet(np.full(30, 0.3))
+    seqs = [(int(x),) for x in rng.choice(30, size=300, p=law)]
+    res = prefix_cells(lambda us: np.stack([law] * len(us)), 300, 1).chi_square(seqs, 1)
+    flat = chi_square(np.bincount([s[0] for s in seqs], minlength=30), law)
+    assert (res.statistic, res.df) == (pytest.approx(flat.statistic, rel=1e-12), flat.df)
+
+
+def test_combine_sums_independent_tests():
+    a = chi_square([45, 40, 15], [0.5, 0.4, 0.1])
+    b = chi_square([10, 20, 30, 40], [0.1, 0.2, 0.3, 0.4])
+    c = combine([a, b], labels=["first", "second"])
+    assert (c.statistic, c.df, c.n, c.cells) == (pytest.approx(3.0), 5, 200, 7)
+    assert c.worst_cell.startswith("'first'")
+    assert isinstance(c, ChiSquare) and set(c.to_dict()) >= {"statistic", "df", "p_value", "n"}
 
 
 def test_control_is_lossy_and_reference_lossless_exactly():
@@ -37,6 +118,8 @@ def test_lossless_method_is_not_rejected():
     res = lossless_test(LOSSY_PAIR, LOSSLESS, samples=4000, alpha=ALPHA, seed=0)
     assert res.lossless and res.p_value > ALPHA
     assert len(res.per_length) == LOSSLESS.depth + 1
+    assert all(isinstance(t, LengthTest) for t in res.per_length)
+    assert [t["length"] for t in res.to_dict()["per_length"]] == [1, 2, 3]
 
 
 @pytest.mark.parametrize("method", [make_method("eagle", top_k=4, depth=3, budget=10),
@@ -54,26 +137,27 @@ def test_exact_target_samples_pass_and_wrong_law_fails():
     pair = random_pair(3, 2, seed=2, exact=False)
     rng = np.random.default_rng(1)
     good = extend_outputs(pair, [()] * 3000, 3, rng)
-    assert combined_p_value(chi_square_by_length(pair, good, 3)) > ALPHA
+    assert bonferroni([t.p_value for t in chi_square_by_length(pair, good, 3)]) > ALPHA
 
     class DraftAsTarget:
         def p(self, u):
             return pair.q(u)
 
     bad = extend_outputs(DraftAsTarget(), [()] * 3000, 3, rng)
-    assert combined_p_value(chi_square_by_length(pair, bad, 3)) < ALPHA
+    assert bonferroni([t.p_value for t in chi_square_by_length(pair, bad, 3)]) < ALPHA
 
 
 def test_cells_partition_the_sequences():
     pair = SyntheticPair(200, seed=0, draft_top_k=None)
     n, L = 500, 3
-    big, pooled = _trie(pair, n, L, 5.0)
-    for l in range(1, L + 1):
-        mass = sum(pu for u, pu in big.items() if len(u) == l) + sum(pm for u, pm in pooled.items() if len(u) < l)
-        assert mass == pytest.approx(1.0, abs=1e-9)
+    cells = prefix_cells(pair_laws(pair), n, L, 5.0)
     seqs = extend_outputs(pair, [()] * n, L, np.random.default_rng(0))
+    for l in range(1, L + 1):
+        keys, probs = cells.cells(l)
+        assert probs.sum() == pytest.approx(1.0, abs=1e-9)
+        assert {cells.cell_of(w, l) for w in seqs} <= set(keys)
     for t in chi_square_by_length(pair, seqs, L):
-        assert t.cells >= 2 and t.df == t.cells - 1 and 0 <= t.p_value <= 1
+        assert t.cells >= 2 and t.df == t.cells - 1 and 0 <= t.p_value <= 1 and t.n == n
 
 
 def test_seed_reproduces_the_test():
