@@ -2,8 +2,9 @@
 
 Each method (the default suite's small trees, plus rheo at the benchmark's size) is run N times
 per prompt; the pairs (x1, x2) are compared with the exact target law p(x1) p(x2 | x1) by a
-chi-square test with rare cells pooled (:func:`rheotheory.decode.checks.lossless_test`). The
-same test with the planted skip-residual verifier (``ot_skip_residual``) must reject.
+chi-square test (:func:`rheotheory.decode.checks.lossless_test`; cells and pooling rule of
+:mod:`rheotheory.stats`, statistics summed over the prompts). The same test with the planted
+skip-residual verifier (``ot_skip_residual``) must reject. The output is the README table.
 
     python3 benchmarks/builtin_lossless.py --n 400 --seed 20260601
 """
@@ -15,16 +16,17 @@ import time
 
 import torch
 
-from rheotheory.decode.bench import default_static_shape
 from rheotheory.decode.builtin import load_builtin_pair
 from rheotheory.decode.checks import lossless_test, ot_skip_residual
 from rheotheory.decode.engine import DecodeConfig
-from rheotheory.methods import DECODE_PROXY, make_method
+from rheotheory.methods import make_method, resolve
 
 #: Significance level.
 ALPHA = 1e-3
 #: Prompts (those of the default-suite test).
 PROMPTS = ("def fib(", "import ")
+#: The static tree of the table: the greedy shape of 5 nodes and depth 2.
+STATIC_SHAPE = [[0], [1], [0, 0], [0, 1], [1, 0]]
 
 
 def main() -> None:
@@ -39,10 +41,10 @@ def main() -> None:
     rheo_small = make_method("rheo", top_k=2, depth=2, budget=4)
     variants = [
         ("chain", make_method("chain", depth=2), None),
-        ("static", make_method("static", shape=default_static_shape(5, 2)), None),
+        ("static", make_method("static", shape=STATIC_SHAPE), None),
         ("eagle", make_method("eagle", top_k=2, depth=2, budget=4), None),
         ("rheo", rheo_small, None),
-        ("rheo (bench size)", make_method("rheo", top_k=2, depth=4, budget=8, proxy=DECODE_PROXY), None),
+        ("rheo (bench size)", resolve("rheo-tuned", size=(2, 4, 8)), None),
         ("rheo + skip-residual (biased)", rheo_small, ot_skip_residual),
     ]
     print(f"built-in pair; T = {args.temperature:g}; prompts {PROMPTS!r}; N = {args.n} per prompt; "

@@ -2,8 +2,9 @@
 
 Speculative decoding (rheo K=2 D=2 N=4, OT verifier, the int4 draft) is run N times per prompt;
 the pairs (x1, x2) are compared with the exact target law p(x1) p(x2 | x1) by a chi-square test
-with rare cells pooled (:func:`rheotheory.decode.smollm.lossless_test_large_vocab`). The same
-test with the planted skip-residual verifier (``ot_skip_residual``) must reject.
+(:func:`rheotheory.decode.smollm.lossless_test_large_vocab`: the test of the built-in pair, cells
+and pooling rule of :mod:`rheotheory.stats`). The same test with the planted skip-residual
+verifier (``ot_skip_residual``) must reject.
 
     python3 benchmarks/smollm2_lossless.py --n 200 --seed 20261129
 """

@@ -7,15 +7,18 @@ torch = pytest.importorskip("torch")
 
 from rheotheory.decode.bench import BENCH_PROMPTS, default_static_shape  # noqa: E402
 from rheotheory.decode.builtin import load_builtin_pair  # noqa: E402
-from rheotheory.decode.checks import chi_square, lossless_test, ot_skip_residual  # noqa: E402
+from rheotheory.decode.checks import TESTED_TOKENS, lossless_test, next_token_laws, ot_skip_residual  # noqa: E402
 from rheotheory.decode.engine import (AUTOREGRESSIVE, GREEDY_DRAFT_TEMPERATURE, DecodeConfig, decode,  # noqa: E402
                                       target_law)
 from rheotheory.errors import InstanceError, LawError  # noqa: E402
 from rheotheory.methods import Method  # noqa: E402
+from rheotheory.stats import prefix_cells  # noqa: E402
 from rheotheory.trees import parse_shape  # noqa: E402
 
 #: Significance level of the chi-square lossless tests (fixed seeds: the outcome is reproducible).
 ALPHA = 1e-3
+#: Largest |difference| between target laws from a batched and a single float32 pass.
+LAW_ATOL = 1e-6
 #: Runs per prompt of the default-suite lossless tests, and the prompts used.
 N_PER_PROMPT = 400
 LOSSLESS_PROMPTS = ("def fib(", "import ")
@@ -142,16 +145,19 @@ def test_default_static_shape_is_valid():
         assert len(parse_shape(shape)) == n
 
 
-def test_chi_square_pools_rare_cells():
-    probs = np.array([[0.5, 0.3], [0.18, 0.02]])
-    counts = np.array([[50, 30], [20, 0]])
-    stat, df = chi_square(counts, probs)
-    # kept: (0,0) 50, (0,1) 30, (1,0) 18; row 1's rare cell (expected 2) goes to the global pool,
-    # which stays below 5 and is dropped
-    assert df == 2 and abs(stat - (2**2 / 18)) <= 1e-12
-    probs2 = np.array([[0.5, 0.3], [0.1, 0.1]])
-    stat2, df2 = chi_square(np.array([[50, 30], [10, 10]]), probs2)
-    assert df2 == 3 and stat2 == 0.0
+def test_next_token_laws_batch_equals_single_passes(pair32):
+    """The exact law behind the lossless test's cells: a batch of continuations gives the laws
+    of one pass per continuation, and the cells of the first two tokens partition the pairs."""
+    prompt = pair32.encode("def fib(")
+    cfg = DecodeConfig(temperature=1.0)
+    laws = next_token_laws(pair32.target, prompt, cfg)
+    rows = laws([(3,), (40,)])  # [2, V]
+    with torch.inference_mode():
+        single = [target_law(pair32.target(torch.tensor([prompt + [t]]))[:, -1], cfg)[0].numpy() for t in (3, 40)]
+    assert rows.shape == (2, pair32.target.cfg.vocab_size)
+    assert np.abs(rows - np.stack(single)).max() <= LAW_ATOL
+    cells = prefix_cells(laws, N_PER_PROMPT, TESTED_TOKENS)
+    assert abs(cells.cells(TESTED_TOKENS)[1].sum() - 1.0) <= 1e-9
 
 
 def test_lossless_first_two_tokens(pair32):

@@ -1,111 +1,82 @@
-"""Calibrated Monte-Carlo check that speculative decoding with real models is lossless.
+r"""Calibrated Monte-Carlo check that speculative decoding with real models is lossless.
 
-The target's exact law of the first two generated tokens after a prompt,
-:math:`p(x_1)\\,p(x_2 \\mid x_1)`, is computed from the model directly (one batched pass over
-every x_1). Speculative decoding is run ``n`` times from the prompt; the observed pairs are
-compared with a chi-square goodness-of-fit test, rare cells pooled (see :func:`chi_square`). Statistics
-and degrees of freedom of several prompts add up (independent runs).
+Only the model-specific parts live here; the test itself (cells, pooling, Pearson's statistic)
+is :mod:`rheotheory.stats`, shared with ``rheo mc``.
+
+For each prompt the target's exact law of the first two generated tokens,
+:math:`p(x_1)\,p(x_2 \mid x_1)`, is computed from the model directly (:func:`next_token_laws`:
+one batched uncached pass per length, only over the prefixes frequent enough to be cells).
+Speculative decoding is run ``n`` times from the prompt (:func:`first_tokens`) and the pairs
+are compared with that law by :meth:`rheotheory.stats.PrefixCells.chi_square` (rare cells pooled
+by the rule of :mod:`rheotheory.stats`). Statistics and degrees of freedom of several prompts
+add up (independent runs, :func:`rheotheory.stats.combine`). A method is lossless only if this
+law is the target's (docs/theory.md section 4). The companion :func:`ot_skip_residual` is a
+planted bug the same test must reject.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import torch
-from scipy import stats
 
 from .. import laws
+from ..stats import DEFAULT_MIN_EXPECTED, ChiSquare, NextLaws, combine, prefix_cells
 from ..verify.rules import Transition, onehot
 from .engine import DecodeConfig, decode, target_law
 
-__all__ = ["MIN_EXPECTED", "ChiSquare", "two_token_law", "two_token_counts", "chi_square", "lossless_test",
-           "ot_skip_residual"]
+__all__ = ["TESTED_TOKENS", "ChiSquare", "next_token_laws", "first_tokens", "lossless_test", "ot_skip_residual"]
 
-#: Smallest expected count of a chi-square cell (Cochran's rule); rarer cells are pooled.
-MIN_EXPECTED = 5.0
-
-
-@dataclass(frozen=True)
-class ChiSquare:
-    statistic: float
-    df: int
-    p_value: float
-    n: int  # decoding runs in total
-
-    def report(self, alpha: float) -> str:
-        """One line: statistic, degrees of freedom, p-value, N and the verdict at ``alpha``."""
-        verdict = "reject" if self.p_value < alpha else "no rejection"
-        return (f"chi2 = {self.statistic:8.1f}  df = {self.df:4d}  p = {self.p_value:.3g}  N = {self.n}  "
-                f"-> {verdict} at alpha = {alpha:g}")
+#: Number of generated tokens whose joint law is tested (the first two: enough for a tree of
+#: depth >= 1 to accept a draft token and emit a second one in the same step).
+TESTED_TOKENS = 2
 
 
-@torch.inference_mode()
-def two_token_law(target, prompt: list[int], cfg: DecodeConfig) -> np.ndarray:
-    """Joint target law of the first two tokens after ``prompt``. # [V, V] float64"""
-    device = next(target.parameters()).device
-    V = target.cfg.vocab_size
-    seq = torch.tensor(prompt, device=device)
-    p1 = target_law(target(seq[None])[:, -1], cfg)[0]  # [V]
-    batch = torch.cat([seq.expand(V, -1), torch.arange(V, device=device)[:, None]], dim=1)  # [V, len + 1]
-    p2 = target_law(target(batch)[:, -1], cfg)  # [V, V]
-    return (p1[:, None] * p2).cpu().numpy()
+def next_token_laws(target, prompt: list[int], cfg: DecodeConfig) -> NextLaws:
+    """Exact target laws after ``prompt`` followed by each of a list of continuations.
 
-
-def two_token_counts(pair, prompt: list[int], method, cfg: DecodeConfig, n: int, gen: torch.Generator,
-                     verifier=None) -> np.ndarray:
-    """Counts of the first two generated tokens over ``n`` speculative runs. # [V, V] int"""
-    V = pair.target.cfg.vocab_size
-    counts = np.zeros((V, V), dtype=np.int64)
-    two = replace(cfg, max_new_tokens=2)
-    for _ in range(n):
-        toks = decode(pair.target, pair.draft, prompt, method, two, gen, verifier=verifier).tokens
-        counts[toks[0], toks[1]] += 1
-    return counts
-
-
-def chi_square(counts: np.ndarray, probs: np.ndarray) -> tuple[float, int]:
-    """Chi-square statistic and degrees of freedom over the (x1, x2) cells of # [V, V] arrays.
-
-    Rare cells are pooled hierarchically, so that the first token's law keeps its weight: within
-    each row x1 the cells with expected count < :data:`MIN_EXPECTED` form one cell (x1, other);
-    rows whose pooled cell is still too rare go to one global pool, kept if it reaches
-    :data:`MIN_EXPECTED` (otherwise dropped: its deficit still shows in the kept cells).
+    The returned function maps continuations ``u`` of one length (``m`` of them) to
+    ``p(. | prompt, u)`` as a ``# [m, V]`` float64 array, by one uncached forward pass over the
+    batch ``# [m, len(prompt) + len(u)]``. :func:`rheotheory.stats.prefix_cells` calls it only
+    for frequent prefixes (at most ``n / min_expected`` per length).
     """
-    n = counts.sum()
-    obs, exp = [], []
-    pool_o = pool_e = 0.0
-    for row_c, row_p in zip(counts.astype(np.float64), probs):
-        e = row_p * n
-        big = e >= MIN_EXPECTED
-        obs.extend(row_c[big])
-        exp.extend(e[big])
-        ro, re = row_c[~big].sum(), e[~big].sum()
-        if re >= MIN_EXPECTED:
-            obs.append(ro)
-            exp.append(re)
-        else:
-            pool_o += ro
-            pool_e += re
-    if pool_e >= MIN_EXPECTED:
-        obs.append(pool_o)
-        exp.append(pool_e)
-    obs, exp = np.array(obs), np.array(exp)
-    return float(((obs - exp) ** 2 / exp).sum()), len(obs) - 1
+    device = next(target.parameters()).device
+    seq = torch.tensor(prompt, device=device)  # [len(prompt)]
+
+    @torch.inference_mode()
+    def law(prefixes: list[tuple]) -> np.ndarray:
+        cont = torch.tensor(prefixes, dtype=torch.long, device=device).reshape(len(prefixes), -1)  # [m, |u|]
+        batch = torch.cat([seq.expand(len(prefixes), -1), cont], dim=1)  # [m, len(prompt) + |u|]
+        return target_law(target(batch)[:, -1], cfg).cpu().numpy()  # [m, V]
+
+    return law
+
+
+def first_tokens(pair, prompt: list[int], method, cfg: DecodeConfig, n: int, gen: torch.Generator,
+                 verifier=None, length: int = TESTED_TOKENS) -> list[tuple]:
+    """The first ``length`` generated tokens of ``n`` speculative runs from ``prompt``."""
+    cut = replace(cfg, max_new_tokens=length)
+    return [tuple(decode(pair.target, pair.draft, prompt, method, cut, gen, verifier=verifier).tokens[:length])
+            for _ in range(n)]
 
 
 def lossless_test(pair, prompts, method, cfg: DecodeConfig, n_per_prompt: int, seed: int,
-                  verifier=None) -> ChiSquare:
-    """Combined chi-square test over ``prompts`` (texts) of the first two tokens' law."""
+                  verifier=None, min_expected: float = DEFAULT_MIN_EXPECTED) -> ChiSquare:
+    """Combined chi-square test over ``prompts`` (texts) of the first two tokens' law.
+
+    ``pair`` has ``target``, ``draft`` and ``encode``; every random choice comes from one
+    ``torch.Generator`` seeded with ``seed``. ``verifier`` replaces the method's rule (the
+    planted-bug companion). Cells are built from the target before decoding.
+    """
     gen = torch.Generator().manual_seed(seed)
-    stat, df = 0.0, 0
+    tests = []
     for text in prompts:
         prompt = pair.encode(text)
-        probs = two_token_law(pair.target, prompt, cfg)
-        s, d = chi_square(two_token_counts(pair, prompt, method, cfg, n_per_prompt, gen, verifier), probs)
-        stat += s
-        df += d
-    return ChiSquare(stat, df, float(stats.chi2.sf(stat, df)), n_per_prompt * len(prompts))
+        cells = prefix_cells(next_token_laws(pair.target, prompt, cfg), n_per_prompt, TESTED_TOKENS, min_expected)
+        seqs = first_tokens(pair, prompt, method, cfg, n_per_prompt, gen, verifier)
+        tests.append(cells.chi_square(seqs, TESTED_TOKENS))
+    return combine(tests, labels=list(prompts))
 
 
 def ot_skip_residual(p, cands) -> Transition:

@@ -401,49 +401,17 @@ def single_draft_acceptance(pair, texts, temperature: float = 1.0) -> float:
     return total / count
 
 
-@torch.inference_mode()
 def lossless_test_large_vocab(pair, prompts, method, cfg, n_per_prompt: int, seed: int, verifier=None):
-    """Chi-square test of the first two generated tokens' law for large vocabularies.
+    """Chi-square test of the first two generated tokens' law with SmolLM2 (49152 tokens).
 
-    Same test as :func:`rheotheory.decode.checks.lossless_test` (same cells and pooling, via
-    :func:`~rheotheory.decode.checks.chi_square`), without the ``[V, V]`` table: the exact
-    conditional law p(x2 | x1) is computed only for the first tokens x1 whose expected count
-    ``n p(x1)`` reaches :data:`~rheotheory.decode.checks.MIN_EXPECTED`; every other x1 would be
-    pooled whole anyway, so the runs that start with one form a single cell "rare x1" of
-    expected count ``n * sum of their p(x1)``. The exact law comes from the target's uncached
-    ``forward``, the samples from the cached tree engine. Returns a ``ChiSquare``.
+    The test of :func:`rheotheory.decode.checks.lossless_test`, cells and pooling included
+    (:mod:`rheotheory.stats`): the exact conditional laws p(x2 | x1) are computed only for the
+    first tokens x1 frequent enough to be cells (expected count ``n p(x1)`` at least
+    :data:`~rheotheory.stats.DEFAULT_MIN_EXPECTED`), so no ``[V, V]`` table is built; the runs
+    whose first token is rarer form one cell. The exact law comes from the target's uncached
+    ``forward``, the samples from the cached tree engine. Returns a
+    :class:`~rheotheory.stats.ChiSquare`.
     """
-    import numpy as np
-    from scipy import stats
+    from .checks import lossless_test
 
-    from .checks import MIN_EXPECTED, ChiSquare, chi_square
-    from .engine import decode, target_law
-
-    gen = torch.Generator().manual_seed(seed)
-    two = replace(cfg, max_new_tokens=2)
-    device = next(pair.target.parameters()).device
-    V = pair.target.cfg.vocab_size
-    stat, df = 0.0, 0
-    for text in prompts:
-        prompt = pair.encode(text)
-        seq = torch.tensor(prompt, device=device)
-        p1 = target_law(pair.target(seq[None])[:, -1], cfg)[0].cpu().numpy()  # [V]
-        common = np.flatnonzero(p1 * n_per_prompt >= MIN_EXPECTED)  # [m] first tokens with a row
-        batch = torch.cat([seq.expand(len(common), -1), torch.as_tensor(common, device=device)[:, None]], dim=1)
-        p2 = target_law(pair.target(batch)[:, -1], cfg).cpu().numpy()  # [m, V]
-        probs = np.zeros((len(common) + 1, V))
-        probs[:-1] = p1[common, None] * p2
-        probs[-1, 0] = 1.0 - p1[common].sum()  # every rare x1, one cell
-        row_of = {int(t): r for r, t in enumerate(common)}
-        counts = np.zeros((len(common) + 1, V), dtype=np.int64)
-        for _ in range(n_per_prompt):
-            toks = decode(pair.target, pair.draft, prompt, method, two, gen, verifier=verifier).tokens
-            r = row_of.get(toks[0])
-            if r is None:
-                counts[-1, 0] += 1
-            else:
-                counts[r, toks[1]] += 1
-        s, d = chi_square(counts, probs)
-        stat += s
-        df += d
-    return ChiSquare(stat, df, float(stats.chi2.sf(stat, df)), n_per_prompt * len(prompts))
+    return lossless_test(pair, prompts, method, cfg, n_per_prompt, seed, verifier=verifier)
