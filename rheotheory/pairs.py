@@ -177,7 +177,7 @@ def check_table_size(vocab_size: int, horizon: int, max_entries: int = MAX_TABLE
         V, H = laws._show(vocab_size), laws._show(horizon)  # NOTE: f"{n}" fails beyond 4300 digits
         need = (f"{rows} prefix rows x {V} tokens" if rows <= max_entries else f"more than {max_entries} prefix rows")
         raise InstanceError(f"vocab_size {V} and horizon {H} need {need} per table, over the cap "
-                            f"of {max_entries} (MAX_TABLE_ENTRIES; raise it with the max_entries parameter)")
+                            f"of {max_entries} (MAX_TABLE_ENTRIES; raise it with --max-entries, or the max_entries parameter)")
     return rows
 
 

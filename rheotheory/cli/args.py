@@ -15,7 +15,7 @@ from ..errors import RheoError
 from ..methods import FAMILIES, PRESETS, TREE_SIZES, Method, field_options, resolve
 
 __all__ = ["EXIT_BAD_INPUT", "Parser", "int_range", "float_range", "float_list", "add_method_arguments",
-           "method_from_args", "method_overrides", "MAX_SEED", "add_seed", "threads_arg"]
+           "method_from_args", "method_overrides", "MAX_SEED", "add_seed", "threads_arg", "add_max_entries"]
 
 EXIT_BAD_INPUT = 2
 
@@ -145,3 +145,12 @@ def method_overrides(args) -> dict:
 def method_from_args(args, size: str | tuple | None = "toy", spec=None) -> Method:
     """The resolved method of ``--preset`` (or ``spec``) with the explicit field flags applied."""
     return resolve(spec if spec is not None else args.preset, size=size, **method_overrides(args))
+
+
+def add_max_entries(ap) -> None:
+    """``--max-entries``: the cap on probabilities per instance table (read or generated)."""
+    from ..pairs import MAX_TABLE_ENTRIES
+
+    ap.add_argument("--max-entries", type=positive_int, default=MAX_TABLE_ENTRIES, metavar="E",
+                    help=f"refuse instance tables of more than E probabilities (V x prefixes; default "
+                    f"{MAX_TABLE_ENTRIES})")

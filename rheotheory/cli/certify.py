@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .args import add_method_arguments, method_from_args, positive_int
+from .args import add_max_entries, add_method_arguments, method_from_args, positive_int
 
 __all__ = ["register", "run"]
 
@@ -25,6 +25,7 @@ def register(sub) -> None:
     c.add_argument("--progress", action="store_true", help="show progress bars on stderr")
     c.add_argument("--max-branches", type=positive_int, default=DEFAULT_MAX_BRANCHES, metavar="B",
                    help=f"stop with an error after B construction branches (default {DEFAULT_MAX_BRANCHES})")
+    add_max_entries(c)
     c.set_defaults(func=run)
 
 
@@ -35,7 +36,8 @@ def run(args) -> int:
 
     method = method_from_args(args, size="toy")
     exact = not args.use_float
-    pair = ToyPair.load(args.instance, exact=exact) if args.instance else example_pair(exact=exact)
+    pair = (ToyPair.load(args.instance, exact=exact, max_entries=args.max_entries) if args.instance
+            else example_pair(exact=exact))
     cert = certify(pair, method, progress=args.progress, max_branches=args.max_branches)
     if args.json:
         d = cert.to_dict()

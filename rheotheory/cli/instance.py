@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .args import float_range, nonneg_int, positive_int, seed_arg
+from .args import add_max_entries, float_range, nonneg_int, positive_int, seed_arg
 
 __all__ = ["register", "run"]
 
@@ -22,6 +22,7 @@ def register(sub) -> None:
     i.add_argument("--temperature", type=float_range(lo=0.0, lo_open=True), default=None,
                    help="logits: target temperature (default 1)")
     i.add_argument("--temper-draft", action="store_true", help="logits: temper the draft too")
+    add_max_entries(i)
     i.set_defaults(func=run)
 
 
@@ -34,12 +35,13 @@ def run(args) -> int:
             if v is not None:
                 raise RheoError(f"{flag} applies to --kind logits only")
         mismatch = 1.0 if args.mismatch is None else args.mismatch
-        pair = random_pair(args.vocab, args.horizon, seed=args.seed, mismatch=mismatch)
+        pair = random_pair(args.vocab, args.horizon, seed=args.seed, mismatch=mismatch,
+                           max_entries=args.max_entries)
     else:
         if args.mismatch is not None:
             raise RheoError("--mismatch applies to --kind weights only")
         temperature = 1.0 if args.temperature is None else args.temperature
         pair = logits_pair(args.vocab, args.horizon, seed=args.seed, temperature=temperature,
-                           temper_draft=args.temper_draft)
+                           temper_draft=args.temper_draft, max_entries=args.max_entries)
     print(json.dumps(pair.to_dict()))
     return 0

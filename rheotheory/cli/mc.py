@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .args import add_method_arguments, float_range, method_from_args, positive_int, seed_arg
+from .args import add_max_entries, add_method_arguments, float_range, method_from_args, positive_int, seed_arg
 
 __all__ = ["register", "run", "mismatch_arg"]
 
@@ -56,6 +56,7 @@ def register(sub) -> None:
                    help=f"smallest expected count of a cell, >= 1 (default {DEFAULT_MIN_EXPECTED:g})")
     m.add_argument("--seed", type=seed_arg, default=0, help="sampling seed (default 0)")
     m.add_argument("--json", action="store_true", help="print one JSON object")
+    add_max_entries(m)
     m.set_defaults(func=run)
 
 
@@ -70,7 +71,7 @@ def pair_from_args(args):
         if given:
             raise RheoError(f"--{given[0].replace('_', '-')} describes the synthetic pair; it does not apply "
                             "with an instance file")
-        return ToyPair.load(args.instance, exact=False), args.instance, None
+        return ToyPair.load(args.instance, exact=False, max_entries=args.max_entries), args.instance, None
     if args.no_sparse and args.sparse is not None:
         raise RheoError("--sparse and --no-sparse contradict each other")
     temperature = 1.0 if args.temperature is None else args.temperature
