@@ -40,10 +40,7 @@ class _Dynamic(Method):
         raise NotImplementedError
 
     def validate(self) -> None:
-        for name in ("top_k", "depth", "budget"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise TreeError(f"{name} must be a positive integer, got {v!r}")
+        self.require_positive("top_k", "depth", "budget")
         self.config()  # the builder's own checks
 
     @property

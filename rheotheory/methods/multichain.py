@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..errors import TreeError
 from ..trees import SAMPLING_MODES, build_static
 from .registry import Method, option, positive_int, register
 from .static import _check_sampled
@@ -38,10 +37,7 @@ class MultiChainMethod(Method):
                            "else iid)", choices=SAMPLING_MODES)
 
     def validate(self) -> None:
-        for name in ("width", "depth"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise TreeError(f"{name} must be a positive integer, got {v!r}")
+        self.require_positive("width", "depth")
         mode = self.sampling or ("wor" if self.verifier == "rrs-wor" else "iid")
         _check_sampled(self.verifier, mode, self.shape())
         object.__setattr__(self, "sampling", mode)

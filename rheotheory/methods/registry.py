@@ -76,11 +76,6 @@ def positive_int(text) -> int:
     return v
 
 
-def _check_int(name: str, v, lo: int) -> None:
-    if not isinstance(v, int) or isinstance(v, bool) or v < lo:
-        raise TreeError(f"{name} must be an integer >= {lo}, got {v!r}")
-
-
 @dataclass(frozen=True)
 class Method:
     """Base of every tree family: a fully resolved, plain-data description of one step.
@@ -113,6 +108,13 @@ class Method:
 
     def validate(self) -> None:
         """Check and normalise the fields (``object.__setattr__`` on a frozen instance)."""
+
+    def require_positive(self, *names: str) -> None:
+        """Each named field must be an integer >= 1 (one message for every family)."""
+        for name in names:
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise TreeError(f"{name} must be a positive integer, got {v!r}")
 
     def builder(self, pair, cache=None) -> Callable:
         """A function ``chooser -> Tree`` building this method's draft tree on ``pair``."""

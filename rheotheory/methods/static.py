@@ -62,10 +62,7 @@ class StaticMethod(Method):
         if self.shape is None:
             if self.depth is None or self.budget is None:
                 raise TreeError("static needs a shape (JSON list of index paths) or a node budget and a depth")
-            for name in ("depth", "budget"):
-                v = getattr(self, name)
-                if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                    raise TreeError(f"{name} must be a positive integer, got {v!r}")
+            self.require_positive("depth", "budget")
             shape = greedy_shape(self.budget, self.depth, STATIC_ACCEPT, STATIC_DECAY)
         else:
             shape = self.shape
@@ -110,8 +107,7 @@ class ChainMethod(Method):
                         search=(1, 3))
 
     def validate(self) -> None:
-        if not isinstance(self.depth, int) or isinstance(self.depth, bool) or self.depth < 1:
-            raise TreeError(f"depth must be a positive integer, got {self.depth!r}")
+        self.require_positive("depth")
 
     @property
     def nodes(self) -> int:
