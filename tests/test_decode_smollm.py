@@ -12,7 +12,7 @@ from rheotheory.cli import main  # noqa: E402
 from rheotheory.decode import smollm  # noqa: E402
 from rheotheory.decode.checks import ot_skip_residual  # noqa: E402
 from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode  # noqa: E402
-from rheotheory.decode.models import KVCache, chain_mask, tree_mask  # noqa: E402
+from rheotheory.decode.models import chain_mask, tree_mask  # noqa: E402
 from rheotheory.errors import InstanceError  # noqa: E402
 from rheotheory.methods import make_method  # noqa: E402
 
@@ -61,6 +61,43 @@ def test_draft_option_needs_smollm2(capsys):
     assert "--draft applies to --model smollm2 only" in capsys.readouterr().err
 
 
+#: float64 random Llama-style model: cached/tree and plain passes differ only by summation order.
+TINY_LOGIT_TOL = 1e-9
+#: A random SmolLM-architecture model small enough for the default suite (no weights needed).
+TINY_SMOL = smollm.SmolConfig(vocab_size=32, n_layer=2, hidden=32, n_q_heads=4, n_kv_heads=2, head_dim=8,
+                              intermediate=48, max_len=64)
+
+
+@torch.inference_mode()
+def test_random_llama_cached_tree_passes_match_forward_per_path():
+    """Without the extra: the SmolLM architecture (grouped-query attention, rotary positions) behind
+    the model/cache interface; a tree evaluated in two passes through the scratch area, then a
+    committed path, give the uncached forward's logits along every path."""
+    torch.manual_seed(0)
+    model = smollm.SmolLM(TINY_SMOL).double().eval()
+    for p in model.parameters():  # RMSNorm weights start at 1: randomise them too
+        p.normal_(0.0, 0.3)
+    prefix = [3, 1, 4, 1, 5]
+    cache = model.new_cache()
+    model.extend(cache, prefix, torch.arange(5), chain_mask(5))
+    cache.commit(5)
+    tokens, parents, depths = [9, 2, 7, 8, 6], [-1, 0, 0, 2, 2], [0, 1, 1, 2, 2]
+    mask = tree_mask(parents)
+    logits = torch.cat([model.extend(cache, tokens[:3], depths[:3], mask[:3, :3]),
+                        model.extend(cache, tokens[3:], depths[3:], mask[3:], offset=3)])
+    for i in range(len(tokens)):
+        path, j = [], i
+        while j >= 0:
+            path.append(tokens[j])
+            j = parents[j]
+        ref = model(torch.tensor([prefix + path[::-1]]))[0, -1]
+        assert (logits[i] - ref).abs().max().item() <= TINY_LOGIT_TOL, f"node {i}"
+    cache.commit([0, 2, 4])  # keep 9 -> 7 -> 6, then continue with 11
+    nxt = model.extend(cache, [11], [0])
+    ref = model(torch.tensor([prefix + [9, 7, 6, 11]]))[0, -1]
+    assert (nxt[0] - ref).abs().max().item() <= TINY_LOGIT_TOL
+
+
 @pytest.fixture(scope="module")
 def pair():
     torch.set_num_threads(1)
@@ -96,15 +133,15 @@ def test_tree_pass_matches_each_path(pair):
     """One cached pass over a tree (ancestor mask, depth positions) = the uncached pass along each path."""
     model = pair.target
     prompt = pair.encode("def fibonacci(n):")
-    cache = KVCache(model.cfg, torch.device("cpu"), torch.float32)
-    ctx = torch.tensor(prompt[:-1])
-    _, k, v = model.extend(cache, ctx, torch.arange(len(ctx)), chain_mask(len(ctx), "cpu"))
-    cache.commit(k, v)
+    cache = model.new_cache()
+    n = len(prompt) - 1
+    model.extend(cache, prompt[:-1], torch.arange(n), chain_mask(n))
+    cache.commit(n)
     # root (pending last prompt token), two children, a grandchild under the second child
     tokens = [prompt[-1], 198, 334, 1303]
     parents = [-1, 0, 0, 2]
     depths = [0, 1, 1, 2]
-    logits, _, _ = model.extend(cache, torch.tensor(tokens), torch.tensor(depths), tree_mask(parents, "cpu"))
+    logits = model.extend(cache, tokens, depths, tree_mask(parents))
     for i in range(len(tokens)):
         path, j = [], i
         while j >= 0:

@@ -113,7 +113,7 @@ def test_single_sample_accepts_one_minus_tv():
 
 
 def test_one_hot_dilemma_example():
-    # REFERENCE section 1: p = q = (1/2, 1/2): one-hot top-1 accepts 1/2, a sampled draft accepts 1.
+    # docs/theory.md section 1.4: p = q = (1/2, 1/2): one-hot top-1 accepts 1/2, a sampled draft accepts 1.
     p = q = law("1/2", "1/2")
     _, acc_onehot = averaged(onehot, p, [(F(1), [Candidate(0)])])
     _, acc_sampled = averaged(sequential, p, iid_candidates(q, 1))

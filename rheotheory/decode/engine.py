@@ -41,7 +41,7 @@ from ..errors import InstanceError, LawError
 from ..laws import inverse_cdf
 from ..verify.walk import SampleBranch, as_tree_verifier, method_tree_verifier, sample_outcome
 from ..methods import Method, resolve
-from .models import KVCache, NumpyLM, TinyLM, chain_mask, tree_mask
+from .models import CacheBase, NumpyLM, TinyLM, chain_mask, tree_mask
 
 __all__ = ["DecodeConfig", "GREEDY_DRAFT_TEMPERATURE", "StepStats", "DecodeResult", "TorchChooser", "UniformStream", "DraftTreePair", "target_law",
            "draft_law", "decode", "AUTOREGRESSIVE"]
@@ -110,18 +110,19 @@ def target_law(logits: torch.Tensor, cfg: DecodeConfig) -> torch.Tensor:
 def draft_law(logits, cfg: DecodeConfig) -> np.ndarray:
     """Draft laws as float64 numpy arrays for the builders: # [n, V] -> # [n, V].
 
-    ``logits`` is a torch tensor or (from a :class:`~rheotheory.decode.models.NumpyLM`) an array.
+    ``logits``: a back-end's logits, a torch tensor or (from a
+    :class:`~rheotheory.decode.models.NumpyLM`) an array; softmax(logits / T_d) in float64 numpy.
     """
-    if isinstance(logits, np.ndarray):
-        z = logits.astype(np.float64)
-        t = cfg.draft_temperature
-        if t != 1.0:
-            z /= t
-        z -= np.maximum.reduce(z, axis=1, keepdims=True)  # NOTE: ufunc reductions: fewer Python layers
-        np.exp(z, out=z)
-        z /= np.add.reduce(z, axis=1, keepdims=True)
-        return z
-    return torch.softmax(logits.double() / cfg.draft_temperature, dim=1).cpu().numpy()
+    if isinstance(logits, torch.Tensor):
+        logits = logits.detach().cpu().numpy()
+    z = logits.astype(np.float64)
+    t = cfg.draft_temperature
+    if t != 1.0:
+        z /= t
+    z -= np.maximum.reduce(z, axis=1, keepdims=True)  # NOTE: ufunc reductions: fewer Python layers
+    np.exp(z, out=z)
+    z /= np.add.reduce(z, axis=1, keepdims=True)
+    return z
 
 
 #: Uniform draws fetched from the torch generator at a time (one call per block, not per draw).
@@ -169,25 +170,21 @@ class DraftTreePair:
 
     ``q(prefix)`` (prefix = tokens below the root) is the draft law there, # [V] float64. A miss
     evaluates that node; :meth:`prefetch` (called by the dynamic builder once per layer)
-    evaluates a whole layer in one pass. Keys/values of evaluated nodes are kept in an
-    uncommitted side buffer that later layers attend to. ``p`` is not available here: the
-    target is evaluated once, after the tree is built.
+    evaluates a whole layer in one pass. Keys/values of evaluated nodes stay uncommitted in the
+    cache's scratch area (one slot per node, in evaluation order), where later layers attend to
+    them. ``p`` is not available here: the target is evaluated once, after the tree is built.
 
-    ``model`` is a torch model with ``extend`` (keys/values of the side buffer passed back as
-    ``extra``) or a :class:`~rheotheory.decode.models.NumpyLM` with its own cache (the side buffer
-    stays in that cache's scratch area).
+    ``model`` is any back-end with the model interface of :mod:`rheotheory.decode.models`
+    (``extend`` with ``offset``; ``cache`` is its own, from ``new_cache``).
     """
 
     exact = False
 
-    def __init__(self, model: TinyLM, cache: KVCache, root_q: np.ndarray, cfg: DecodeConfig):
+    def __init__(self, model, cache: CacheBase, root_q: np.ndarray, cfg: DecodeConfig):
         self.model, self.cache, self.cfg = model, cache, cfg
         self.vocab_size = model.cfg.vocab_size
-        self.numpy = isinstance(model, NumpyLM)
-        self.device = None if self.numpy else cache.k.device
         self._q = {(): root_q}
-        self._slot: dict = {}  # prefix -> index in the side buffer
-        self._k = self._v = None  # [layers, 1, H, n_side, hd]
+        self._slot: dict = {}  # prefix -> its scratch entry in the cache
         self.passes = 0  # draft passes made for the tree
 
     def q(self, prefix):
@@ -209,10 +206,7 @@ class DraftTreePair:
                 break
             keep.append(slot)
         if keep:
-            if self.numpy:
-                self.cache.commit(len(keep), keep=keep)
-            else:
-                self.cache.commit(self._k, self._v, torch.tensor(keep, device=self.device))
+            self.cache.commit(keep)
         return len(keep)
 
     def p(self, prefix):  # pragma: no cover - the protocol's other half, never used while drafting
@@ -228,18 +222,8 @@ class DraftTreePair:
             for j in range(1, len(pf)):
                 mask[i, self._slot[pf[:j]]] = True  # NOTE: ancestors were expanded, hence evaluated
             mask[i, n_side + i] = True
-        if self.numpy:
-            logits = self.model.extend(self.cache, [pf[-1] for pf in new], [len(pf) - 1 for pf in new], mask,
-                                       offset=n_side)
-        else:
-            tokens = torch.tensor([pf[-1] for pf in new], device=self.device)
-            depths = torch.tensor([len(pf) - 1 for pf in new], device=self.device)
-            extra = None if self._k is None else (self._k, self._v)
-            logits, k, v = self.model.extend(self.cache, tokens, depths, torch.from_numpy(mask).to(self.device),
-                                             extra)
-            # NOTE: k, v may be views of the cache's scratch area; the concatenation copies them.
-            self._k = k.clone() if self._k is None else torch.cat([self._k, k], dim=3)
-            self._v = v.clone() if self._v is None else torch.cat([self._v, v], dim=3)
+        logits = self.model.extend(self.cache, [pf[-1] for pf in new], [len(pf) - 1 for pf in new], mask,
+                                   offset=n_side)
         self.passes += 1
         qs = draft_law(logits, self.cfg)
         for i, pf in enumerate(new):
@@ -279,36 +263,25 @@ class DecodeResult:
 class _State:
     """Committed text and both caches."""
 
-    def __init__(self, target: TinyLM, draft: TinyLM | None, prompt: list[int], device, dtype):
+    def __init__(self, target: TinyLM, draft, prompt: list[int], device):
         if len(prompt) < 1:
             raise InstanceError("the prompt must have at least one token")
         self.ctx = list(prompt)
         self.device = device
-        self.tcache = KVCache(target.cfg, device, dtype)
-        if len(prompt) > 1:  # target cache: everything but the pending (last) token
-            toks = torch.tensor(prompt[:-1], device=device)
-            _, k, v = target.extend(self.tcache, toks, torch.arange(len(toks), device=device),
-                                    chain_mask(len(toks), device))
-            self.tcache.commit(k, v)
-        if draft is None:
-            self.dcache = None
-        elif isinstance(draft, NumpyLM):
-            self.dcache = draft.new_cache()
-        else:
-            self.dcache = KVCache(draft.cfg, device, dtype)
+        self.tcache = target.new_cache()
+        n = len(prompt) - 1
+        if n:  # target cache: everything but the pending (last) token
+            target.extend(self.tcache, prompt[:-1], np.arange(n), chain_mask(n))
+            self.tcache.commit(n)
+        self.dcache = None if draft is None else draft.new_cache()
 
 
 def _draft_root(draft: TinyLM, st: _State, cfg: DecodeConfig) -> np.ndarray:
     """Catch the draft cache up on the committed text (root included); q at the root, # [V]."""
     toks = st.ctx[st.dcache.length:]
     n = len(toks)
-    if isinstance(draft, NumpyLM):
-        logits = draft.extend(st.dcache, toks, np.arange(n), np.tri(n, dtype=bool) if n > 1 else None)
-        st.dcache.commit(n)
-        return draft_law(logits[-1:], cfg)[0]
-    logits, k, v = draft.extend(st.dcache, torch.tensor(toks, device=st.device), torch.arange(n, device=st.device),
-                                chain_mask(n, st.device))
-    st.dcache.commit(k, v)
+    logits = draft.extend(st.dcache, toks, np.arange(n), chain_mask(n))
+    st.dcache.commit(n)
     return draft_law(logits[-1:], cfg)[0]
 
 
@@ -330,23 +303,21 @@ def _tree_step(target: TinyLM, draft: TinyLM, method: Method, st: _State, cfg: D
     parents = [-1] + [row[tree.nodes[i].parent] for i in order]
     tokens = torch.tensor([st.ctx[-1]] + [tree.nodes[i].token for i in order], device=st.device)
     depths = torch.tensor([0] + [tree.nodes[i].depth for i in order], device=st.device)
-    logits, k, v = target.extend(st.tcache, tokens, depths, tree_mask(parents, st.device))
+    logits = target.extend(st.tcache, tokens, depths, tree_mask(parents))
     # The verifier runs on float64 numpy laws, as the builders' draft laws are: per-node torch
     # calls on V-sized vectors would cost more than the target pass at batch 1.
     P = target_law(logits, cfg).cpu().numpy()  # [n, V]
     z = sample_outcome(as_tree_verifier(verifier), tree, lambda node, prefix: P[row[node]],
                        SampleBranch(stream.next))
     out, path_rows = list(z.z), [0] + [row[i] for i in z.nodes]
-    st.tcache.commit(k, v, torch.tensor(path_rows, device=st.device))
+    st.tcache.commit(path_rows)
     adapter.commit_path(out[:-1])  # the draft keeps what it already computed for the accepted path
     return out, StepStats(len(out) - 1, len(order), adapter.passes + 1)
 
 
 def _autoregressive_step(target: TinyLM, st: _State, cfg: DecodeConfig, stream: UniformStream):
-    tok = torch.tensor([st.ctx[-1]], device=st.device)
-    logits, k, v = target.extend(st.tcache, tok, torch.zeros(1, dtype=torch.long, device=st.device),
-                                 torch.ones(1, 1, dtype=torch.bool, device=st.device))
-    st.tcache.commit(k, v)
+    logits = target.extend(st.tcache, [st.ctx[-1]], [0])
+    st.tcache.commit(1)
     return [stream.pick(target_law(logits, cfg)[0].cpu().numpy())], StepStats(0, 0, 0)
 
 
@@ -361,7 +332,6 @@ def decode(target: TinyLM, draft: TinyLM | None, prompt: list[int], method: Meth
     :class:`~rheotheory.verify.walk.TreeVerifier`; tests use it to plant a known-lossy rule.
     """
     device = next(target.parameters()).device
-    dtype = next(target.parameters()).dtype
     if not isinstance(method, Method):
         raise InstanceError(f"not a method: {method!r} (resolve a preset with rheotheory.methods.resolve)")
     method = method.at_temperature(cfg.temperature)
@@ -381,7 +351,7 @@ def decode(target: TinyLM, draft: TinyLM | None, prompt: list[int], method: Meth
     t0 = time.perf_counter()
     if tree_method and device.type == "cpu" and isinstance(draft, TinyLM):
         draft = NumpyLM(draft)  # batch-1 CPU drafting: numpy dispatch is cheaper than torch's
-    st = _State(target, draft if tree_method else None, prompt, device, dtype)
+    st = _State(target, draft if tree_method else None, prompt, device)
     stream = UniformStream(gen)
     res = DecodeResult([])
     while len(res.tokens) < cfg.max_new_tokens:

@@ -3,10 +3,33 @@
 One forward pass evaluates a whole draft *tree*: the new tokens attend to every cached token
 and, among themselves, only to their ancestors (and themselves). Each new token sits at the
 position ``cache length + depth`` so a tree node sees exactly the positions a chain through
-it would. After verification :meth:`KVCache.commit` keeps the keys/values of the accepted path
-only, so the cache always holds the committed text.
+it would. After verification the cache commits the keys/values of the accepted path only, so
+it always holds the committed text.
 
-Shapes: B = 1 (batch), H heads, L cached tokens, n new tokens, hd = d_model / H.
+**The model interface** every back-end implements (:class:`TinyLM` in torch, its numpy copy
+:class:`NumpyLM`, :class:`~rheotheory.decode.smollm.SmolLM`); the decoding engine, the
+benchmark and the checks use nothing else:
+
+- ``model.cfg``: ``vocab_size``, ``max_len`` (and the cache's sizes);
+- ``model.new_cache()``: an empty cache on the model's device, in its dtype;
+- ``model.extend(cache, tokens, depths, mask=None, offset=0)``: logits ``# [n, V]`` (a torch
+  tensor, or an array for :class:`NumpyLM`) of ``n`` new tokens at positions
+  ``cache.length + depths``. Each layer writes the new tokens' keys/values into the cache's
+  *scratch* area (the entries after the committed ones) at ``offset .. offset + n - 1``; the new
+  tokens attend to every committed entry and, as ``mask`` (``# [n, offset + n]`` bool, None: all)
+  says, to the scratch entries ``0 .. offset + n - 1``: earlier uncommitted tokens (the upper
+  layers of a draft tree evaluated layer by layer), then themselves. Nothing is committed.
+
+A torch model's ``forward(tokens)`` (training, scoring; ``# [B, T]``) is the same single pass
+(``_pass``) without a cache: :func:`attend` is causal attention among the tokens there.
+
+**The cache interface** (:class:`KVCache` in torch, :class:`NumpyKVCache`; one base,
+:class:`CacheBase`): ``cache.length`` committed tokens, and ``cache.commit(keep)``: an int ``m``
+commits scratch entries ``0 .. m - 1`` (a chained pass: no data moves), a sequence commits
+those scratch entries in that order (the accepted path of a tree). Both keep ``k`` and ``v``
+buffers of one layout, ``# [layers, 1, H, capacity, hd]``.
+
+Shapes: B batch (1 with a cache), H heads, L cached tokens, n new tokens, hd = d_model / H.
 """
 
 from __future__ import annotations
@@ -21,7 +44,8 @@ from torch import nn
 
 from ..errors import InstanceError
 
-__all__ = ["ModelConfig", "TinyLM", "KVCache", "tree_mask", "chain_mask", "NumpyLM", "NumpyKVCache"]
+__all__ = ["ModelConfig", "TinyLM", "CacheBase", "KVCache", "tree_mask", "chain_mask", "cache_slices", "attend",
+           "NumpyLM", "NumpyKVCache"]
 
 #: Cache entries allocated past ``max_len`` for uncommitted tree tokens (grown on demand).
 CACHE_SCRATCH = 64
@@ -46,67 +70,96 @@ class ModelConfig:
         return asdict(self)
 
 
-class KVCache:
-    """Keys and values of the committed tokens, per layer, in preallocated buffers.
+class CacheBase:
+    """Keys and values of the committed tokens, per layer, then a scratch area, in preallocated buffers.
 
-    The buffers run past the committed length: :meth:`TinyLM.extend` writes the new tokens'
-    keys/values right after it (the *scratch* area, uncommitted until :meth:`commit`), so a pass
-    attends to one contiguous slice and committing a whole chain moves no data.
+    ``k``, ``v``: # [layers, 1, H, capacity, hd]; entries ``0 .. length - 1`` are committed. The
+    model's ``extend`` writes new tokens' keys/values into the scratch area right after them, so
+    a pass attends to one contiguous slice and committing a chain moves no data. Subclasses hold
+    the buffers (torch or numpy) and implement :meth:`_grow` and :meth:`_move`.
     """
 
-    def __init__(self, cfg: ModelConfig, device, dtype):
-        hd = cfg.d_model // cfg.n_head
-        shape = (cfg.n_layer, 1, cfg.n_head, cfg.max_len + CACHE_SCRATCH, hd)
-        self.k = torch.zeros(shape, device=device, dtype=dtype)  # [layers, 1, H, capacity, hd]
-        self.v = torch.zeros(shape, device=device, dtype=dtype)  # [layers, 1, H, capacity, hd]
+    def __init__(self, max_len: int):
         self.length = 0  # committed tokens held
-        self.max_len = cfg.max_len
+        self.max_len = max_len  # positions of the model: the most tokens ever committed
 
     def reserve(self, total: int) -> None:
         """Grow the buffers (keeping their contents) so that ``total`` entries fit."""
         cap = self.k.shape[3]
-        if total <= cap:
-            return
-        # NOTE: only trees far larger than CACHE_SCRATCH near the end of the context get here.
-        grow = max(total, 2 * cap) - cap
+        if total > cap:  # NOTE: only trees far larger than CACHE_SCRATCH near the end of the context get here
+            self._grow(max(total, 2 * cap) - cap)
+
+    def commit(self, keep) -> None:
+        """Commit scratch entries: ``keep`` an int m (entries 0..m-1) or a sequence of entry indices
+        (those entries, in that order, e.g. the accepted path of a tree)."""
+        if isinstance(keep, (int, np.integer)):
+            m, src = int(keep), None
+        else:
+            src = [int(i) for i in keep]
+            m = len(src)
+        if self.length + m > self.max_len:
+            raise InstanceError(f"context of {self.length + m} tokens exceeds the model's {self.max_len} positions")
+        if src is not None and src != list(range(m)):
+            self._move(src)
+        self.length += m
+
+    def _grow(self, extra: int) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def _move(self, src: list[int]) -> None:  # pragma: no cover - interface
+        """Copy scratch entries ``src`` to scratch entries ``0 .. len(src) - 1``."""
+        raise NotImplementedError
+
+
+class KVCache(CacheBase):
+    """Torch buffers of :class:`CacheBase`, # [layers, 1, H, capacity, hd] each."""
+
+    def __init__(self, cfg, device, dtype):
+        super().__init__(cfg.max_len)
+        hd = cfg.d_model // cfg.n_head
+        shape = (cfg.n_layer, 1, cfg.n_head, cfg.max_len + CACHE_SCRATCH, hd)
+        self.k = torch.zeros(shape, device=device, dtype=dtype)  # [layers, 1, H, capacity, hd]
+        self.v = torch.zeros(shape, device=device, dtype=dtype)  # [layers, 1, H, capacity, hd]
+
+    def _grow(self, extra: int) -> None:
         pad = list(self.k.shape)
-        pad[3] = grow
+        pad[3] = extra
         self.k = torch.cat([self.k, self.k.new_zeros(pad)], dim=3)
         self.v = torch.cat([self.v, self.v.new_zeros(pad)], dim=3)
 
-    def scratch(self, start: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Views of scratch entries ``start .. start + n`` after the committed length.
-
-        # [layers, 1, H, n, hd] each
-        """
-        a = self.length + start
-        return self.k[:, :, :, a:a + n], self.v[:, :, :, a:a + n]
-
-    def commit(self, new_k: torch.Tensor, new_v: torch.Tensor, keep: torch.Tensor | None = None) -> None:
-        """Append the new tokens' keys/values selected by ``keep`` (indices into the new tokens).
-
-        ``new_k``, ``new_v``: # [layers, 1, H, n, hd]; ``keep``: # [m] long, None = all n.
-        """
-        if keep is not None:
-            new_k = new_k.index_select(3, keep)  # a copy: safe even when new_k lies in the scratch area
-            new_v = new_v.index_select(3, keep)
-        m = new_k.shape[3]
-        if self.length + m > self.max_len:
-            raise InstanceError(f"context of {self.length + m} tokens exceeds the model's {self.max_len} positions")
-        dst_k, dst_v = self.scratch(0, m)
-        if new_k.data_ptr() != dst_k.data_ptr() or new_k.stride() != dst_k.stride():
-            dst_k.copy_(new_k)
-        if new_v.data_ptr() != dst_v.data_ptr() or new_v.stride() != dst_v.stride():
-            dst_v.copy_(new_v)
-        self.length += m
+    def _move(self, src: list[int]) -> None:
+        a = self.length
+        idx = torch.tensor(src, device=self.k.device) + a
+        self.k[:, :, :, a:a + len(src)] = self.k.index_select(3, idx)  # index_select copies first
+        self.v[:, :, :, a:a + len(src)] = self.v.index_select(3, idx)
 
 
-def chain_mask(n: int, device) -> torch.Tensor:
+class NumpyKVCache(CacheBase):
+    """Numpy buffers of :class:`CacheBase` (for :class:`NumpyLM`), # [layers, 1, H, capacity, hd] each."""
+
+    def __init__(self, cfg: ModelConfig, dtype=np.float32):
+        super().__init__(cfg.max_len)
+        hd = cfg.d_model // cfg.n_head
+        self.k = np.zeros((cfg.n_layer, 1, cfg.n_head, cfg.max_len + CACHE_SCRATCH, hd), dtype=dtype)
+        self.v = np.zeros_like(self.k)
+
+    def _grow(self, extra: int) -> None:
+        pad = ((0, 0), (0, 0), (0, 0), (0, extra), (0, 0))
+        self.k, self.v = np.pad(self.k, pad), np.pad(self.v, pad)
+
+    def _move(self, src: list[int]) -> None:
+        a = self.length
+        idx = np.asarray(src, dtype=np.int64) + a
+        self.k[:, :, :, a:a + len(src)] = self.k[:, :, :, idx]  # fancy index: a copy first
+        self.v[:, :, :, a:a + len(src)] = self.v[:, :, :, idx]
+
+
+def chain_mask(n: int) -> np.ndarray:
     """Causal mask among n new tokens. # [n, n] bool, True = may attend"""
-    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
+    return np.tri(n, dtype=bool)
 
 
-def tree_mask(parents: list[int], device) -> torch.Tensor:
+def tree_mask(parents: list[int]) -> np.ndarray:
     """Ancestor mask of a tree given each node's parent index among the new tokens (-1: none).
 
     Parents precede children. # [n, n] bool, entry (i, j) True iff j is i or an ancestor of i.
@@ -116,37 +169,70 @@ def tree_mask(parents: list[int], device) -> torch.Tensor:
     for i, par in enumerate(parents):
         if par >= 0:
             m[i] |= m[par]
-    return torch.from_numpy(m).to(device)
+    return m
+
+
+def check_positions(length: int, depths_max: int, max_len: int) -> None:
+    """A clear error when a pass would reach past the model's last position."""
+    if length + depths_max + 1 > max_len:
+        raise InstanceError(f"context of {length + depths_max + 1} tokens exceeds the model's "
+                            f"{max_len} positions; shorten the prompt or --max-new-tokens")
+
+
+def attention_bias(mask, n: int, length: int, total: int, dtype, device) -> torch.Tensor | None:
+    """Additive attention bias of an ``extend`` pass from its ``mask`` (# [n, total - length] bool
+    over the scratch entries, None: all visible). # [n, total], 0 or -inf; None when nothing is hidden."""
+    if mask is None:
+        return None
+    if isinstance(mask, np.ndarray):
+        if mask.all():  # NOTE: checked in numpy: a torch reduction per pass costs more
+            return None
+        mask = torch.from_numpy(mask).to(device)
+    elif bool(mask.all()):
+        return None
+    bias = torch.zeros(n, total, dtype=dtype, device=device)
+    bias[:, length:].masked_fill_(~mask, float("-inf"))
+    return bias
+
+
+def cache_slices(cache: KVCache, start: int, n: int):
+    """Views of a pass's cache entries, taken once per pass (indexing costs microseconds): the
+    entries it writes, ``start .. start + n - 1``, and those it reads, ``0 .. start + n - 1``.
+    # [layers, 1, H, n, hd] twice, then # [layers, 1, H, start + n, hd] twice"""
+    end = start + n
+    return cache.k[:, :, :, start:end], cache.v[:, :, :, start:end], cache.k[:, :, :, :end], cache.v[:, :, :, :end]
+
+
+def attend(q, k, v, slices, layer: int, bias, **sdpa):
+    """The attention of one layer of a torch model's one forward pass.
+
+    q: # [B, Hq, n, hd]; k, v: # [B, H, n, hd], the new tokens' keys/values. ``slices`` None
+    (no cache): causal attention among the n tokens. Otherwise (B = 1) :func:`cache_slices` of
+    the pass: k, v are written to the cache entries of ``layer`` the pass owns and q attends to
+    every entry up to them under ``bias`` (# [n, start + n] additive, None: all). ``sdpa``: extra
+    arguments (``enable_gqa``). Returns # [B, Hq, n, hd].
+    """
+    if slices is None:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, **sdpa)
+    kw, vw, kr, vr = slices
+    kw[layer].copy_(k)
+    vw[layer].copy_(v)
+    # NOTE: 4-d inputs select the fused CPU kernel; 3-d ones fall back to the math path, which
+    # rescales the whole cached K at every layer.
+    return F.scaled_dot_product_attention(q, kr[layer], vr[layer], attn_mask=bias, **sdpa)
 
 
 class Block(nn.Module):
+    """The parameters of one transformer block (its arithmetic is :meth:`TinyLM._pass`)."""
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.n_head = cfg.n_head
         self.ln1 = nn.LayerNorm(cfg.d_model)
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.proj = nn.Linear(cfg.d_model, cfg.d_model)
         self.ln2 = nn.LayerNorm(cfg.d_model)
         self.fc = nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model)
         self.out = nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model)
-
-    def forward(self, x, past_k, past_v, mask):
-        """x: # [1, n, d]; past_k/v: # [1, H, L, hd] or None; mask: # [n, L + n] bool or None (causal)."""
-        b, n, d = x.shape
-        h = self.ln1(x)
-        q, k, v = self.qkv(h).split(d, dim=2)
-        q = q.view(b, n, self.n_head, -1).transpose(1, 2)  # [1, H, n, hd]
-        k = k.view(b, n, self.n_head, -1).transpose(1, 2)
-        v = v.view(b, n, self.n_head, -1).transpose(1, 2)
-        if past_k is not None:
-            kk, vv = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)  # [1, H, L + n, hd]
-            y = F.scaled_dot_product_attention(q, kk, vv, attn_mask=mask)
-        else:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        y = y.transpose(1, 2).reshape(b, n, d)
-        x = x + self.proj(y)
-        x = x + self.out(F.gelu(self.fc(self.ln2(x))))
-        return x, k, v
 
 
 class TinyLM(nn.Module):
@@ -175,78 +261,61 @@ class TinyLM(nn.Module):
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
+    def new_cache(self) -> KVCache:
+        """An empty cache on this model's device, in its dtype."""
+        w = self.tok.weight
+        return KVCache(self.cfg, w.device, w.dtype)
+
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """Training/scoring pass without a cache: tokens # [B, T] -> logits # [B, T, V]."""
         t = tokens.shape[1]
         if t > self.cfg.max_len:
             raise InstanceError(f"{t} tokens exceed the model's {self.cfg.max_len} positions")
-        x = self.tok(tokens) + self.pos(torch.arange(t, device=tokens.device))
-        for blk in self.blocks:
-            x, _, _ = blk(x, None, None, None)
-        return self.ln_f(x) @ self.tok.weight.T
+        return self._pass(tokens, torch.arange(t, device=tokens.device))
 
-    def extend(self, cache: KVCache, tokens: torch.Tensor, depths: torch.Tensor, mask: torch.Tensor,
-               extra: tuple | None = None):
-        """Evaluate new tokens against the cache without committing them.
+    def extend(self, cache: KVCache, tokens, depths, mask=None, offset: int = 0) -> torch.Tensor:
+        """Logits # [n, V] of new tokens; see the model interface in the module docstring.
 
-        Parameters
-        ----------
-        cache : the committed keys/values (length L).
-        tokens : # [n] long, the new tokens.
-        depths : # [n] long, each token's offset: its position is ``L + depth``.
-        mask : # [n, L_extra + n] bool over (extra tokens, new tokens); the cache is always visible.
-        extra : optional (k, v) of earlier uncommitted tokens (# [layers, 1, H, L_extra, hd]),
-            e.g. the upper layers of a draft tree evaluated layer by layer.
-
-        Returns
-        -------
-        logits : # [n, V]
-        new_k, new_v : # [layers, 1, H, n, hd], for :meth:`KVCache.commit` or as ``extra``: views of the
-            cache's scratch area, valid until the next ``extend`` or ``commit`` on this cache.
+        ``tokens``, ``depths``: # [n] ints (lists, arrays or tensors); ``mask``: # [n, offset + n]
+        bool (array or tensor), None = all visible.
         """
+        dev = cache.k.device
+        tokens = torch.as_tensor(tokens, device=dev)
+        depths = torch.as_tensor(depths, device=dev)
         n = tokens.shape[0]
         L = cache.length
-        if L + int(depths.max()) + 1 > self.cfg.max_len:
-            raise InstanceError(f"context of {L + int(depths.max()) + 1} tokens exceeds the model's "
-                                f"{self.cfg.max_len} positions; shorten the prompt or --max-new-tokens")
-        n_extra = 0 if extra is None else extra[0].shape[3]
-        total = L + n_extra + n
-        cache.reserve(total)
-        if extra is not None:
-            ek, ev = cache.scratch(0, n_extra)
-            if extra[0].data_ptr() != ek.data_ptr() or extra[0].stride() != ek.stride():
-                ek.copy_(extra[0])  # NOTE: earlier uncommitted tokens go right after the cache
-            if extra[1].data_ptr() != ev.data_ptr() or extra[1].stride() != ev.stride():
-                ev.copy_(extra[1])
-        new_k, new_v = cache.scratch(n_extra, n)  # [layers, 1, H, n, hd], filled layer by layer
-        if bool(mask.all()):
-            bias = None  # every new token sees everything (one token, or a pass with nothing to hide)
-        else:
-            bias = torch.zeros(n, total, dtype=cache.k.dtype, device=tokens.device)
-            bias[:, L:].masked_fill_(~mask, float("-inf"))
+        check_positions(L, int(depths.max()), self.cfg.max_len)
+        start = L + offset
+        cache.reserve(start + n)
+        bias = attention_bias(mask, n, L, start + n, cache.k.dtype, dev)
+        return self._pass(tokens[None], depths + L, cache_slices(cache, start, n), bias)[0]
+
+    def _pass(self, tokens, positions, slices=None, bias=None) -> torch.Tensor:
+        """The one forward pass: tokens # [B, n] long at positions # [n] -> logits # [B, n, V].
+
+        Attention through :func:`attend`: causal among the tokens without a cache (``slices``
+        None); with one, the tokens' keys/values go to the cache entries of ``slices``
+        (:func:`cache_slices`) and they attend to everything before.
+        """
+        B, n = tokens.shape
         H = self.cfg.n_head
         d = self.cfg.d_model
         tok, pos, blocks, (gf, bf, ef) = self._parameters_by_block()
-        x = F.embedding(tokens, tok) + F.embedding(depths + L, pos)  # [n, d]
+        # NOTE: rows [B * n, d]: 2-d inputs take the plain matrix-product path of F.linear
+        x = (F.embedding(tokens, tok) + F.embedding(positions, pos)).view(B * n, d)
         for li, (g1, b1, e1, wqkv, bqkv, wp, bp, g2, b2, e2, wfc, bfc, wo, bo) in enumerate(blocks):
-            # The block's arithmetic with functional calls and in-place residual adds: at batch 1 on
-            # a CPU the per-call overhead of modules, concatenations and mask conversions dominates.
+            # The block's arithmetic with functional calls: at batch 1 on a CPU the per-call
+            # overhead of modules, concatenations and mask conversions dominates.
             h = F.layer_norm(x, (d,), g1, b1, e1)
-            qkv = F.linear(h, wqkv, bqkv).view(n, 3, H, d // H).permute(1, 2, 0, 3)  # [3, H, n, hd]
-            new_k[li, 0].copy_(qkv[1])
-            new_v[li, 0].copy_(qkv[2])
-            # NOTE: 4-d inputs select the fused CPU kernel; 3-d ones fall back to the math path,
-            # which rescales the whole cached K at every layer.
-            y = F.scaled_dot_product_attention(qkv[0].unsqueeze(0), cache.k[li, :, :, :total], cache.v[li, :, :, :total],
-                                               attn_mask=bias)[0]  # [H, n, hd]
-            x = x + F.linear(y.transpose(0, 1).reshape(n, d), wp, bp)
+            q, k, v = F.linear(h, wqkv, bqkv).view(B, n, 3, H, d // H).permute(2, 0, 3, 1, 4)  # [B, H, n, hd] each
+            y = attend(q, k, v, slices, li, bias)  # [B, H, n, hd]
+            x = x + F.linear(y.transpose(1, 2).reshape(B * n, d), wp, bp)
             h = F.layer_norm(x, (d,), g2, b2, e2)
             x = x + F.linear(F.gelu(F.linear(h, wfc, bfc)), wo, bo)
-        logits = F.linear(F.layer_norm(x, (d,), gf, bf, ef), tok)
-        return logits, new_k, new_v
+        return F.linear(F.layer_norm(x, (d,), gf, bf, ef), tok).view(B, n, -1)  # tied output head
 
     def _parameters_by_block(self):
-        """The parameters :meth:`extend` reads, gathered once (module attribute lookups cost
+        """The parameters :meth:`_pass` reads, gathered once (module attribute lookups cost
         about a microsecond each, some 170 per pass). The Parameter objects are kept, so
         ``load_state_dict`` and ``.to()``, which update them in place, stay visible."""
         got = self.__dict__.get("_by_block")
@@ -260,12 +329,13 @@ class TinyLM(nn.Module):
 
 
 class NumpyLM:
-    """Inference-only float32 numpy copy of a :class:`TinyLM` for batch-1 passes on a CPU.
+    """Inference-only numpy copy of a :class:`TinyLM` for batch-1 passes on a CPU, with the same
+    model interface (``cfg``, ``new_cache``, ``extend``; see the module docstring).
 
     A small model at batch 1 spends most of a torch pass in per-operation dispatch; numpy does the
     same arithmetic with a fraction of that overhead. Used for the draft on CPU (the target
     always runs in torch, so speed-ups stay measured against the same target code). The weights
-    are a snapshot taken at construction.
+    are a snapshot taken at construction, float64 for a float64 model, float32 otherwise.
     """
 
     def __init__(self, model: TinyLM):
@@ -312,7 +382,8 @@ class NumpyLM:
 
         self._erf = erf
 
-    def new_cache(self) -> "NumpyKVCache":
+    def new_cache(self) -> NumpyKVCache:
+        """An empty cache in the copy's dtype."""
         return NumpyKVCache(self.cfg, self.tok.dtype)
 
     def _norm(self, x, d_eps):
@@ -327,42 +398,43 @@ class NumpyLM:
         ss += d_eps
         return xc / np.sqrt(ss, out=ss)
 
-    def extend(self, cache: "NumpyKVCache", tokens, depths, mask: np.ndarray | None, offset: int = 0) -> np.ndarray:
-        """Logits of new tokens, # [n, V] float32; their keys/values go to scratch ``offset ..``.
+    def extend(self, cache: NumpyKVCache, tokens, depths, mask=None, offset: int = 0) -> np.ndarray:
+        """Logits # [n, V] (an array in the copy's dtype); the model interface of :class:`TinyLM`.
 
-        ``tokens``, ``depths``: # [n] ints (position = committed length + depth); ``mask``:
-        # [n, offset + n] bool over (earlier scratch tokens, new tokens), None = all visible.
+        ``tokens``, ``depths``: # [n] ints; ``mask``: # [n, offset + n] bool over (earlier scratch
+        tokens, new tokens), None = all visible.
         """
         tokens = np.asarray(tokens, dtype=np.int64)
         depths = np.asarray(depths, dtype=np.int64)
         n = tokens.shape[0]
         L = cache.length
-        if L + int(depths.max()) + 1 > self.cfg.max_len:
-            raise InstanceError(f"context of {L + int(depths.max()) + 1} tokens exceeds the model's "
-                                f"{self.cfg.max_len} positions; shorten the prompt or --max-new-tokens")
+        check_positions(L, int(depths.max()), self.cfg.max_len)
         a0 = L + offset
         total = a0 + n
         cache.reserve(total)
         x_dtype = self.tok.dtype
         bias = None
-        if mask is not None and not mask.all():
-            bias = np.zeros((n, total), dtype=x_dtype)
-            bias[:, L:][~mask] = -np.inf
+        if mask is not None:
+            mask = np.asarray(mask, dtype=bool)
+            if not mask.all():
+                bias = np.zeros((n, total), dtype=x_dtype)
+                bias[:, L:][~mask] = -np.inf
         H = self.cfg.n_head
         d = self.cfg.d_model
         hd = d // H
+        K, V = cache.k[:, 0], cache.v[:, 0]  # [layers, H, capacity, hd] views
         x = self.tok[tokens] + self.pos[depths + L]  # [n, d]
         for li, (((wqkv, bqkv), wp, bp, (wfc, bfc), wo, bo), (e1, e2)) in enumerate(zip(self.blocks, self.eps)):
             qkv = (self._norm(x, e1) @ wqkv + bqkv).reshape(n, 3, H, hd).transpose(1, 2, 0, 3)  # [3, H, n, hd]
-            cache.k[li, :, a0:total] = qkv[1]
-            cache.v[li, :, a0:total] = qkv[2]
-            s = qkv[0] @ cache.k[li, :, :total].transpose(0, 2, 1)  # [H, n, total], queries pre-scaled
+            K[li, :, a0:total] = qkv[1]
+            V[li, :, a0:total] = qkv[2]
+            s = qkv[0] @ K[li, :, :total].transpose(0, 2, 1)  # [H, n, total], queries pre-scaled
             if bias is not None:
                 s += bias
             s -= np.maximum.reduce(s, axis=-1, keepdims=True)
             np.exp(s, out=s)
             s /= np.add.reduce(s, axis=-1, keepdims=True)
-            y = (s @ cache.v[li, :, :total]).transpose(1, 0, 2).reshape(n, d)  # [n, d]
+            y = (s @ V[li, :, :total]).transpose(1, 0, 2).reshape(n, d)  # [n, d]
             x = x + (y @ wp + bp)
             g = self._norm(x, e2) @ wfc + bfc  # h / sqrt 2
             e = self._erf(g)
@@ -381,31 +453,3 @@ class _TiedHead:
 
 def ln_eps(ln) -> float:
     return float(ln.eps)
-
-
-class NumpyKVCache:
-    """Keys/values of a :class:`NumpyLM`: committed tokens, then a scratch area. # [layers, H, capacity, hd]"""
-
-    def __init__(self, cfg: ModelConfig, dtype=np.float32):
-        hd = cfg.d_model // cfg.n_head
-        self.k = np.zeros((cfg.n_layer, cfg.n_head, cfg.max_len + CACHE_SCRATCH, hd), dtype=dtype)
-        self.v = np.zeros_like(self.k)
-        self.length = 0
-        self.max_len = cfg.max_len
-
-    def reserve(self, total: int) -> None:
-        cap = self.k.shape[2]
-        if total > cap:  # NOTE: only for trees far larger than CACHE_SCRATCH near the end of the context
-            pad = ((0, 0), (0, 0), (0, max(total, 2 * cap) - cap), (0, 0))
-            self.k, self.v = np.pad(self.k, pad), np.pad(self.v, pad)
-
-    def commit(self, n: int, keep=None) -> None:
-        """Commit ``n`` scratch entries, or the scratch entries at indices ``keep``."""
-        if keep is not None:
-            keep = np.asarray(keep, dtype=np.int64) + self.length
-            n = len(keep)
-            self.k[:, :, self.length:self.length + n] = self.k[:, :, keep]  # fancy index: a copy first
-            self.v[:, :, self.length:self.length + n] = self.v[:, :, keep]
-        if self.length + n > self.max_len:
-            raise InstanceError(f"context of {self.length + n} tokens exceeds the model's {self.max_len} positions")
-        self.length += n

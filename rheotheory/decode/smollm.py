@@ -8,9 +8,10 @@ torch and ``tokenizers``.
 
 :class:`SmolLM` is a Llama-architecture decoder (RMSNorm, rotary positions, grouped-query
 attention, SiLU-gated MLP, tied embeddings) with the same model interface as
-:class:`~rheotheory.decode.models.TinyLM` (``cfg``, ``forward``, ``extend``), so the decoding
-engine, the benchmark and the lossless check drive it unchanged: tree attention mask,
-depth-based rotary positions, a KV cache that keeps the accepted path.
+:class:`~rheotheory.decode.models.TinyLM` (``cfg``, ``forward``, ``new_cache``, ``extend``; the
+model and cache interface of :mod:`rheotheory.decode.models`), so the decoding engine, the
+benchmark and the lossless check drive it unchanged: tree attention mask, depth-based rotary
+positions, a KV cache that keeps the accepted path.
 
 Drafts sharing the target's tokenizer (``draft=`` of :func:`load_smollm2`):
 
@@ -45,6 +46,7 @@ from torch import nn
 
 from ..errors import InstanceError
 from .builtin import resolve_device
+from .models import KVCache, attend, attention_bias, cache_slices, check_positions
 
 __all__ = ["SmolConfig", "SmolLM", "SmolPair", "INSTALL_HINT", "DEFAULT_DRAFT", "SMOL_PROMPTS", "ACCEPTANCE_TEXTS",
            "find_gguf", "cache_dir", "convert_gguf", "load_smollm2", "quantised_copy", "make_draft",
@@ -144,26 +146,21 @@ class LlamaBlock(nn.Module):
         self.up_proj = nn.Linear(d, cfg.intermediate, bias=False)
         self.down_proj = nn.Linear(cfg.intermediate, d, bias=False)
 
-    def forward(self, x, cos, sin, past_k, past_v, mask):
-        """x: # [1, n, d]; cos/sin: # [n, hd]; past_k/v: # [1, Hkv, L, hd] or None;
-        mask: # [n, L + n] bool or None (causal). Returns x and this block's rotated k, v # [1, Hkv, n, hd]."""
+    def forward(self, x, cos, sin, slices=None, layer: int = 0, bias=None):
+        """x: # [B, n, d]; cos/sin: # [n, hd]; slices, layer, bias: as
+        :func:`~rheotheory.decode.models.attend` (None: causal among the n tokens). Returns x # [B, n, d]."""
         b, n, _ = x.shape
         hd = self.cfg.head_dim
         h = self.input_layernorm(x)
-        q = self.q_proj(h).view(b, n, -1, hd).transpose(1, 2)  # [1, Hq, n, hd]
-        k = self.k_proj(h).view(b, n, -1, hd).transpose(1, 2)  # [1, Hkv, n, hd]
+        q = self.q_proj(h).view(b, n, -1, hd).transpose(1, 2)  # [B, Hq, n, hd]
+        k = self.k_proj(h).view(b, n, -1, hd).transpose(1, 2)  # [B, Hkv, n, hd]
         v = self.v_proj(h).view(b, n, -1, hd).transpose(1, 2)
         q = q * cos + _rotate_half(q) * sin
         k = k * cos + _rotate_half(k) * sin
-        if past_k is not None:
-            kk, vv = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)
-            y = F.scaled_dot_product_attention(q, kk, vv, attn_mask=mask, enable_gqa=True)
-        else:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        y = attend(q, k, v, slices, layer, bias, enable_gqa=True)  # [B, Hq, n, hd]
         x = x + self.o_proj(y.transpose(1, 2).reshape(b, n, -1))
         h = self.post_attention_layernorm(x)
-        x = x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
-        return x, k, v
+        return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
 
 
 class SmolLM(nn.Module):
@@ -201,43 +198,38 @@ class SmolLM(nn.Module):
     def _logits(self, x):
         return self.norm(x) @ self.embed_tokens.weight.T  # tied output head
 
+    def new_cache(self) -> KVCache:
+        """An empty cache (key/value heads, ``cfg.max_len`` positions) on this model's device, in its dtype."""
+        w = self.embed_tokens.weight
+        return KVCache(self.cfg, w.device, w.dtype)
+
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """Scoring pass without a cache: tokens # [B, T] -> logits # [B, T, V] (positions 0..T-1)."""
-        t = tokens.shape[1]
-        x = self.embed_tokens(tokens)
-        cos, sin = self._rope(torch.arange(t, device=tokens.device), x.dtype)
-        for blk in self.layers:
-            x, _, _ = blk(x, cos, sin, None, None, None)
-        return self._logits(x)
+        return self._pass(tokens, torch.arange(tokens.shape[1], device=tokens.device))
 
-    def extend(self, cache, tokens: torch.Tensor, depths: torch.Tensor, mask: torch.Tensor,
-               extra: tuple | None = None):
-        """Evaluate new tokens against the cache without committing them (see ``TinyLM.extend``).
-
-        tokens, depths: # [n] long (position = cache length + depth); mask: # [n, L_extra + n]
-        bool; extra: optional uncommitted (k, v) # [layers, 1, Hkv, L_extra, hd].
-        Returns logits # [n, V] and new_k, new_v # [layers, 1, Hkv, n, hd].
-        """
+    def extend(self, cache: KVCache, tokens, depths, mask=None, offset: int = 0) -> torch.Tensor:
+        """Logits # [n, V] of new tokens; the model interface of :mod:`rheotheory.decode.models`
+        (``TinyLM.extend``): positions ``cache.length + depths``, keys/values written to the
+        cache's scratch entries ``offset ..``, ``mask`` # [n, offset + n] bool, None = all visible."""
+        dev = cache.k.device
+        tokens = torch.as_tensor(tokens, device=dev)
+        depths = torch.as_tensor(depths, device=dev)
         n = tokens.shape[0]
         L = cache.length
-        if L + int(depths.max()) + 1 > self.cfg.max_len:
-            raise InstanceError(f"context of {L + int(depths.max()) + 1} tokens exceeds the cache's "
-                                f"{self.cfg.max_len} positions; shorten the prompt or --max-new-tokens")
-        x = self.embed_tokens(tokens).unsqueeze(0)  # [1, n, d]
-        cos, sin = self._rope(depths + L, x.dtype)
-        n_extra = 0 if extra is None else extra[0].shape[3]
-        full = torch.ones(n, L + n_extra + n, dtype=torch.bool, device=tokens.device)
-        full[:, L:] = mask
-        ks, vs = [], []
+        check_positions(L, int(depths.max()), self.cfg.max_len)
+        start = L + offset
+        cache.reserve(start + n)
+        bias = attention_bias(mask, n, L, start + n, cache.k.dtype, dev)
+        return self._pass(tokens[None], depths + L, cache_slices(cache, start, n), bias)[0]
+
+    def _pass(self, tokens, positions, slices=None, bias=None) -> torch.Tensor:
+        """The one forward pass: tokens # [B, n] at positions # [n] -> logits # [B, n, V] (``slices``:
+        :func:`~rheotheory.decode.models.cache_slices` of a cached pass, None: causal, no cache)."""
+        x = self.embed_tokens(tokens)  # [B, n, d]
+        cos, sin = self._rope(positions, x.dtype)
         for li, blk in enumerate(self.layers):
-            pk, pv = cache.k[li, :, :, :L], cache.v[li, :, :, :L]
-            if extra is not None:
-                pk = torch.cat([pk, extra[0][li]], dim=2)
-                pv = torch.cat([pv, extra[1][li]], dim=2)
-            x, k, v = blk(x, cos, sin, pk, pv, full)
-            ks.append(k)
-            vs.append(v)
-        return self._logits(x)[0], torch.stack(ks), torch.stack(vs)
+            x = blk(x, cos, sin, slices, li, bias)
+        return self._logits(x)
 
 
 @dataclass(frozen=True)
