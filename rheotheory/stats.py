@@ -280,7 +280,7 @@ class PrefixCells:
             if len(w) < length:
                 raise RheoError(f"sequence {tuple(w)!r} is shorter than the tested length {length}")
             obs[index[self.cell_of(w, length)]] += 1
-        names = [" ".join(map(str, u)) + (" *" if kind == "rare" else "") for kind, u in keys]
+        names = [" ".join([*map(str, u), "*"] if kind == "rare" else map(str, u)) for kind, u in keys]
         return chi_square(obs, probs, self.min_expected, names)
 
 
