@@ -8,8 +8,8 @@ to 1. Two number types are supported and every function here works on both:
 
 Only operators and ``numpy`` ufuncs that are defined for both are used, so the verifiers and
 tree builders written on top of this module run unchanged in exact rational arithmetic and in
-floating point. Torch tensors are supported by the few helpers that the real-model driver needs
-(:func:`pos`, :func:`minimum`, :func:`total`, :func:`normalise`).
+floating point. The real-model decoder (:mod:`rheotheory.decode`) calls them on float64 numpy
+laws too: its torch logits become numpy arrays before any rule runs.
 """
 
 from __future__ import annotations
@@ -237,12 +237,8 @@ def check_law(law: np.ndarray, name: str = "law", vocab_size: int | None = None)
             raise LawError(f"{name}: probabilities sum to {s!r}, not 1")
 
 
-def _is_torch(a) -> bool:
-    return type(a).__module__.startswith("torch")
-
-
 def total(a):
-    """Sum of the entries (a Fraction for exact arrays, a float or 0-d tensor otherwise)."""
+    """Sum of the entries (a Fraction for exact arrays, a float otherwise)."""
     if isinstance(a, np.ndarray) and a.dtype == object:
         return sum(a, Fraction(0))
     return a.sum()
@@ -250,17 +246,11 @@ def total(a):
 
 def pos(a):
     """Elementwise positive part (a)+ = max(a, 0)."""
-    if _is_torch(a):
-        return a.clamp(min=0)
     return np.maximum(a, 0)
 
 
 def minimum(a, b):
     """Elementwise minimum."""
-    if _is_torch(a):
-        import torch
-
-        return torch.minimum(a, b)
     return np.minimum(a, b)
 
 
@@ -287,7 +277,7 @@ def normalise(a, s=None):
 
 def zero_at(a, tokens) -> np.ndarray:
     """Copy of ``a`` with the given token ids set to 0."""
-    out = a.clone() if _is_torch(a) else a.copy()
+    out = a.copy()
     if isinstance(tokens, (int, np.integer)):
         tokens = [int(tokens)]
     for t in tokens:

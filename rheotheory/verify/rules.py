@@ -15,8 +15,8 @@ candidate ``i``, ``emit[y]`` the probability of emitting token ``y`` and ending 
 candidates' sampling, the law of the output token (the candidate's token when continuing, ``y``
 when emitting) is ``p``.
 
-Every rule is written once on top of :mod:`rheotheory.laws`, so it evaluates in exact rationals,
-in float64 (both numpy arrays) and, for the decoder, in torch.
+Every rule is written once on top of :mod:`rheotheory.laws`, so it evaluates in exact rationals
+and in float64 (both numpy arrays); the decoder runs it on float64 numpy laws as well.
 
 Rules (REFERENCE section 3):
 
