@@ -5,15 +5,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rheotheory.decode.bench import BENCH_PROMPTS, default_static_shape  # noqa: E402
+from rheotheory.decode.bench import BENCH_PROMPTS  # noqa: E402
 from rheotheory.decode.builtin import load_builtin_pair  # noqa: E402
 from rheotheory.decode.checks import TESTED_TOKENS, lossless_test, next_token_laws, ot_skip_residual  # noqa: E402
 from rheotheory.decode.engine import (AUTOREGRESSIVE, GREEDY_DRAFT_TEMPERATURE, DecodeConfig, decode,  # noqa: E402
                                       target_law)
 from rheotheory.errors import InstanceError, LawError  # noqa: E402
-from rheotheory.methods import Method  # noqa: E402
+from rheotheory.methods import make_method  # noqa: E402
 from rheotheory.stats import prefix_cells  # noqa: E402
-from rheotheory.trees import parse_shape  # noqa: E402
 
 #: Significance level of the chi-square lossless tests (fixed seeds: the outcome is reproducible).
 ALPHA = 1e-3
@@ -25,19 +24,19 @@ LOSSLESS_PROMPTS = ("def fib(", "import ")
 LOSSLESS_SEED = 20260601
 
 METHODS = {
-    "chain": Method("chain", depth=3),
-    "static": Method("static", shape=default_static_shape(8, 3)),
-    "eagle": Method("eagle", top_k=3, depth=3, budget=8),
-    "rheo": Method("rheo", top_k=3, depth=3, budget=8),
+    "chain": make_method("chain", depth=3),
+    "static": make_method("static", budget=8, depth=3),
+    "eagle": make_method("eagle", top_k=3, depth=3, budget=8),
+    "rheo": make_method("rheo", top_k=3, depth=3, budget=8),
 }
 
 
 #: Small trees for the Monte-Carlo tests: only the first two tokens are checked.
 SMALL = {
-    "chain": Method("chain", depth=2),
-    "static": Method("static", shape=default_static_shape(5, 2)),
-    "eagle": Method("eagle", top_k=2, depth=2, budget=4),
-    "rheo": Method("rheo", top_k=2, depth=2, budget=4),
+    "chain": make_method("chain", depth=2),
+    "static": make_method("static", budget=5, depth=2),
+    "eagle": make_method("eagle", top_k=2, depth=2, budget=4),
+    "rheo": make_method("rheo", top_k=2, depth=2, budget=4),
 }
 
 
@@ -87,7 +86,7 @@ def test_draft_cache_keeps_the_accepted_path(pair, backend):
     draft = NumpyLM(pair.draft) if backend == "numpy" else pair.draft
     st = engine._State(pair.target, draft, pair.encode("def fib("), torch.device("cpu"))
     stream = engine.UniformStream(torch.Generator().manual_seed(0))
-    method = Method("rheo", top_k=2, depth=4, budget=8)
+    method = make_method("rheo", top_k=2, depth=4, budget=8)
     reused = 0
     with torch.inference_mode():
         for _ in range(8):
@@ -131,13 +130,6 @@ def test_draft_temperature_follows_the_target_or_the_override():
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(LawError, match="draft temperature"):
             DecodeConfig(temperature=1.0, draft_temp=bad)
-
-
-def test_default_static_shape_is_valid():
-    for n, d in ((1, 1), (8, 3), (16, 5), (30, 6)):
-        shape = default_static_shape(n, d)
-        assert len(shape) == n and max(len(t) for t in shape) <= d
-        assert len(parse_shape(shape)) == n
 
 
 def test_next_token_laws_batch_equals_single_passes(pair32):
