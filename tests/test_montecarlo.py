@@ -5,6 +5,7 @@ answer must fail.
 """
 
 import math
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from scipy import stats as sps
 from rheotheory import make_method, certify, random_pair
 from rheotheory.errors import RheoError
 from rheotheory.montecarlo import node_optimum, run_steps, sample_outputs
+from rheotheory.stats import chi_square
 from rheotheory.synthetic import SyntheticPair
 from rheotheory.verify import Candidate, ot_value
 
@@ -33,22 +35,14 @@ METHODS = [
 ]
 
 
-def chi_square_vs_law(samples, law: dict, min_expected: float = 5.0) -> float:
-    """p-value of Pearson's test of sampled tuples against an exact law (rare cells pooled)."""
-    n = len(samples)
-    counts: dict = {}
-    for z in samples:
-        counts[z] = counts.get(z, 0) + 1
-    big = [z for z, w in law.items() if n * float(w) >= min_expected]
-    obs = [counts.get(z, 0) for z in big]
-    exp = [n * float(law[z]) for z in big]
-    rest_exp = n - sum(exp)
-    rest_obs = n - sum(obs)
-    if rest_exp >= min_expected or rest_obs > 0:
-        obs.append(rest_obs)
-        exp.append(max(rest_exp, 1e-12))
-    exp = np.asarray(exp) * n / sum(exp)
-    return float(sps.chisquare(obs, exp).pvalue)
+def chi_square_vs_law(samples, law: dict) -> float:
+    """p-value of the project's chi-square test (stats.chi_square, its pooling rule) of sampled
+    tuples against an exact law; an output the law gives probability 0 rejects outright (p = 0)."""
+    counts = Counter(samples)
+    if set(counts) - {z for z, w in law.items() if w > 0}:
+        return 0.0
+    keys = list(law)
+    return chi_square([counts.get(z, 0) for z in keys], [float(law[z]) for z in keys]).p_value
 
 
 @pytest.mark.parametrize("method", METHODS, ids=lambda m: m.describe())
