@@ -130,7 +130,7 @@ def methods(draw, families=None, max_depth: int = 2):
     fields = {}
     for field_name, meta in field_options(cls).items():
         if field_name == "verifier":
-            fields[field_name] = draw(st.sampled_from(cls.verifiers))
+            fields[field_name] = draw(st.sampled_from(cls.admitted_verifiers()))
         elif meta.get("choices"):
             fields[field_name] = draw(st.sampled_from(meta["choices"]))
         elif meta.get("search"):

@@ -74,3 +74,27 @@ def test_a_flag_of_another_family_is_an_error(capsys):
     assert main(["certify", "--preset", "eagle", "--proxy", "tail"]) == 2
     assert capsys.readouterr().err.strip() == (
         "rheo: error: --proxy does not apply to eagle (its options: --verifier, --top-k, --depth, --budget)")
+
+
+def test_a_registered_tree_level_verifier_is_admitted_by_the_families_it_names(capsys):
+    from rheotheory.verify import TREE_VERIFIERS, PerNodeWalk, get_verifier, register_tree_verifier
+
+    class Delegating(PerNodeWalk):
+        """A stand-in tree-level verifier: the sequential walk under another name."""
+
+    tv = register_tree_verifier(Delegating(get_verifier("sequential"), "test-walk"), families=("chain",))
+    try:
+        assert "test-walk" in FAMILIES["chain"].admitted_verifiers()
+        assert "test-walk" not in FAMILIES["eagle"].admitted_verifiers()
+        m = make_method("chain", depth=2, verifier="test-walk")
+        assert m.tree_verifier is tv
+        from rheotheory import example_pair
+
+        a, b = certify(example_pair(), m), certify(example_pair(), make_method("chain", depth=2))
+        assert a.lossless and a.tokens_per_step == b.tokens_per_step
+        assert main(["certify", "--preset", "chain", "--depth", "2", "--verifier", "test-walk", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["method"]["verifier"] == "test-walk"
+        with pytest.raises(RheoError, match="does not apply to eagle"):
+            make_method("eagle", verifier="test-walk")
+    finally:
+        TREE_VERIFIERS.pop("test-walk")

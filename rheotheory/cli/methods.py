@@ -19,7 +19,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..methods import FAMILIES, TREE_SIZES, field_options, presets_table
 
-    families = [{"name": name, "summary": cls.summary, "verifiers": list(cls.verifiers),
+    families = [{"name": name, "summary": cls.summary, "verifiers": list(cls.admitted_verifiers()),
                  "fields": {k: meta.get("help", "") for k, meta in field_options(cls).items()}}
                 for name, cls in FAMILIES.items()]
     presets = presets_table()

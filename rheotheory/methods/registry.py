@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
 from ..errors import TreeError, VerifierError
-from ..verify import get_verifier
+from ..verify import TREE_VERIFIERS, get_verifier, tree_verifier
 
 __all__ = ["Method", "Preset", "option", "register", "FAMILIES", "PRESETS", "TREE_SIZES", "SIZE_FIELDS",
            "family_class", "make_method", "resolve", "field_options", "presets_table"]
@@ -95,12 +95,18 @@ class Method:
 
     def __post_init__(self):
         ver = self.verifier or self.default_verifier()
-        get_verifier(ver)  # unknown names
-        if ver not in self.verifiers:
+        tree_verifier(ver)  # unknown names
+        admitted = self.admitted_verifiers()
+        if ver not in admitted:
             raise VerifierError(f"verifier {ver!r} does not apply to {self.family} trees; "
-                                f"choose from {', '.join(self.verifiers)}")
+                                f"choose from {', '.join(admitted)}")
         object.__setattr__(self, "verifier", ver)
         self.validate()
+
+    @classmethod
+    def admitted_verifiers(cls) -> tuple[str, ...]:
+        """The family's per-node verifiers, then the tree-level verifiers that name this family."""
+        return cls.verifiers + tuple(n for n, tv in TREE_VERIFIERS.items() if cls.family in tv.families)
 
     # -- what a family provides -------------------------------------------------------------
     def default_verifier(self) -> str:
@@ -145,14 +151,12 @@ class Method:
     # -- shared behaviour --------------------------------------------------------------------
     @property
     def verify(self) -> Callable:
-        """The per-node rule (docs/theory.md section 3)."""
+        """The per-node rule (docs/theory.md section 3); a VerifierError for a tree-level verifier."""
         return get_verifier(self.verifier)
 
     @property
     def tree_verifier(self):
         """The verifier as a map from a finished tree to the law of Z (docs/theory.md section 7)."""
-        from ..verify import tree_verifier
-
         return tree_verifier(self.verifier)
 
     @property

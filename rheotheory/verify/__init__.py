@@ -26,15 +26,20 @@ from .rules import (
 from .walk import (
     Branch,
     EnumerateBranch,
+    TREE_VERIFIERS,
     Outcome,
     PerNodeWalk,
     SampleBranch,
     TreeVerifier,
     as_tree_verifier,
     method_tree_verifier,
+    register_tree_verifier,
     sample_outcome,
     tree_verifier,
+    verifier_families,
 )
+
+# Tree-level verifier modules: importing one registers it (one line per module).
 
 __all__ = [
     "Candidate",
@@ -55,6 +60,9 @@ __all__ = [
     "EnumerateBranch",
     "SampleBranch",
     "tree_verifier",
+    "TREE_VERIFIERS",
+    "register_tree_verifier",
+    "verifier_families",
     "as_tree_verifier",
     "method_tree_verifier",
     "sample_outcome",

@@ -59,6 +59,9 @@ __all__ = [
     "TreeVerifier",
     "PerNodeWalk",
     "tree_verifier",
+    "TREE_VERIFIERS",
+    "register_tree_verifier",
+    "verifier_families",
     "as_tree_verifier",
     "method_tree_verifier",
     "sample_outcome",
@@ -222,9 +225,42 @@ def _draws(tree, pending: list[int], branch, i: int = 0, known: dict | None = No
         yield from _draws(tree, pending, branch, i + 1, {**known, j: x}, w * wx)
 
 
+#: Tree-level verifiers by name (filled by :func:`register_tree_verifier`). Per-node rules are not
+#: listed here: :func:`tree_verifier` wraps any name of :data:`~rheotheory.verify.rules.VERIFIERS`.
+TREE_VERIFIERS: dict[str, TreeVerifier] = {}
+
+
+def register_tree_verifier(verifier: TreeVerifier, families: Sequence[str] = ()) -> TreeVerifier:
+    """Register a tree-level verifier under its ``name``, admitted by the method ``families``.
+
+    A new tree-level verifier is one module that builds its :class:`TreeVerifier` and calls this,
+    plus its import line in :mod:`rheotheory.verify`; the families it names admit it (their
+    ``--verifier`` choices, docs/theory.md section 7.1) with no edit to them.
+    """
+    from .rules import VERIFIERS
+
+    if not isinstance(verifier, TreeVerifier) or not getattr(verifier, "name", None):
+        raise TypeError("register_tree_verifier takes a TreeVerifier with a name")
+    if verifier.name in TREE_VERIFIERS or verifier.name in VERIFIERS:
+        raise ValueError(f"verifier {verifier.name!r} is registered twice")
+    verifier.families = tuple(families)
+    TREE_VERIFIERS[verifier.name] = verifier
+    return verifier
+
+
 def tree_verifier(name: str) -> TreeVerifier:
-    """The tree verifier of the per-node rule ``name``: ``PerNodeWalk(get_verifier(name))``."""
+    """The verifier ``name``: a registered tree-level verifier, or the walk of the per-node rule
+    ``name`` (``PerNodeWalk(get_verifier(name))``); an unknown name is a VerifierError."""
+    tv = TREE_VERIFIERS.get(name)
+    if tv is not None:
+        return tv
     return PerNodeWalk(get_verifier(name), name)
+
+
+def verifier_families(name: str) -> tuple[str, ...] | None:
+    """The families a tree-level verifier declared it applies to (None for a per-node rule)."""
+    tv = TREE_VERIFIERS.get(name)
+    return None if tv is None else tv.families
 
 
 def as_tree_verifier(verifier) -> TreeVerifier:
