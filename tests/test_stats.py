@@ -125,7 +125,7 @@ def test_lossless_method_is_not_rejected():
 @pytest.mark.parametrize("method", [make_method("eagle", top_k=4, depth=3, budget=10),
                                     make_method("rheo", top_k=4, depth=3, budget=10, head=1),
                                     make_method("static", shape=[[0], [1], [0, 0]], verifier="rrs-wor", sampling="wor")],
-                         ids=lambda m: m.method)
+                         ids=lambda m: m.family)
 def test_lossless_methods_pass_on_a_synthetic_pair(method):
     # alpha 0.01, 1500 samples, seed 3, V = 50, T = 1
     res = lossless_test(SyntheticPair(50, seed=1, draft_top_k=None), method, samples=1500, alpha=ALPHA, seed=3)

@@ -159,11 +159,6 @@ class Method:
         """The verifier as a map from a finished tree to the law of Z (docs/theory.md section 7)."""
         return tree_verifier(self.verifier)
 
-    @property
-    def method(self) -> str:
-        """The family name (kept for callers that read ``method.method``)."""
-        return self.family
-
     def fields(self) -> dict:
         """Field name -> value, in declaration order."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
