@@ -40,6 +40,7 @@ from .walk import (
 )
 
 # Tree-level verifier modules: importing one registers it (one line per module).
+from . import block  # noqa: E402,F401  (registration)
 
 __all__ = [
     "Candidate",
