@@ -39,6 +39,8 @@ from .walk import (
     verifier_families,
 )
 
+from .tree_optimum import LPSizeError, TreeOptimum, tree_optimum  # noqa: E402  (docs/theory.md section 7.2)
+
 # Tree-level verifier modules: importing one registers it (one line per module).
 from . import block  # noqa: E402,F401  (registration)
 
