@@ -11,14 +11,14 @@ import sys
 
 from .. import __version__
 from ..errors import RheoError
-from . import bench, certify, counterexample, decode, instance, mc, methods, sweep
+from . import bench, certify, counterexample, decode, instance, mc, methods, optimum, sweep
 from .args import EXIT_BAD_INPUT, Parser
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
 #: Subcommand modules, in the order `rheo --help` lists them; each defines ``register(sub)``
 #: adding a parser whose ``func`` default takes the parsed arguments and returns an exit code.
-COMMANDS = (certify, mc, sweep, counterexample, instance, methods, decode, bench)
+COMMANDS = (certify, optimum, mc, sweep, counterexample, instance, methods, decode, bench)
 
 
 def build_parser() -> Parser:

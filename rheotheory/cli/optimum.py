@@ -1,0 +1,111 @@
+"""``rheo optimum``: the tree-level optimum of one method's trees on a toy LM pair (docs/theory.md
+section 7.2), beside the exact tokens per step of each verifier the family admits."""
+
+from __future__ import annotations
+
+import json
+
+from .args import add_max_entries, add_method_arguments, method_from_args, positive_int
+from .certify import DEFAULT_MAX_BRANCHES
+
+__all__ = ["register", "run"]
+
+
+def _names(text: str) -> list[str]:
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        import argparse
+
+        raise argparse.ArgumentTypeError("the verifier list is empty")
+    return names
+
+
+def register(sub) -> None:
+    from ..verify.tree_optimum import MAX_LP_CONSTRAINTS, MAX_LP_VARIABLES
+
+    c = sub.add_parser("optimum", help="tree-level optimum: the best tokens per step any lossless verifier "
+                       "reaches on a method's trees",
+                       description="Solve the linear programme of docs/theory.md section 7.2 over couplings of the "
+                       "method's concrete trees with the step output (HiGHS), re-check it in exact rationals, and "
+                       "certify each verifier's exact tokens per step beside it. The optimum is an upper bound on "
+                       "every lossless verifier, attained or not.")
+    c.add_argument("instance", nargs="?", default=None,
+                   help="instance JSON (default: the built-in example, V=4, horizon 3)")
+    add_method_arguments(c, size="toy")
+    c.add_argument("--verifiers", type=_names, default=None, metavar="A,B,...",
+                   help="verifiers to certify beside the optimum (default: every verifier the method's family "
+                   "admits that applies to its trees)")
+    c.add_argument("--float", dest="use_float", action="store_true",
+                   help="float64 instead of exact rationals (no exact re-check)")
+    c.add_argument("--json", action="store_true", help="print one JSON object")
+    c.add_argument("--max-branches", type=positive_int, default=DEFAULT_MAX_BRANCHES, metavar="B",
+                   help=f"stop with an error after B construction branches (default {DEFAULT_MAX_BRANCHES})")
+    c.add_argument("--max-variables", type=positive_int, default=MAX_LP_VARIABLES, metavar="N",
+                   help=f"refuse an LP of more than N variables (default {MAX_LP_VARIABLES})")
+    c.add_argument("--max-constraints", type=positive_int, default=MAX_LP_CONSTRAINTS, metavar="M",
+                   help=f"refuse an LP of more than M equality constraints (default {MAX_LP_CONSTRAINTS})")
+    add_max_entries(c)
+    c.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..errors import VerifierError
+    from ..exact import certify
+    from ..laws import format_number
+    from ..pairs import ToyPair, example_pair
+    from ..verify import tree_verifier
+    from ..verify.tree_optimum import tree_optimum
+
+    method = method_from_args(args, size="toy")
+    exact = not args.use_float
+    names = args.verifiers
+    if names is not None:
+        for name in names:
+            tree_verifier(name)  # NOTE: an unknown name is one line and exit 2 before any work
+    pair = (ToyPair.load(args.instance, exact=exact, max_entries=args.max_entries) if args.instance
+            else example_pair(exact=exact))
+    opt = tree_optimum(pair, method, max_branches=args.max_branches, max_variables=args.max_variables,
+                       max_constraints=args.max_constraints)
+    rows, skipped = {}, {}
+    for name in names or method.admitted_verifiers():
+        try:
+            m = method.fit(verifier=name)
+        except VerifierError as e:
+            if names is not None:  # NOTE: asked for explicitly: an error; by default: listed as not applicable
+                raise
+            skipped[name] = str(e)
+            continue
+        cert = certify(pair, m, max_branches=args.max_branches)
+        ratio = cert.tokens_per_step / opt.value
+        rows[name] = {
+            "tokens_per_step": format_number(cert.tokens_per_step),
+            "tokens_per_step_float": float(cert.tokens_per_step),
+            "lossless": bool(cert.lossless),
+            "fraction_of_optimum": format_number(ratio) if opt.exact else float(ratio),
+            "fraction_of_optimum_float": float(ratio),
+        }
+    if args.json:
+        d = opt.to_dict()
+        d["verifiers"] = rows
+        d["not_applicable"] = skipped
+        d["instance"] = args.instance or "built-in example"
+        d["preset"] = args.preset
+        print(json.dumps(d))
+        return 0
+    fmt = format_number
+    print(f"instance        : {args.instance or 'built-in example'} (V={pair.vocab_size}, horizon={pair.horizon})")
+    print(f"method          : {method.describe()}  (--preset {args.preset})")
+    print(f"LP              : {opt.variables} variables, {opt.constraints} constraints, {opt.trees} concrete trees "
+          f"from {opt.classes} classes")
+    opt_text = fmt(opt.value) + (f"  (~{float(opt.value):.6f})" if opt.exact else "")
+    print(f"optimum         : {opt_text}  upper bound on every lossless verifier, "
+          f"{'exact' if opt.exact else 'float'}")
+    print(f"re-check        : {opt.recheck}")
+    for name, r in rows.items():
+        note = "" if r["lossless"] else "  LOSSY: not bounded by the optimum"
+        print(f"  {name:<12}  tau {r['tokens_per_step']}  (~{r['tokens_per_step_float']:.6f}, "
+              f"{100 * r['fraction_of_optimum_float']:.2f}% of the optimum){note}")
+    for name, why in skipped.items():
+        print(f"  {name:<12}  not applicable: {why}")
+    print(f"time            : {opt.seconds:.3f} s (optimum)")
+    return 0
