@@ -214,3 +214,18 @@ def test_cli_json(capsys):
 def test_cli_rejects_an_inapplicable_verifier(capsys):
     rc = main(["optimum", "--preset", "static-iid", "--depth", "1", "--budget", "2", "--verifiers", "rrs-wor"])
     assert rc == 2 and "rrs-wor" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("patch", [("SUPPORT_REL_TOL", 2.0), ("MAX_EXACT_UNKNOWNS", 0)])
+def test_exact_only_when_the_recheck_succeeds(monkeypatch, patch):
+    """A broken float support (no column qualifies: each tree keeps its largest entry only) or a
+    skipped re-check gives exact=False, HiGHS's float, and still a rigorous rational upper bound."""
+    import sys  # NOTE: rheotheory.verify.tree_optimum as an attribute is the function, not the module
+
+    pair, method = random_pair(3, 1, seed=0), make_method("chain", depth=1)
+    true = tree_optimum(pair, method)
+    monkeypatch.setattr(sys.modules["rheotheory.verify.tree_optimum"], *patch)
+    opt = tree_optimum(pair, method)
+    assert not opt.exact and isinstance(opt.value, float)
+    assert "upper_bound" in opt.recheck and opt.upper_bound >= true.value
+    assert abs(float(opt.upper_bound) - float(true.value)) < 1e-5

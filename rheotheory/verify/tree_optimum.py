@@ -369,6 +369,25 @@ def _rational(v: float) -> Fraction:
     return Fraction(float(v)).limit_denominator(HINT_DENOMINATOR)
 
 
+def _dual_bound(lp: _LP, mu: dict, coeffs) -> Fraction:
+    r"""The dual objective :math:`\sum_t P(t) \max_{z \in Z(t)} (|z| - \phi_\mu(z))` for rational
+    multipliers ``mu`` (lossless row -> Fraction): a rigorous upper bound on the optimum for any
+    ``mu`` (the max makes the dual point feasible; weak duality)."""
+    phi: dict = {}
+    bound = Fraction(0)
+    for t, (start, stop) in enumerate(lp.tree_cols):
+        best = None
+        for j in range(start, stop):
+            z = lp.cols[j][1]
+            if z not in phi:
+                phi[z] = sum((v * mu[r] for r, v in coeffs(z).items()), Fraction(0))
+            val = len(z) - phi[z]
+            if best is None or val > best:
+                best = val
+        bound += lp.trees[t][1] * best
+    return bound
+
+
 def _recheck(pair, lp: _LP, res, depth: int):
     """The rational re-check of the module docstring: ``(value, upper_bound, z_law, message)``,
     ``value`` None when the check failed."""
@@ -402,8 +421,11 @@ def _recheck(pair, lp: _LP, res, depth: int):
     pi: dict = {}  # column -> exact value
     rows_rhs: dict = {}  # lossless row -> rhs (minus the pure trees' contributions)
     unknowns = [j for s in support if len(s) > 1 for j in s]
+    mu_f = -np.asarray(res.eqlin.marginals)[T:]  # [|U| (V - 1)] multipliers of the lossless rows
+    hints = {T + i: _rational(v) for i, v in enumerate(mu_f)}
     if len(unknowns) > MAX_EXACT_UNKNOWNS or len(lp.row_of) > MAX_EXACT_UNKNOWNS:
-        return None, None, {}, f"skipped: more than {MAX_EXACT_UNKNOWNS} unknowns (MAX_EXACT_UNKNOWNS)"
+        return None, _dual_bound(lp, hints, coeffs), {}, (f"skipped: more than {MAX_EXACT_UNKNOWNS} unknowns "
+                                                          "(MAX_EXACT_UNKNOWNS); upper_bound is the rationalised dual")
     rows: dict = {}
     marg_rows, marg_rhs = [], []
     for t, s in enumerate(support):
@@ -422,24 +444,25 @@ def _recheck(pair, lp: _LP, res, depth: int):
     eq_rows = marg_rows + [rows.get(r, {}) for r in sorted(set(rows) | set(rows_rhs))]
     eq_rhs = marg_rhs + [Fraction(rows_rhs.get(r, 0)) for r in sorted(set(rows) | set(rows_rhs))]
     sol = solve_rational(eq_rows, eq_rhs, {j: _rational(x[j]) for j in unknowns})
+    primal, z_law, failed = None, {}, None
     if sol is None:
-        return None, None, {}, "failed: the float support admits no exact solution"
-    for j in unknowns:
-        pi[j] = sol.get(j, _rational(x[j]))
-    if any(v < 0 for v in pi.values()):
-        return None, None, {}, "failed: the exact primal on the float support has a negative entry"
-    z_law: dict = {}
-    for j, v in pi.items():
-        if v:
-            z = lp.cols[j][1]
-            z_law[z] = z_law.get(z, 0) + v
-    chk = lossless_check(pair, z_law, depth + 1)
-    if chk.max_deviation != 0:
-        return None, None, {}, "failed: the exact primal is not lossless"
-    primal = sum((len(z) * v for z, v in z_law.items()), Fraction(0))
+        failed = "the float support admits no exact primal solution"
+    else:
+        for j in unknowns:
+            pi[j] = sol.get(j, _rational(x[j]))
+        if any(v < 0 for v in pi.values()):
+            failed = "the exact primal on the float support has a negative entry"
+    if failed is None:
+        for j, v in pi.items():
+            if v:
+                z = lp.cols[j][1]
+                z_law[z] = z_law.get(z, 0) + v
+        if lossless_check(pair, z_law, depth + 1).max_deviation != 0:
+            failed = "the exact primal is not lossless"
+        else:
+            primal = sum((len(z) * v for z, v in z_law.items()), Fraction(0))
 
     # 2. dual: equal reduced values on the tight outputs of every tree, exactly
-    mu_f = -np.asarray(res.eqlin.marginals)[T:]  # [|U| (V - 1)] multipliers of the lossless rows
     # float phi(z) for every column, from the LP matrix's lossless rows
     A = lp.A
     phi_col = np.asarray(A[T:, :].T @ mu_f).ravel()  # [n]
@@ -463,32 +486,17 @@ def _recheck(pair, lp: _LP, res, depth: int):
                 else:
                     row.pop(r, None)
             eqs.append((row, Fraction(len(z) - len(z0))))
-    hints = {T + i: _rational(v) for i, v in enumerate(mu_f)}
     mu = solve_rational([e[0] for e in eqs], [e[1] for e in eqs], hints)
-    if mu is None:
-        mu = hints  # NOTE: any rational mu still gives a rigorous bound below
-        message = "the float tight sets admit no exact dual; "
-    else:
-        message = ""
-    mu = {**hints, **mu}
-    phi: dict = {}
-    bound = Fraction(0)
-    for t, (start, stop) in enumerate(lp.tree_cols):
-        best = None
-        for j in range(start, stop):
-            z = lp.cols[j][1]
-            if z not in phi:
-                phi[z] = sum((v * mu[r] for r, v in coeffs(z).items()), Fraction(0))
-            val = len(z) - phi[z]
-            if best is None or val > best:
-                best = val
-        bound += lp.trees[t][1] * best
+    # NOTE: if the tight sets admit no exact dual, any rational mu still gives a rigorous bound
+    bound = _dual_bound(lp, {**hints, **(mu or {})}, coeffs)
     # 3. strong duality, exactly
-    if bound == primal:
+    if failed is None and bound == primal:
         return primal, bound, z_law, ("rational primal (lossless_check: deviation 0) and dual "
                                       "feasible solutions with equal objectives")
-    return None, bound, {}, message + "failed: the rational primal and dual objectives differ"
-
+    if failed is None:
+        failed = ("the float tight sets admit no exact dual" if mu is None
+                  else "the rational primal and dual objectives differ")
+    return None, bound, {}, f"failed: {failed}; upper_bound is a rigorous rational bound"
 
 def tree_optimum(pair, method, exact: bool | None = None, max_branches: int | None = None,
                  max_variables: int = MAX_LP_VARIABLES, max_constraints: int = MAX_LP_CONSTRAINTS,
