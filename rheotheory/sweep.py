@@ -16,6 +16,13 @@ Every row reports tau with a 95% interval, the mean per-node acceptance, the mea
 optimal-transport value of the visited nodes' candidate sets (the per-node upper bound of
 :func:`rheotheory.montecarlo.node_optimum`), kept nodes and steps/s, and, for every method
 other than ``eagle``, the paired difference of tau against ``eagle`` with its 95% interval.
+
+Rows run on any :mod:`rheotheory.executors` executor (a local process pool by default, dask or
+Ray) and are identical whichever runs them: a row depends only on the configuration and its
+task (every row uses ``cfg.seed``). :func:`sweep_to_files` logs each finished row to
+``<stem>.csv.partial`` (:class:`~rheotheory.checkpoint.RowLog`) together with its per-step
+accepted lengths, which the paired gains need, so an interrupted sweep resumed with
+``resume=True`` runs only the missing rows and writes the same CSV as an uninterrupted one.
 """
 
 from __future__ import annotations
@@ -24,18 +31,21 @@ import csv
 import json
 import math
 import time
+from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from .checkpoint import RowLog, atomic_open, atomic_path, parse_cell
 from .errors import RheoError
+from .executors import check_executor, imap_unordered, open_executor
 from .methods import Method, resolve
 from .montecarlo import Z_95, run_steps
 from .synthetic import DEFAULT_DRAFT_TOP_K, SyntheticPair, mismatch_value, single_draft_acceptance
 
 __all__ = ["SweepConfig", "sweep_method", "run_sweep", "write_csv", "plot_sweep",
-           "format_table", "DEFAULT_METHODS", "CSV_FIELDS"]
+           "format_table", "DEFAULT_METHODS", "CSV_FIELDS", "SweepInterrupted"]
 
 #: Methods of the default sweep (preset names, see :data:`rheotheory.methods.PRESETS`).
 DEFAULT_METHODS = ("eagle", "rheo", "rheo-tuned", "static-iid", "static-wor", "chain")
@@ -47,6 +57,16 @@ CSV_FIELDS = ("vocab_size", "draft_top_k", "mismatch", "mismatch_value", "single
               "top_k", "depth", "budget", "method", "description", "resolved", "steps", "tau", "tau_low", "tau_high",
               "gain_vs_eagle", "gain_low", "gain_high", "node_accept", "node_opt", "nodes", "steps_per_second",
               "seed")
+
+#: Columns computed from all rows at the end (paired gains), not logged per row.
+GAIN_FIELDS = ("gain_vs_eagle", "gain_low", "gain_high")
+
+#: Columns of the row log (``<stem>.csv.partial``): a row's own columns and its per-step
+#: accepted lengths (space-separated), from which the gains are computed when all rows are in.
+LOG_FIELDS = tuple(f for f in CSV_FIELDS if f not in GAIN_FIELDS) + ("lengths",)
+
+#: Text columns, read back as text even when they look like numbers (mismatch "0.3").
+TEXT_FIELDS = ("mismatch", "method", "description", "resolved")
 
 
 @dataclass(frozen=True)
@@ -61,7 +81,7 @@ class SweepConfig:
     methods: tuple = DEFAULT_METHODS  # method specs, see the module docstring
     steps: int = 200  # sampled steps per row
     seed: int = 0  # language and sampling seed (the same for every row: paired steps)
-    workers: int = 2  # processes (1: run in this process)
+    workers: int = 2  # pool processes or LocalCluster workers (1: run in this process); rows do not depend on it
     temper_draft: bool = False  # also temper the draft (EAGLE does not)
 
     def __post_init__(self):
@@ -135,40 +155,102 @@ def _add_gains(rows: list[dict]) -> None:
         r["gain_vs_eagle"], r["gain_low"], r["gain_high"] = m, m - half, m + half
 
 
-def run_sweep(cfg: SweepConfig, progress: bool = True) -> list[dict]:
-    """Run every task of ``cfg`` (in a process pool when ``cfg.workers > 1``); rows in task order."""
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a sweep; the message says how many rows were kept and where."""
+
+
+def row_key(cfg: SweepConfig) -> dict:
+    """What determines a sweep's rows: the configuration less its worker count (plain data)."""
+    d = asdict(cfg)
+    del d["workers"]
+    return {"program": "rheo sweep", "log_fields": list(LOG_FIELDS), **d}
+
+
+def _to_log(row: dict) -> dict:
+    out = {k: v for k, v in row.items() if k in LOG_FIELDS}
+    out["lengths"] = " ".join(str(int(n)) for n in row["_lengths"])
+    return out
+
+
+def _from_log(row: dict) -> dict:
+    """A logged row back as :func:`_run_task` returned it (its lengths under ``_lengths``)."""
+    out = {k: v for k, v in row.items() if k != "lengths"}
+    out["_lengths"] = [int(n) for n in str(row["lengths"]).split()]
+    return out
+
+
+def _parse_log(field: str, text: str):
+    return text if field in TEXT_FIELDS or field == "lengths" else parse_cell(text)
+
+
+def run_sweep(cfg: SweepConfig, progress: bool = True, executor: str | Executor = "process",
+              scheduler: str | None = None, log: RowLog | None = None, on_row=None) -> list[dict]:
+    """Run every task of ``cfg``; rows in task order, identical whatever runs them.
+
+    Parameters
+    ----------
+    cfg : SweepConfig
+        What to sweep.
+    progress : bool
+        Show a tqdm bar (rows already in ``log`` count as done).
+    executor : {'process', 'dask', 'ray'} or Executor
+        Where rows run (:func:`rheotheory.executors.open_executor` with ``cfg.workers`` and
+        ``scheduler``), or an executor the caller manages.
+    scheduler : str, optional
+        Address of a dask scheduler or Ray cluster (with ``executor`` 'dask' or 'ray').
+    log : RowLog, optional
+        Rows already in it are not run again; every row finished here is appended to it.
+    on_row : callable, optional
+        ``on_row(index, row)`` after each finished row is logged (progress hooks, tests).
+
+    Returns
+    -------
+    list of dict
+        One row per task of ``cfg.tasks()``, with the paired gains against ``eagle``.
+    """
     tasks = cfg.tasks()
-    jobs = [(cfg, t) for t in tasks]
+    rows: list = [None] * len(tasks)
+    for key, row in (log.rows.items() if log is not None else ()):
+        if not key.isdigit() or int(key) >= len(tasks):
+            raise RheoError(f"--resume: {log.path} has a row for task {key!r}, which this sweep does not have")
+        rows[int(key)] = _from_log(row)
+    todo = [i for i, r in enumerate(rows) if r is None]
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(jobs), desc="sweep", unit="row")
-    rows: list = [None] * len(jobs)
-    if cfg.workers == 1:
-        for i, job in enumerate(jobs):
-            rows[i] = _run_task(job)
-            bar.update(1) if bar else None
-    else:
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        with ProcessPoolExecutor(max_workers=cfg.workers) as ex:
-            futs = {ex.submit(_run_task, job): i for i, job in enumerate(jobs)}
-            for fut in as_completed(futs):
-                rows[futs[fut]] = fut.result()
-                bar.update(1) if bar else None
-    if bar:
-        bar.close()
+        bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc="sweep", unit="row")
+    try:
+        with _executor(executor, cfg.workers, scheduler) as ex:
+            for j, row in imap_unordered(ex, _run_task, [(cfg, tasks[i]) for i in todo]):
+                rows[todo[j]] = row
+                if log is not None:
+                    log.append(todo[j], _to_log(row))
+                if bar is not None:
+                    bar.update(1)
+                if on_row is not None:
+                    on_row(todo[j], row)
+    finally:
+        if bar is not None:
+            bar.close()
     _add_gains(rows)
     for r in rows:
         r.pop("_lengths", None)
     return rows
 
 
+def _executor(executor, workers: int, scheduler):
+    """``executor`` itself if the caller manages one, else a new one of that kind."""
+    if isinstance(executor, Executor):
+        from contextlib import nullcontext
+
+        return nullcontext(executor)
+    return open_executor(executor, workers, scheduler)
+
+
 def write_csv(rows: list[dict], path) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as f:
+    """Write the rows as a CSV of :data:`CSV_FIELDS` (atomically: temporary file, then rename)."""
+    with atomic_open(path, newline="") as f:
         w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
         w.writeheader()
         for r in rows:
@@ -227,8 +309,8 @@ def plot_sweep(rows: list[dict], path, title: str = "") -> None:
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110)
     plt.close(fig)
 
 
@@ -259,12 +341,34 @@ class SweepOutputs:
 
 
 def sweep_to_files(cfg: SweepConfig, out_dir, stem: str = "sweep", progress: bool = True,
-                   plot: bool = True) -> SweepOutputs:
-    """Run the sweep and write ``stem.csv`` (and ``stem.png``) under ``out_dir``."""
+                   plot: bool = True, resume: bool = False, executor: str | Executor = "process",
+                   scheduler: str | None = None, on_row=None) -> SweepOutputs:
+    """Run the sweep and write ``stem.csv`` (and ``stem.png``) under ``out_dir``.
+
+    Each finished row is logged to ``stem.csv.partial`` first (see the module docstring);
+    ``resume=True`` continues from that log (refused if another configuration wrote it). The
+    CSV and PNG are written atomically once every row is in, and then the log is removed.
+    ``executor``, ``scheduler`` and ``on_row`` are those of :func:`run_sweep`.
+
+    Raises
+    ------
+    SweepInterrupted
+        On Ctrl-C: the finished rows stay in the log, and the message says so.
+    """
     t0 = time.perf_counter()
-    rows = run_sweep(cfg, progress=progress)
+    if not isinstance(executor, Executor):
+        check_executor(executor, cfg.workers, scheduler)  # NOTE: before the log is created
     out = Path(out_dir)
     csv_path = out / f"{stem}.csv"
+    log = RowLog(csv_path, row_key(cfg), LOG_FIELDS, resume=resume, parse=_parse_log)
+    try:
+        rows = run_sweep(cfg, progress=progress, executor=executor, scheduler=scheduler, log=log, on_row=on_row)
+    except KeyboardInterrupt:
+        log.close()
+        raise SweepInterrupted(f"{len(log)} of {len(cfg.tasks())} rows kept in {log.path}; rerun with --resume "
+                               "to continue") from None
+    finally:
+        log.close()
     write_csv(rows, csv_path)
     png_path = ""
     if plot:
@@ -272,6 +376,7 @@ def sweep_to_files(cfg: SweepConfig, out_dir, stem: str = "sweep", progress: boo
         png_path = str(out / f"{stem}.png")
         plot_sweep(rows, png_path, title=f"synthetic V={cfg.vocab_size}, {sparse}, {cfg.steps} steps/point, "
                    f"seed {cfg.seed}")
+    log.finish()
     return SweepOutputs(rows, str(csv_path), png_path, time.perf_counter() - t0)
 
 

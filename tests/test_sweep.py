@@ -121,3 +121,150 @@ def test_cli_bad_arguments_exit_2_with_one_line(argv, capsys):
     assert rc == 2
     err = capsys.readouterr().err.strip()
     assert err and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+# -- executors, row logs and resuming ------------------------------------------------------------
+
+def _csv_rows(path):
+    """The rows of a sweep CSV as text, without steps_per_second (a timing, the one column that
+    differs between two runs of the same sweep)."""
+    import csv
+
+    with open(path, newline="") as f:
+        return [{k: v for k, v in r.items() if k != "steps_per_second"} for r in csv.DictReader(f)]
+
+
+def _same_rows(a, b):
+    """Row lists equal in every column but steps_per_second (NaN equal to NaN)."""
+    key = lambda rows: [{k: repr(v) for k, v in r.items() if k != "steps_per_second"} for r in rows]  # noqa: E731
+    return key(a) == key(b)
+
+
+def test_serial_pool_and_dask_give_identical_rows():
+    pytest.importorskip("distributed")
+    from rheotheory.executors import open_executor
+
+    serial = run_sweep(TINY, progress=False)
+    pool = run_sweep(SweepConfig(**{**TINY.__dict__, "workers": 2}), progress=False, executor="process")
+    with open_executor("dask", workers=2, processes=False) as ex:
+        dask = run_sweep(TINY, progress=False, executor=ex)
+    assert _same_rows(serial, pool) and _same_rows(serial, dask)
+
+
+class _Stop(Exception):
+    pass
+
+
+def _stop_after(k):
+    def hook(index, row):
+        hook.calls += 1
+        if hook.calls == k:
+            raise _Stop
+    hook.calls = 0
+    return hook
+
+
+@pytest.mark.parametrize("k,workers", [(1, 1), (5, 2)])
+def test_interrupted_sweep_resumes_to_the_same_csv(tmp_path, k, workers):
+    full = sweep_to_files(TINY, tmp_path / "full", progress=False, plot=False)
+    cfg = SweepConfig(**{**TINY.__dict__, "workers": workers})
+    with pytest.raises(_Stop):
+        sweep_to_files(cfg, tmp_path / "cut", progress=False, plot=False, on_row=_stop_after(k))
+    partial = tmp_path / "cut" / "sweep.csv.partial"
+    assert not (tmp_path / "cut" / "sweep.csv").exists()
+    assert len(partial.read_text().splitlines()) == 2 + k  # config comment, header, k finished rows
+    ran = []
+    out = sweep_to_files(TINY, tmp_path / "cut", progress=False, plot=False, resume=True,
+                         on_row=lambda i, r: ran.append(i))
+    assert len(ran) == len(TINY.tasks()) - k  # only the missing rows ran again
+    assert not partial.exists()
+    assert _csv_rows(out.csv_path) == _csv_rows(full.csv_path)
+    assert _same_rows(out.rows, full.rows)
+
+
+def test_resume_drops_a_torn_last_line(tmp_path):
+    full = sweep_to_files(TINY, tmp_path / "full", progress=False, plot=False)
+    with pytest.raises(_Stop):
+        sweep_to_files(TINY, tmp_path / "cut", progress=False, plot=False, on_row=_stop_after(3))
+    partial = tmp_path / "cut" / "sweep.csv.partial"
+    text = partial.read_text()
+    partial.write_text(text[:-40])  # killed while writing the third row
+    out = sweep_to_files(TINY, tmp_path / "cut", progress=False, plot=False, resume=True)
+    assert _csv_rows(out.csv_path) == _csv_rows(full.csv_path)
+
+
+def test_resume_refuses_a_partial_of_another_configuration(tmp_path):
+    with pytest.raises(_Stop):
+        sweep_to_files(TINY, tmp_path, progress=False, plot=False, on_row=_stop_after(2))
+    other = SweepConfig(**{**TINY.__dict__, "steps": 13, "seed": 2})
+    with pytest.raises(RheoError, match=r"another configuration \(differs in seed, steps\)") as e:
+        sweep_to_files(other, tmp_path, progress=False, plot=False, resume=True)
+    assert len(str(e.value).splitlines()) == 1
+    # another worker count is the same configuration (the rows do not depend on it)
+    same = SweepConfig(**{**TINY.__dict__, "workers": 2})
+    sweep_to_files(same, tmp_path, progress=False, plot=False, resume=True)
+
+
+def test_an_existing_partial_needs_resume(tmp_path):
+    with pytest.raises(_Stop):
+        sweep_to_files(TINY, tmp_path, progress=False, plot=False, on_row=_stop_after(2))
+    with pytest.raises(RheoError, match="--resume"):
+        sweep_to_files(TINY, tmp_path, progress=False, plot=False)
+    assert (tmp_path / "sweep.csv.partial").exists()  # the finished rows are kept
+
+
+def test_atomic_csv_leaves_no_half_file(tmp_path):
+    from rheotheory.sweep import write_csv
+
+    rows = run_sweep(TINY, progress=False)
+    path = tmp_path / "sweep.csv"
+    write_csv(rows, path)
+    before = path.read_bytes()
+
+    class Broken(dict):
+        def items(self):
+            raise RuntimeError("disk on fire")
+
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        write_csv(rows[:3] + [Broken(rows[3])], path)
+    assert path.read_bytes() == before  # the old file is untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.csv"]  # and no temporary file is left
+    with pytest.raises(RuntimeError):
+        write_csv([Broken(rows[0])], tmp_path / "new.csv")
+    assert not (tmp_path / "new.csv").exists()
+
+
+SWEEP_ARGV = ["sweep", "--vocab", "50", "--no-sparse", "--mismatch", "low", "--temperatures", "0", "1",
+              "--trees", "3,2,6", "--methods", "eagle", "rheo", "--steps", "6", "--workers", "1", "--no-plot",
+              "--no-progress"]
+
+
+def test_cli_ctrl_c_keeps_the_finished_rows_and_resume_completes(tmp_path, capsys, monkeypatch):
+    import rheotheory.sweep as sweep
+
+    assert main(SWEEP_ARGV + ["--out", str(tmp_path / "full")]) == 0
+    real, calls = sweep._run_task, []
+
+    def interrupted_after_two(job):
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        calls.append(job)
+        return real(job)
+
+    monkeypatch.setattr(sweep, "_run_task", interrupted_after_two)
+    capsys.readouterr()
+    assert main(SWEEP_ARGV + ["--out", str(tmp_path / "cut")]) == 130
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "2 of 4 rows kept" in err and "--resume" in err
+    monkeypatch.setattr(sweep, "_run_task", real)
+    assert main(SWEEP_ARGV + ["--out", str(tmp_path / "cut"), "--resume"]) == 0
+    assert _csv_rows(tmp_path / "cut" / "sweep.csv") == _csv_rows(tmp_path / "full" / "sweep.csv")
+
+
+def test_cli_missing_extra_is_one_line(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed raises ImportError
+    assert main(SWEEP_ARGV + ["--executor", "dask", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pip install 'rheotheory[dask]'" in err

@@ -24,6 +24,7 @@ def tree_arg(text: str) -> tuple:
 
 
 def register(sub) -> None:
+    from ..executors import EXECUTORS
     from ..sweep import DEFAULT_METHODS, SweepConfig
 
     d = SweepConfig()
@@ -50,6 +51,12 @@ def register(sub) -> None:
     s.add_argument("--seed", type=seed_arg, default=d.seed, help="language and sampling seed (default 0)")
     s.add_argument("--workers", type=threads_arg, default=d.workers,
                    help=f"processes, at most the machine's cores (default {d.workers})")
+    s.add_argument("--executor", choices=EXECUTORS, default="process",
+                   help="where rows run: local process pool, dask.distributed or Ray (default process; same rows)")
+    s.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="dask scheduler or Ray cluster address (default: a local cluster of --workers workers)")
+    s.add_argument("--resume", action="store_true",
+                   help="continue an interrupted sweep from OUT/STEM.csv.partial (same configuration only)")
     s.add_argument("--temper-draft", action="store_true", help="apply the temperature to the draft too")
     s.add_argument("--out", default="sweep-results", metavar="DIR", help="output folder (default sweep-results)")
     s.add_argument("--stem", default="sweep", help="file name stem of the CSV and PNG (default sweep)")
@@ -75,14 +82,19 @@ def check_out_dir(path: str) -> None:
 
 
 def run(args) -> int:
-    from ..sweep import SweepConfig, format_table, sweep_to_files
+    from ..sweep import SweepConfig, SweepInterrupted, format_table, sweep_to_files
 
     cfg = SweepConfig(vocab_size=args.vocab, draft_top_k=None if args.no_sparse else args.sparse,
                       mismatch=tuple(args.mismatch), temperatures=tuple(args.temperatures), trees=tuple(args.trees),
                       methods=tuple(args.methods), steps=args.steps, seed=args.seed, workers=args.workers,
                       temper_draft=args.temper_draft)
     check_out_dir(args.out)
-    out = sweep_to_files(cfg, args.out, stem=args.stem, progress=not args.no_progress, plot=not args.no_plot)
+    try:
+        out = sweep_to_files(cfg, args.out, stem=args.stem, progress=not args.no_progress, plot=not args.no_plot,
+                             resume=args.resume, executor=args.executor, scheduler=args.scheduler)
+    except SweepInterrupted as e:
+        print(f"rheo: interrupted: {e}", file=sys.stderr)
+        return 130
     print(format_table(out.rows))
     print(f"csv: {out.csv_path}" + (f"\npng: {out.png_path}" if out.png_path else "") + f"\ntime: {out.seconds:.1f} s",
           file=sys.stdout)
