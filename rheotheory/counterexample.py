@@ -21,6 +21,7 @@ arguments always give the same counterexample.
 from __future__ import annotations
 
 import math
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -29,6 +30,7 @@ import numpy as np
 from . import laws
 from .errors import InstanceError, RheoError, TreeError
 from .exact import certify
+from .executors import imap_unordered
 from .methods import Method
 from .pairs import ToyPair, logits_pair, prefixes, random_pair
 
@@ -132,25 +134,96 @@ def _random_method(base: Method, space: SearchSpace, rng: np.random.Generator) -
     return base.fit(**changes) if changes else base
 
 
-def search(method: Method, instances: int = 200, seed: int = 0, space: SearchSpace = SearchSpace()):
-    """Certify ``instances`` random instances; return (pair, method, cert, index) of the first lossy
-    one, or None."""
-    if not isinstance(instances, int) or instances < 1:
-        raise RheoError(f"instances must be a positive integer, got {instances!r}")
+#: Instances one task certifies when the search runs on an executor: enough to outweigh the
+#: cost of shipping a task to a worker (a toy certification takes milliseconds).
+SEARCH_CHUNK = 16
+
+#: Chunks kept in flight per worker: the workers stay busy, and little is certified past the
+#: first lossy instance.
+CHUNKS_PER_WORKER = 2
+
+
+def _draws(method: Method, instances: int, seed: int, space: SearchSpace):
+    """The search's instances in order, drawn serially from one generator seeded with ``seed``.
+
+    Each draw is ``(method, vocab, pair_seed, logits)`` with ``logits`` None or
+    ``(logit_scale, noise)``: everything that determines the instance, so that any worker
+    builds the same one (the draws themselves are cheap; the certifications are not). A
+    parameter error ends the stream with ``(error, None, None, None)``, raised when reached.
+    """
     rng = np.random.default_rng(seed)
-    for i in range(instances):
-        m = _random_method(method, space, rng)
+    for _ in range(instances):
+        try:
+            m = _random_method(method, space, rng)
+        except RheoError as e:
+            yield e, None, None, None
+            return
         v = int(rng.integers(space.min_vocab, space.max_vocab + 1))
         pair_seed = int(rng.integers(2**31))
-        logits = space.family == "logits" or (space.family == "mixed" and rng.random() < 0.5)
-        if logits:
-            pair = logits_pair(v, m.depth, seed=pair_seed, logit_scale=float(rng.choice(LOGIT_SCALES)),
-                               noise=float(rng.choice(LOGIT_NOISE)))
+        logits = None
+        if space.family == "logits" or (space.family == "mixed" and rng.random() < 0.5):
+            scale = float(rng.choice(LOGIT_SCALES))
+            logits = (scale, float(rng.choice(LOGIT_NOISE)))
+        yield m, v, pair_seed, logits
+
+
+def _chunks(draws, size: int):
+    """``(index of the first draw, [draws])`` for consecutive chunks of ``size`` draws."""
+    chunk, start = [], 0
+    for i, d in enumerate(draws):
+        if not chunk:
+            start = i
+        chunk.append(d)
+        if len(chunk) == size:
+            yield start, chunk
+            chunk = []
+    if chunk:
+        yield start, chunk
+
+
+def _first_lossy(chunk):
+    """``(pair, method, cert, instances used)`` for the first lossy draw of a chunk, or None.
+
+    Top-level so that worker processes can run it.
+    """
+    start, draws = chunk
+    for k, (m, v, pair_seed, logits) in enumerate(draws):
+        if isinstance(m, RheoError):
+            raise m
+        if logits is not None:
+            pair = logits_pair(v, m.depth, seed=pair_seed, logit_scale=logits[0], noise=logits[1])
         else:
             pair = random_pair(v, m.depth, seed=pair_seed)
         cert = is_lossy(pair, m)
         if cert is not None:
-            return pair, m, cert, i + 1
+            return pair, m, cert, start + k + 1
+    return None
+
+
+def search(method: Method, instances: int = 200, seed: int = 0, space: SearchSpace = SearchSpace(),
+           executor: Executor | None = None, workers: int = 1):
+    """Certify ``instances`` random instances; return (pair, method, cert, index) of the first lossy
+    one, or None.
+
+    With an ``executor`` (:func:`rheotheory.executors.open_executor`; ``workers`` sets how many
+    chunks of :data:`SEARCH_CHUNK` instances are in flight) the certifications run in parallel,
+    and the result is the same: the instances are drawn serially here, and the lossy one of
+    lowest index wins.
+    """
+    if not isinstance(instances, int) or instances < 1:
+        raise RheoError(f"instances must be a positive integer, got {instances!r}")
+    if executor is None:
+        return _first_lossy((0, _draws(method, instances, seed, space)))
+    chunks = _chunks(_draws(method, instances, seed, space), SEARCH_CHUNK)
+    finished: dict = {}  # chunk number -> its result, until every lower chunk is in
+    nxt = 0  # lowest chunk number not yet examined
+    for c, hit in imap_unordered(executor, _first_lossy, chunks, window=CHUNKS_PER_WORKER * max(1, workers)):
+        finished[c] = hit
+        while nxt in finished:
+            hit = finished.pop(nxt)
+            if hit is not None:
+                return hit  # NOTE: leaving the loop cancels the chunks still in flight
+            nxt += 1
     return None
 
 
@@ -264,9 +337,14 @@ def shrink(pair: ToyPair, method: Method, max_rounds: int = 20):
 
 
 def find_counterexample(method: Method, instances: int = 200, seed: int = 0,
-                        space: SearchSpace = SearchSpace(), do_shrink: bool = True) -> CounterexampleResult:
-    """Search for a lossy instance and shrink it (see the module docstring)."""
-    hit = search(method, instances, seed, space)
+                        space: SearchSpace = SearchSpace(), do_shrink: bool = True,
+                        executor: Executor | None = None, workers: int = 1) -> CounterexampleResult:
+    """Search for a lossy instance and shrink it (see the module docstring).
+
+    The search runs on ``executor`` if one is given (see :func:`search`; same result); the
+    shrinking, a sequence of dependent steps, runs here.
+    """
+    hit = search(method, instances, seed, space, executor=executor, workers=workers)
     if hit is None:
         return CounterexampleResult(False, instances, seed, certifications=instances)
     pair, m, cert, used = hit

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from .args import add_method_arguments, int_range, method_from_args, positive_int, seed_arg
+from ..executors import EXECUTORS
+from .args import add_method_arguments, int_range, method_from_args, positive_int, seed_arg, threads_arg
 
 __all__ = ["register", "run"]
 
@@ -25,6 +26,13 @@ def register(sub) -> None:
     c.add_argument("--family", choices=("weights", "logits", "mixed"), default="weights",
                    help="instances: small integer weights, peaked Gaussian logits, or either (default weights)")
     c.add_argument("--no-shrink", action="store_true", help="report the first lossy instance as found")
+    c.add_argument("--executor", choices=EXECUTORS, default="process",
+                   help="where the search runs: local process pool, dask.distributed or Ray (default process; "
+                   "same result)")
+    c.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="dask scheduler or Ray cluster address (default: a local cluster of --workers workers)")
+    c.add_argument("--workers", type=threads_arg, default=1,
+                   help="processes or local workers for the search (default 1: this process)")
     c.add_argument("--out", default=None, metavar="FILE", help="write the (shrunk) instance JSON here")
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.set_defaults(func=run)
@@ -34,13 +42,15 @@ def run(args) -> int:
     from .. import laws
     from ..counterexample import SearchSpace, find_counterexample
     from ..errors import RheoError
+    from ..executors import open_executor
 
     method = method_from_args(args, size="toy")
     space = SearchSpace(min_vocab=min(3, args.max_vocab), max_vocab=args.max_vocab,
                         max_top_k=getattr(method, "top_k", 2), max_depth=method.depth,
                         max_budget=getattr(method, "budget", 1), family=args.family)
-    res = find_counterexample(method, instances=args.instances, seed=args.seed, space=space,
-                              do_shrink=not args.no_shrink)
+    with open_executor(args.executor, args.workers, args.scheduler) as ex:
+        res = find_counterexample(method, instances=args.instances, seed=args.seed, space=space,
+                                  do_shrink=not args.no_shrink, executor=ex, workers=args.workers)
     if res.found and args.out:
         try:
             res.pair.save(args.out)
