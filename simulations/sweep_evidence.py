@@ -9,15 +9,22 @@ Writes ``simulations/results/sweep_v50.{csv,png}`` or ``sweep_v32k.{csv,png}`` a
 table. Tree sizes span K = 4..10, D = 4..6, N = 16..60; two draft mismatch levels. Every
 method of a sweep sees the same random contexts (one seed), so the ``vs eagle`` column is a
 paired difference.
+
+Each finished row is logged to ``<stem>.csv.partial`` first: ``--resume`` continues an
+interrupted run, and ``--executor dask`` (``--scheduler ADDRESS``) or ``--executor ray`` runs
+the rows on a cluster; the rows are the same.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
-from rheotheory.sweep import SweepConfig, format_table, sweep_to_files
+from rheotheory.errors import RheoError
+from rheotheory.executors import EXECUTORS
+from rheotheory.sweep import SweepConfig, SweepInterrupted, format_table, sweep_to_files
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -50,14 +57,18 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=None, help="override steps per point")
     ap.add_argument("--workers", type=int, default=None, help="override the number of processes")
     ap.add_argument("--replot", action="store_true", help="redraw the PNG and table from the existing CSV")
+    ap.add_argument("--resume", action="store_true", help="continue an interrupted run from <stem>.csv.partial")
+    ap.add_argument("--executor", choices=EXECUTORS, default="process", help="where rows run (default process)")
+    ap.add_argument("--scheduler", default=None, metavar="ADDRESS", help="dask scheduler or Ray cluster address")
+    ap.add_argument("--out", default=str(RESULTS), metavar="DIR", help="output folder (default simulations/results)")
     args = ap.parse_args()
     stem, cfg = CONFIGS[args.which]
     if args.replot:
         from rheotheory.sweep import plot_sweep, read_csv
 
-        rows = read_csv(RESULTS / f"{stem}.csv")
+        rows = read_csv(Path(args.out) / f"{stem}.csv")
         sparse = f"sparse top-{cfg.draft_top_k}" if cfg.draft_top_k else "dense draft"
-        plot_sweep(rows, RESULTS / f"{stem}.png", title=f"synthetic V={cfg.vocab_size}, {sparse}, "
+        plot_sweep(rows, Path(args.out) / f"{stem}.png", title=f"synthetic V={cfg.vocab_size}, {sparse}, "
                    f"{int(rows[0]['steps'])} steps/point, seed {cfg.seed}")
         print(format_table(rows))
         return
@@ -66,7 +77,15 @@ def main() -> None:
 
         cfg = replace(cfg, steps=args.steps or cfg.steps, workers=args.workers or cfg.workers)
     t0 = time.perf_counter()
-    out = sweep_to_files(cfg, RESULTS, stem=stem)
+    try:
+        out = sweep_to_files(cfg, args.out, stem=stem, resume=args.resume, executor=args.executor,
+                             scheduler=args.scheduler)
+    except SweepInterrupted as e:
+        print(f"interrupted: {e}", file=sys.stderr)
+        raise SystemExit(130) from None
+    except RheoError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
     print(format_table(out.rows))
     print(f"csv: {out.csv_path}\npng: {out.png_path}\ntime: {time.perf_counter() - t0:.0f} s")
 
