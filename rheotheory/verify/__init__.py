@@ -43,6 +43,7 @@ from .tree_optimum import LPSizeError, TreeOptimum, tree_optimum  # noqa: E402  
 
 # Tree-level verifier modules: importing one registers it (one line per module).
 from . import block  # noqa: E402,F401  (registration)
+from . import traversal  # noqa: E402,F401  (registration)
 
 __all__ = [
     "Candidate",
