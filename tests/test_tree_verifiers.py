@@ -118,6 +118,18 @@ def test_traversal_is_lossy_on_rheo_tail():
     assert certify(pair, base).lossless  # ot, the family's default, is lossless on it
 
 
+def test_greedy_target_tree_level_equals_per_node():
+    # T = 0: the target is a point mass, the path weights stay 0 or 1, and the tree-level rules
+    # have the identical exact law of Z as their per-node counterparts
+    from rheotheory.pairs import logits_pair
+    for seed in range(3):
+        pair = logits_pair(4, 3, seed=seed, temperature=0)
+        assert (certify(pair, make_method("chain", depth=3, verifier="block")).z_law
+                == certify(pair, make_method("chain", depth=3, verifier="sequential")).z_law)
+        assert (certify(pair, make_method("static", budget=4, depth=2, verifier="traversal")).z_law
+                == certify(pair, make_method("static", budget=4, depth=2, verifier="rrs")).z_law)
+
+
 def test_block_refuses_a_branching_tree():
     from rheotheory.trees import Tree
     from rheotheory.trees.tree import DET
