@@ -1,0 +1,207 @@
+"""How close each verifier comes to the tree-level optimum (docs/theory.md section 7.2).
+
+For V in {3, 4, 5} and the families eagle, rheo (presets ``rheo`` and ``rheo-tuned``),
+static-iid, static-wor, chain and multichain at a small size (K, D, N) = (2, 2, 4) (chain: D = 2;
+multichain: W = 2 chains of D = 2; static: the greedy shape of N = 4 nodes, depth 2), on
+``--instances`` random toy pairs (``random_pair(V, 2, seed)``, seeds 0..n-1, the same pairs for
+every family):
+
+- the tree-level optimum of the family's trees (:func:`rheotheory.verify.tree_optimum`), exact
+  rationals (the rational re-check must succeed; the script reports how many did);
+- every verifier the family admits (``Method.admitted_verifiers()``: per-node rules and the
+  registered tree-level verifiers) that applies to the tree, certified exactly: its tau as a
+  fraction of the optimum (mean, min), how often it attains the optimum exactly, and on how many
+  instances it is lossless (a lossy verifier is not bounded by the optimum);
+- the **per-node OT bound**: the exact tau of the walk that attains the per-node optimum of
+  docs/theory.md section 3.6 at every node it visits. For trees with deterministic children and
+  at most one sampled child per node whose deterministic children do not depend on the sample
+  (eagle; rheo with head m = K-1, i.e. no fillers; chains) that walk is the ``ot`` verifier
+  (section 3.5: its acceptance is the per-node optimum for every candidate set), so the column is
+  ``ot``'s tau / optimum. For nodes with several sampled siblings (static, multichain) no per-node
+  optimal rule is implemented and the column is empty.
+
+Writes ``simulations/results/optimum_table.csv`` (one row per V x family x verifier),
+``optimum_table.md`` and ``optimum_table.png``.
+
+    python simulations/optimum_table.py                  # 50 instances per cell
+    python simulations/optimum_table.py --instances 3    # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from fractions import Fraction
+
+from tqdm import tqdm
+
+from rheotheory import certify, random_pair, resolve
+from rheotheory.errors import VerifierError
+from rheotheory.verify.tree_optimum import tree_optimum
+
+VOCABS = (3, 4, 5)
+#: (K, D, N): small enough that every LP stays below a few thousand variables at V = 5.
+SIZE = (2, 2, 4)
+DEPTH = SIZE[1]
+FAMILIES = ("eagle", "rheo", "rheo-tuned", "static-iid", "static-wor", "chain", "multichain")
+#: The verifier that attains the per-node optimum at every node, where one exists (module docstring).
+PER_NODE_OT = "ot"
+RESULTS = os.path.join(os.path.dirname(__file__), "results")
+
+
+def cell(args):
+    V, spec, n = args
+    method = resolve(spec, size=SIZE)
+    methods = {}
+    for name in method.admitted_verifiers():
+        try:
+            methods[name] = method.fit(verifier=name)
+        except VerifierError:
+            pass  # NOTE: does not apply to this tree (e.g. ot with sampled siblings, rrs-wor on i.i.d.)
+    ratios = {name: [] for name in methods}
+    lossless = {name: 0 for name in methods}
+    optima, exact, lp_vars, t0 = [], 0, 0, time.perf_counter()
+    for seed in range(n):
+        pair = random_pair(V, DEPTH, seed=seed)
+        opt = tree_optimum(pair, method)
+        exact += opt.exact
+        optima.append(opt.value)
+        lp_vars = max(lp_vars, opt.variables)
+        for name, m in methods.items():
+            cert = certify(pair, m)
+            lossless[name] += bool(cert.lossless)
+            ratios[name].append((cert.tokens_per_step / opt.value, bool(cert.lossless)))
+    rows = []
+    ot_r = [r for r, _ in ratios.get(PER_NODE_OT, [])]
+    for name in methods:
+        rs = [r for r, _ in ratios[name]]
+        rows.append(dict(
+            V=V, family=spec, method=methods[name].describe(), verifier=name, instances=n,
+            optimum_exact=exact, optimum_mean=float(sum(optima)) / n, lp_variables_max=lp_vars,
+            lossless=lossless[name], attained=sum(1 for r in rs if r == 1),
+            ratio_mean=float(sum(rs)) / n, ratio_min=float(min(rs)),
+            ratio_min_exact=str(min(rs)) if isinstance(min(rs), Fraction) else "",
+            per_node_ot_mean=float(sum(ot_r)) / n if ot_r else "", per_node_ot_min=float(min(ot_r)) if ot_r else "",
+            seconds=round(time.perf_counter() - t0, 2)))
+    return rows
+
+
+def write_md(rows, path, n):
+    verifiers = sorted({r["verifier"] for r in rows})
+    lines = [f"# Verifiers as a fraction of the tree-level optimum ({n} random instances per row)", "",
+             f"`python simulations/optimum_table.py --instances {n}`; (K, D, N) = {SIZE}; chain D = {DEPTH}; "
+             f"multichain W = 2, D = {DEPTH}. Optimum: the LP of docs/theory.md section 7.2, exact rationals "
+             "(column `exact` counts the instances whose rational re-check succeeded). Each verifier cell: mean "
+             "tau/optimum, min in brackets, `*n` = attains the optimum exactly on n instances, `!n` = lossless "
+             "on only n instances (then not bounded by the optimum). `per-node OT`: the walk attaining the "
+             "per-node optimum at every node (= `ot`, where it applies).", "",
+             f"Verifiers covered: {', '.join(verifiers)}.", ""]
+    for V in VOCABS:
+        sub = [r for r in rows if r["V"] == V]
+        if not sub:
+            continue
+        lines += [f"## V = {V}", "", "| family | optimum (mean tau) | exact | " + " | ".join(verifiers)
+                  + " | per-node OT |", "|" + " --- |" * (len(verifiers) + 4)]
+        for fam in FAMILIES:
+            fr = {r["verifier"]: r for r in sub if r["family"] == fam}
+            if not fr:
+                continue
+            any_r = next(iter(fr.values()))
+            cells = []
+            for v in verifiers:
+                r = fr.get(v)
+                if r is None:
+                    cells.append("")
+                    continue
+                txt = f"{r['ratio_mean']:.4f} ({r['ratio_min']:.4f})"
+                if r["attained"]:
+                    txt += f" *{r['attained']}"
+                if r["lossless"] < r["instances"]:
+                    txt += f" !{r['lossless']}"
+                cells.append(txt)
+            pn = (f"{any_r['per_node_ot_mean']:.4f} ({any_r['per_node_ot_min']:.4f})"
+                  if any_r["per_node_ot_mean"] != "" else "n/a")
+            lines.append(f"| {fam} | {any_r['optimum_mean']:.4f} | {any_r['optimum_exact']}/{any_r['instances']} | "
+                         + " | ".join(cells) + f" | {pn} |")
+        lines.append("")
+    lines += ["## Best lossless verifier per family", "", "| V | family | best verifier | mean | min | attained | "
+              "shortfall (1 - mean) |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for V in VOCABS:
+        for fam in FAMILIES:
+            fr = [r for r in rows if r["V"] == V and r["family"] == fam and r["lossless"] == r["instances"]]
+            if not fr:
+                continue
+            best = max(fr, key=lambda r: (r["ratio_mean"], r["ratio_min"]))
+            ties = [r["verifier"] for r in fr if (r["ratio_mean"], r["ratio_min"]) == (best["ratio_mean"],
+                                                                                      best["ratio_min"])]
+            lines.append(f"| {V} | {fam} | {', '.join(ties)} | {best['ratio_mean']:.4f} | {best['ratio_min']:.4f} | "
+                         f"{best['attained']}/{best['instances']} | {1 - best['ratio_mean']:.4f} |")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def plot(rows, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    verifiers = sorted({r["verifier"] for r in rows})
+    colors = {v: plt.cm.tab10(i % 10) for i, v in enumerate(verifiers)}
+    fig, axes = plt.subplots(1, len(VOCABS), figsize=(6 * len(VOCABS), 4.8), sharey=True)
+    width = 0.8 / len(verifiers)
+    for ax, V in zip(axes, VOCABS):
+        for i, fam in enumerate(FAMILIES):
+            for j, v in enumerate(verifiers):
+                r = next((r for r in rows if r["V"] == V and r["family"] == fam and r["verifier"] == v), None)
+                if r is None:
+                    continue
+                x = i - 0.4 + (j + 0.5) * width
+                ax.bar(x, r["ratio_mean"], width, color=colors[v], hatch="" if r["lossless"] == r["instances"] else "//",
+                       label=v if i == 0 or not ax.get_legend_handles_labels()[1].count(v) else None)
+                ax.plot([x, x], [r["ratio_min"], r["ratio_mean"]], color="black", lw=0.8)
+        ax.set_xticks(range(len(FAMILIES)))
+        ax.set_xticklabels(FAMILIES, rotation=30, ha="right")
+        ax.set_ylim(0.4, 1.02)
+        ax.axhline(1.0, color="grey", lw=0.6, ls="--")
+        ax.set_title(f"V = {V}")
+    axes[0].set_ylabel("tau / tree-level optimum (bar: mean, line: down to min)")
+    handles, labels = [], []
+    for ax in axes:
+        for h, l in zip(*ax.get_legend_handles_labels()):
+            if l not in labels:
+                handles.append(h)
+                labels.append(l)
+    fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=8)
+    fig.suptitle("hatched: lossy on some instance (not bounded by the optimum)", y=0.02, fontsize=8)
+    fig.tight_layout(rect=(0, 0.04, 1, 0.92))
+    fig.savefig(path, dpi=120)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--instances", type=int, default=50)
+    ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    ap.add_argument("--out", default=os.path.join(RESULTS, "optimum_table"), help="output path without extension")
+    args = ap.parse_args()
+    jobs = [(V, fam, args.instances) for V in VOCABS for fam in FAMILIES]
+    jobs.sort(key=lambda j: -j[0])  # the V = 5 cells first, so the pool stays busy to the end
+    with ProcessPoolExecutor(args.workers) as pool:
+        rows = [r for rs in tqdm(pool.map(cell, jobs), total=len(jobs), desc="cells") for r in rs]
+    rows.sort(key=lambda r: (r["V"], FAMILIES.index(r["family"]), r["verifier"]))
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    with open(args.out + ".csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    write_md(rows, args.out + ".md", args.instances)
+    plot(rows, args.out + ".png")
+    with open(args.out + ".md") as f:
+        print(f.read())
+
+
+if __name__ == "__main__":
+    main()
