@@ -160,8 +160,9 @@ def plot(rows, path):
                 if r is None:
                     continue
                 x = i - 0.4 + (j + 0.5) * width
-                ax.bar(x, r["ratio_mean"], width, color=colors[v], hatch="" if r["lossless"] == r["instances"] else "//",
-                       label=v if i == 0 or not ax.get_legend_handles_labels()[1].count(v) else None)
+                lossy = r["lossless"] < r["instances"]
+                ax.bar(x, r["ratio_mean"], width, color=colors[v], hatch="//" if lossy else "",
+                       label=v if v not in ax.get_legend_handles_labels()[1] else None)
                 ax.plot([x, x], [r["ratio_min"], r["ratio_mean"]], color="black", lw=0.8)
         ax.set_xticks(range(len(FAMILIES)))
         ax.set_xticklabels(FAMILIES, rotation=30, ha="right")
