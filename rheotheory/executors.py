@@ -37,6 +37,10 @@ EXECUTORS = ("process", "dask", "ray")
 INSTALL = {"dask": "pip install 'rheotheory[dask]'  (dask[distributed])",
            "ray": "pip install 'rheotheory[ray]'  (ray)"}
 
+#: Seconds to wait for a terminated worker process of an interrupted pool to exit.
+STOP_WAIT_S = 5.0
+
+
 class SerialExecutor(Executor):
     """An executor that runs each task in this process when it is submitted.
 
@@ -168,11 +172,15 @@ def open_executor(kind: str = "process", workers: int = 1, scheduler: str | None
 
 def _stop_pool(ex: Executor) -> None:
     """Cancel what has not started and end the worker processes of an interrupted pool."""
-    ex.shutdown(wait=False, cancel_futures=True)
     # NOTE: a running task of a ProcessPoolExecutor cannot be cancelled; without terminating its
     # process, an interrupted sweep would wait for the rows in flight (minutes) before exiting.
-    for proc in list((getattr(ex, "_processes", None) or {}).values()):
+    # The processes are taken before shutdown(), which forgets them.
+    procs = list((getattr(ex, "_processes", None) or {}).values())
+    ex.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
         proc.terminate()
+    for proc in procs:
+        proc.join(STOP_WAIT_S)
 
 
 def _dask(workers: int, scheduler: str | None, processes: bool):
