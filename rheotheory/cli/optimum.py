@@ -21,7 +21,7 @@ def _names(text: str) -> list[str]:
 
 
 def register(sub) -> None:
-    from ..verify.tree_optimum import MAX_LP_CONSTRAINTS, MAX_LP_VARIABLES
+    from ..verify.lp_optimum import MAX_LP_CONSTRAINTS, MAX_LP_VARIABLES
 
     c = sub.add_parser("optimum", help="tree-level optimum: the best tokens per step any lossless verifier "
                        "reaches on a method's trees",
@@ -54,7 +54,7 @@ def run(args) -> int:
     from ..laws import format_number
     from ..pairs import ToyPair, example_pair
     from ..verify import tree_verifier
-    from ..verify.tree_optimum import tree_optimum
+    from ..verify.lp_optimum import tree_optimum
 
     method = method_from_args(args, size="toy")
     exact = not args.use_float

@@ -33,19 +33,24 @@ from .walk import (
     TreeVerifier,
     as_tree_verifier,
     method_tree_verifier,
+    draw_pending,
     register_tree_verifier,
     sample_outcome,
     tree_verifier,
     verifier_families,
 )
 
-from .tree_optimum import LPSizeError, TreeOptimum, tree_optimum  # noqa: E402  (docs/theory.md section 7.2)
+from .lp_optimum import LPSizeError, TreeOptimum, tree_optimum  # noqa: E402  (docs/theory.md section 7.2)
 
 # Tree-level verifier modules: importing one registers it (one line per module).
 from . import block  # noqa: E402,F401  (registration)
 from . import traversal  # noqa: E402,F401  (registration)
 
 __all__ = [
+    "TreeOptimum",
+    "LPSizeError",
+    "tree_optimum",
+    "draw_pending",
     "Candidate",
     "Transition",
     "VERIFIERS",

@@ -57,7 +57,7 @@ from fractions import Fraction
 
 from .. import laws
 from ..errors import VerifierError
-from .walk import Outcome, TreeVerifier, _draws, register_tree_verifier
+from .walk import Outcome, TreeVerifier, draw_pending, register_tree_verifier
 
 __all__ = ["BlockVerifier", "BLOCK", "point_mass", "ratio_weight", "residual_step"]
 
@@ -158,7 +158,7 @@ class BlockVerifier(TreeVerifier):
             return
         c = kids[0]
         pending = [j for j in tree.pending_draws([c]) if j not in known]
-        for dw, kn in _draws(tree, pending, branch, known=known, w=w):
+        for dw, kn in draw_pending(tree, pending, branch, known=known, w=w):
             x, law = member_law(tree, c, kn, P[-1])
             u = toks + (x,)
             yield from self._descend(tree, c, u, nodes + (c,), P + [target(c, u)], Q + [law], dw, kn, target,

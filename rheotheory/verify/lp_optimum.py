@@ -88,6 +88,7 @@ import numpy as np
 
 from .. import laws
 from ..errors import RheoError, TreeError
+from .walk import EnumerateBranch, draw_pending
 
 __all__ = [
     "TreeOptimum",
@@ -168,19 +169,6 @@ class TreeOptimum:
 
 # -- concrete trees -------------------------------------------------------------------------------
 
-def _joint_draws(tree, pending, i=0, known=None, w=1):
-    """``(weight, known)`` over the joint tokens of ``pending`` nodes, each from its pending law
-    given the earlier ones (the walk's ``_draws``, evaluated exhaustively)."""
-    known = {} if known is None else known
-    if i == len(pending):
-        yield w, known
-        return
-    j = pending[i]
-    for x, wx in enumerate(tree.draw_law(j, known)):
-        if wx > 0:
-            yield from _joint_draws(tree, pending, i + 1, {**known, j: x}, w * wx)
-
-
 def _root_paths(tree, known) -> tuple:
     """The kept root paths of ``tree`` (token tuples, ``()`` first), unresolved nodes read from
     ``known``; sorted, so equal path sets give equal keys."""
@@ -214,7 +202,7 @@ def concrete_trees(pair, method, eager: bool = False, max_branches: int | None =
         tree = cls.tree
         unresolved = [i for i, node in enumerate(tree.nodes) if tree.kept[i] and node.token is None]
         pending = tree.pending_draws(unresolved) if unresolved else []
-        for w, known in _joint_draws(tree, pending):
+        for w, known in draw_pending(tree, pending, EnumerateBranch()):
             key = _root_paths(tree, known)
             if key in trees:
                 trees[key] = trees[key] + cls.weight * w

@@ -74,7 +74,7 @@ True
 
 from __future__ import annotations
 
-from .walk import Outcome, TreeVerifier, _draws, register_tree_verifier
+from .walk import Outcome, TreeVerifier, draw_pending, register_tree_verifier
 from .block import _one, member_law, ratio_weight, residual_step, root_emission
 
 __all__ = ["TraversalVerifier", "TRAVERSAL", "TRAVERSAL_FAMILIES"]
@@ -126,7 +126,7 @@ class TraversalVerifier(TreeVerifier):
         c = kids[i]
         pending = [j for j in tree.pending_draws([c]) if j not in known]
         rejected = 0
-        for dw, kn in _draws(tree, pending, branch, known=known, w=w):
+        for dw, kn in draw_pending(tree, pending, branch, known=known, w=w):
             x, Q = member_law(tree, c, kn, P)  # Q: # [vocab]
             uc = u + (x,)
             r = yield from self._visit(tree, c, uc, nodes + (c,), ratio_weight(a, P, Q, x), target(c, uc), dw, kn,

@@ -65,6 +65,7 @@ __all__ = [
     "as_tree_verifier",
     "method_tree_verifier",
     "sample_outcome",
+    "draw_pending",
 ]
 
 #: ``target(node, prefix)``: the target law of the token after ``prefix`` (the tokens from the
@@ -181,7 +182,7 @@ class PerNodeWalk(TreeVerifier):
                 yield Outcome(prefix + (y,), nodes, weight * wy)
             return
         n = len(kids)
-        for dw, known in _draws(tree, tree.pending_draws(kids), branch):
+        for dw, known in draw_pending(tree, tree.pending_draws(kids), branch):
             cands = [tree.candidate(k, known) for k in kids]
             tr = self._transition(p, cands, branch.memo)
             if observe is not None:
@@ -213,16 +214,20 @@ def _law_key(law):
     return tuple(law.tolist()) if law.dtype == object else law.tobytes()
 
 
-def _draws(tree, pending: list[int], branch, i: int = 0, known: dict | None = None, w=1):
+def draw_pending(tree, pending: list[int], branch, i: int = 0, known: dict | None = None, w=1):
     """``(weight, known)`` over the joint tokens of the ``pending`` nodes (in draw order; each
-    drawn from its law given the earlier ones), ``known`` mapping node -> token."""
+    drawn from its law given the earlier ones), ``known`` mapping node -> token.
+
+    Every verifier (the walk and the tree-level ones) draws the tokens of lazily built sampled
+    leaves through this, so the certifier integrates them analytically and sampling draws them.
+    """
     known = {} if known is None else known
     if i == len(pending):
         yield w, known
         return
     j = pending[i]
     for x, wx in branch.choose(tree.draw_law(j, known)):
-        yield from _draws(tree, pending, branch, i + 1, {**known, j: x}, w * wx)
+        yield from draw_pending(tree, pending, branch, i + 1, {**known, j: x}, w * wx)
 
 
 #: Tree-level verifiers by name (filled by :func:`register_tree_verifier`). Per-node rules are not
