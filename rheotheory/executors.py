@@ -183,6 +183,20 @@ def _stop_pool(ex: Executor) -> None:
         proc.join(STOP_WAIT_S)
 
 
+@contextmanager
+def _sigint_ignored():
+    """SIGINT ignored in this block (when called from the main thread; elsewhere a no-op)."""
+    try:
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # NOTE: not the main thread; signal dispositions cannot be changed here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 def _dask(workers: int, scheduler: str | None, processes: bool):
     import logging
 
@@ -191,8 +205,11 @@ def _dask(workers: int, scheduler: str | None, processes: bool):
     cluster = None
     try:
         if scheduler is None:
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
-                                   dashboard_address=None, silence_logs=logging.ERROR)
+            with _sigint_ignored():
+                # NOTE: worker processes inherit the ignored SIGINT, so that Ctrl-C, which the
+                # terminal sends to all of them, is handled once, here, not as one traceback each
+                cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
+                                       dashboard_address=None, silence_logs=logging.CRITICAL)
             client = Client(cluster)
         else:
             client = Client(scheduler, timeout="30s")
