@@ -13,6 +13,16 @@ exhaustive certifier works on) and reads/writes the instance JSON format::
      "target": {"": ["1/2", "1/3", "1/6"], "0": [...], "0 1": [...], ...},
      "draft":  {"": ["0.5", "0.25", "0.25"], ...}}
 
+A *generated* instance names a seeded keyed generator instead of tabulating it (V^0 + ... + V^H
+rows per table would not fit at V = 1000)::
+
+    {"kind": "generated", "vocab_size": 1000, "horizon": 8, "seed": 0,
+     "mismatch": 1.0, "zero_prob": 0.0}
+
+It is read as a :class:`GeneratedPair`, which derives the laws at a prefix from (seed, prefix)
+alone, only for the prefixes a computation asks for; ``random_pair(..., keyed=True)`` tabulates
+the same laws (its *tabulated twin*). ``mismatch`` and ``zero_prob`` are optional.
+
 Input rules, checked here once for every reader of the format and every generator. A violation
 raises :class:`~rheotheory.errors.InstanceError` with one line saying what is wrong and where
 (file, table, prefix key); nothing is allocated or parsed before the bound that covers it:
@@ -56,6 +66,8 @@ __all__ = [
     "table_rows",
     "check_table_size",
     "random_pair",
+    "keyed_laws",
+    "GeneratedPair",
     "logits_pair",
     "example_pair",
     "MAX_TABLE_ENTRIES",
@@ -64,6 +76,8 @@ __all__ = [
     "MAX_SEED",
     "MIN_TEMPERATURE",
     "MAX_LOGIT_SCALE",
+    "MAX_KEYED_HORIZON",
+    "GENERATED_KIND",
 ]
 
 Prefix = tuple[int, ...]
@@ -276,10 +290,16 @@ class ToyPair:
         """Parse an instance object; ``exact`` selects the number type of the laws.
 
         Raises :class:`InstanceError` on any input that breaks the rules of the module docstring;
-        ``max_entries`` bounds the probabilities per table (see :func:`check_table_size`).
+        ``max_entries`` bounds the probabilities per table (see :func:`check_table_size`). An
+        object with ``"kind": "generated"`` is read by :meth:`GeneratedPair.from_dict` and
+        returns a :class:`GeneratedPair`.
         """
         if not isinstance(obj, dict):
             raise InstanceError("instance must be a JSON object with vocab_size, horizon, target and draft")
+        if "kind" in obj:
+            # NOTE: a generated instance is read as a GeneratedPair, not a ToyPair: it has the pair
+            # protocol (p, q, vocab_size, horizon, exact, to_float, to_exact) but no tables.
+            return GeneratedPair.from_dict(obj, exact=exact, max_entries=max_entries)
         for field in ("vocab_size", "horizon", "target", "draft"):
             if field not in obj:
                 raise InstanceError(f"instance is missing the field {field!r}")
@@ -447,24 +467,214 @@ def _weights_law(rng: np.random.Generator, vocab_size: int, base=None, mismatch:
 
 
 def random_pair(vocab_size: int, horizon: int, seed: int = 0, exact: bool = True,
-                mismatch: float = 1.0, zero_prob: float = 0.0, max_entries: int = MAX_TABLE_ENTRIES) -> ToyPair:
+                mismatch: float = 1.0, zero_prob: float = 0.0, max_entries: int = MAX_TABLE_ENTRIES,
+                keyed: bool = False) -> ToyPair:
     """A random pair from small integer weights (a coarse, seeded Dirichlet-like family).
 
     ``mismatch`` in [0, 1] mixes the draft's weights between the target's (0: q = p) and
     independent ones (1); ``zero_prob`` is the chance that a weight is 0 (tests zero-mass tokens).
     ``max_entries`` bounds the probabilities per table (see :func:`check_table_size`).
+
+    ``keyed=False`` (the default) draws every prefix's weights from one sequential stream seeded
+    with ``seed``, in the order of :func:`prefixes`: the instances every committed certificate
+    (``simulations/results/certify_table.csv``, ``benchmarks/certificate_snapshot.py``) was
+    computed on. ``keyed=True`` draws each prefix's laws from (seed, prefix) alone
+    (:func:`keyed_laws`): the tabulated twin of ``GeneratedPair(vocab_size, horizon, seed)``,
+    equal to it on every prefix. The two generators give different laws for the same seed.
     """
     check_table_size(vocab_size, horizon, max_entries)
     _check_seed(seed)
     _check_real("mismatch", mismatch, 0, 1)
     _check_real("zero_prob", zero_prob, 0, 1, hi_open=True)
-    rng = np.random.default_rng(seed)
     target, draft = {}, {}
-    for pre in prefixes(vocab_size, horizon):
-        target[pre], w = _weights_law(rng, vocab_size, zero_prob=zero_prob)
-        draft[pre], _ = _weights_law(rng, vocab_size, base=w, mismatch=mismatch, zero_prob=zero_prob)
+    if keyed:
+        for pre in prefixes(vocab_size, horizon):
+            target[pre], draft[pre] = keyed_laws(seed, pre, vocab_size, mismatch, zero_prob)
+    else:
+        rng = np.random.default_rng(seed)
+        for pre in prefixes(vocab_size, horizon):
+            target[pre], w = _weights_law(rng, vocab_size, zero_prob=zero_prob)
+            draft[pre], _ = _weights_law(rng, vocab_size, base=w, mismatch=mismatch, zero_prob=zero_prob)
     pair = ToyPair(vocab_size, horizon, target, draft, exact=True)
     return pair if exact else pair.to_float()
+
+
+# -- keyed generation: the laws at a prefix from (seed, prefix) alone -----------------------------
+
+#: The stream tag of the target's and of the draft's weights in a keyed stream's key.
+TARGET_STREAM, DRAFT_STREAM = 0, 1
+
+#: Largest horizon of a keyed generator: the key holds the prefix length in one 32-bit word.
+MAX_KEYED_HORIZON = 2**32 - 1
+
+#: The ``kind`` of a generated instance object (see the module docstring).
+GENERATED_KIND = "generated"
+
+#: The fields a generated instance object may hold, and the optional ones with their defaults.
+_GENERATED_FIELDS = ("kind", "vocab_size", "horizon", "seed", "mismatch", "zero_prob")
+_GENERATED_DEFAULTS = {"mismatch": 1.0, "zero_prob": 0.0}
+
+_WORD = 2**32  # one uint32 word of a key
+
+
+def _keyed_rng(seed: int, stream: int, prefix: Prefix) -> np.random.Generator:
+    """The generator of one (seed, stream, prefix), independent of every other key.
+
+    The key is the uint32 words ``[seed mod 2^32, seed div 2^32, stream, len(prefix), *prefix]``.
+    NOTE: the length word makes the encoding injective: ``numpy.random.SeedSequence`` pads its
+    entropy with zeros, so ``[s, 0]`` and ``[s, 0, 0]`` would give the same stream without it.
+    """
+    words = np.array([seed % _WORD, seed // _WORD, stream, len(prefix), *prefix], dtype=np.uint32)  # [4 + len]
+    return np.random.default_rng(np.random.SeedSequence(words))
+
+
+def keyed_laws(seed: int, prefix: Prefix, vocab_size: int, mismatch: float = 1.0,
+               zero_prob: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """The exact target and draft laws after ``prefix`` of the keyed generator, ``# [vocab]`` each.
+
+    The same weights rule as :func:`random_pair` (:func:`_weights_law`), the target's weights
+    from the stream keyed by (seed, TARGET_STREAM, prefix) and the draft's from (seed,
+    DRAFT_STREAM, prefix), so a prefix's laws never depend on which other prefixes were drawn.
+    Arguments are not checked here (:class:`GeneratedPair` and :func:`random_pair` do it).
+    """
+    p, w = _weights_law(_keyed_rng(seed, TARGET_STREAM, prefix), vocab_size, zero_prob=zero_prob)
+    q, _ = _weights_law(_keyed_rng(seed, DRAFT_STREAM, prefix), vocab_size, base=w, mismatch=mismatch,
+                        zero_prob=zero_prob)
+    return p, q
+
+
+class GeneratedPair:
+    """A random pair generated lazily: the laws at a prefix are made when first asked for.
+
+    The laws are those of the keyed generator (:func:`keyed_laws`), so ``GeneratedPair(V, H,
+    seed)`` equals ``random_pair(V, H, seed, keyed=True)`` (its tabulated twin) on every prefix,
+    in exact and in float mode, while only the prefixes a computation visits are ever made. An
+    exhaustive certificate visits few of the V^0 + ... + V^H prefixes (at V = 1000, H = 8 the
+    table would have about 10^24 rows).
+
+    Parameters
+    ----------
+    vocab_size, horizon, seed, mismatch, zero_prob
+        As for :func:`random_pair`; ``horizon`` is the longest prefix with a law, at most
+        :data:`MAX_KEYED_HORIZON`.
+    exact
+        True: laws are Fraction object arrays; False: float64 (``laws.to_float`` of the exact
+        laws, as :meth:`ToyPair.to_float` converts them).
+    max_entries
+        Most probabilities in one law (default :data:`MAX_TABLE_ENTRIES`): the vocabulary is
+        refused beyond it, as a table is.
+
+    Made laws are cached for the pair's lifetime (a law of V = 1000 exact entries takes about
+    100 kB).
+
+    >>> pair = GeneratedPair(3, 2, seed=5)
+    >>> all(list(pair.p(u)) == list(random_pair(3, 2, seed=5, keyed=True).p(u)) for u in prefixes(3, 2))
+    True
+    """
+
+    def __init__(self, vocab_size: int, horizon: int, seed: int = 0, exact: bool = True, mismatch: float = 1.0,
+                 zero_prob: float = 0.0, max_entries: int = MAX_TABLE_ENTRIES):
+        _check_dims(vocab_size, horizon)
+        if horizon > MAX_KEYED_HORIZON:
+            raise InstanceError(f"horizon {laws._show(horizon)} is over the cap of {MAX_KEYED_HORIZON} "
+                                "(MAX_KEYED_HORIZON) of a generated pair")
+        if vocab_size > max_entries:
+            raise InstanceError(f"vocab_size {laws._show(vocab_size)} needs {laws._show(vocab_size)} probabilities per "
+                                f"law, over the cap of {max_entries} (MAX_TABLE_ENTRIES; raise it with --max-entries, "
+                                "or the max_entries parameter)")
+        _check_seed(seed)
+        _check_real("mismatch", mismatch, 0, 1)
+        _check_real("zero_prob", zero_prob, 0, 1, hi_open=True)
+        self.vocab_size = vocab_size  # V, number of tokens (ids 0..V-1)
+        self.horizon = horizon  # longest prefix length with a law
+        self.seed = int(seed)
+        self.exact = bool(exact)  # True: Fraction object arrays; False: float64 arrays
+        self.mismatch = mismatch
+        self.zero_prob = zero_prob
+        self.max_entries = max_entries
+        self._laws: dict = {}  # prefix -> (p, q), each # [vocab]
+
+    def __repr__(self) -> str:
+        return (f"GeneratedPair(vocab_size={self.vocab_size}, horizon={self.horizon}, seed={self.seed}, "
+                f"exact={self.exact}, mismatch={self.mismatch}, zero_prob={self.zero_prob})")
+
+    def describe(self) -> str:
+        return f"generated V={self.vocab_size} H={self.horizon} seed={self.seed}"
+
+    # -- the pair protocol -------------------------------------------------------------------
+    def _pq(self, prefix: Prefix, name: str) -> tuple[np.ndarray, np.ndarray]:
+        try:
+            hit = self._laws.get(prefix)
+        except TypeError:  # NOTE: an unhashable prefix (a list) is refused below, with its name
+            hit = None
+        if hit is not None:
+            return hit
+        ok = (isinstance(prefix, tuple) and len(prefix) <= self.horizon
+              and all(isinstance(t, (int, np.integer)) and not isinstance(t, bool) and 0 <= t < self.vocab_size
+                      for t in prefix))
+        if not ok:
+            raise InstanceError(f"{name}: no law for prefix {laws._show(prefix)} (vocab_size {self.vocab_size}, "
+                                f"horizon {self.horizon})")
+        prefix = tuple(int(t) for t in prefix)
+        p, q = keyed_laws(self.seed, prefix, self.vocab_size, self.mismatch, self.zero_prob)
+        if not self.exact:
+            p, q = laws.to_float(p), laws.to_float(q)
+        hit = self._laws[prefix] = (p, q)
+        return hit
+
+    def p(self, prefix: Prefix) -> np.ndarray:
+        """Target law after ``prefix``. # [vocab]"""
+        return self._pq(prefix, "target")[0]
+
+    def q(self, prefix: Prefix) -> np.ndarray:
+        """Draft law after ``prefix``. # [vocab]"""
+        return self._pq(prefix, "draft")[1]
+
+    # -- conversions -------------------------------------------------------------------------
+    def _with(self, exact: bool) -> "GeneratedPair":
+        return GeneratedPair(self.vocab_size, self.horizon, self.seed, exact=exact, mismatch=self.mismatch,
+                             zero_prob=self.zero_prob, max_entries=self.max_entries)
+
+    def to_float(self) -> "GeneratedPair":
+        """The same pair in float64."""
+        return self if not self.exact else self._with(False)
+
+    def to_exact(self) -> "GeneratedPair":
+        """The same pair in exact rationals: the generator's own rationals (its laws are exact)."""
+        return self if self.exact else self._with(True)
+
+    def tabulate(self, max_entries: int | None = None) -> ToyPair:
+        """The tabulated twin, ``random_pair(..., keyed=True)`` (bounded by ``max_entries``)."""
+        return random_pair(self.vocab_size, self.horizon, self.seed, exact=self.exact, mismatch=self.mismatch,
+                           zero_prob=self.zero_prob, keyed=True,
+                           max_entries=self.max_entries if max_entries is None else max_entries)
+
+    def to_dict(self) -> dict:
+        """The generated instance object (see the module docstring)."""
+        return {"kind": GENERATED_KIND, "vocab_size": self.vocab_size, "horizon": self.horizon, "seed": self.seed,
+                "mismatch": self.mismatch, "zero_prob": self.zero_prob}
+
+    def save(self, path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict()) + "\n", encoding="utf-8")
+
+    @classmethod
+    def from_dict(cls, obj, exact: bool = True, max_entries: int = MAX_TABLE_ENTRIES) -> "GeneratedPair":
+        """Parse a generated instance object; InstanceError (one line) on anything else."""
+        if not isinstance(obj, dict):
+            raise InstanceError("a generated instance must be a JSON object")
+        kind = obj.get("kind")
+        if kind != GENERATED_KIND:
+            raise InstanceError(f"unknown instance kind {laws._show(kind)}; the only kind is {GENERATED_KIND!r} "
+                                "(a tabulated instance has no kind field)")
+        extra = [k for k in obj if k not in _GENERATED_FIELDS]
+        if extra:
+            raise InstanceError(f"a generated instance has no field {_show(str(extra[0]))}; its fields are "
+                                f"{', '.join(_GENERATED_FIELDS)}")
+        for name in ("vocab_size", "horizon", "seed"):
+            if name not in obj:
+                raise InstanceError(f"generated instance is missing the field {name!r}")
+        opts = {k: obj.get(k, d) for k, d in _GENERATED_DEFAULTS.items()}
+        return cls(obj["vocab_size"], obj["horizon"], obj["seed"], exact=exact, max_entries=max_entries, **opts)
 
 
 def logits_pair(vocab_size: int, horizon: int, seed: int = 0, temperature: float = 1.0,
