@@ -169,13 +169,21 @@ def _check_run_args(steps, seed):
         raise RheoError(f"seed must be a non-negative integer, got {seed!r}")
 
 
-def sample_outputs(pair, method: Method, samples: int, seed: int = 0) -> list[tuple]:
-    """``samples`` i.i.d. draws of Z from the pair's root prefix (reproducible from ``seed``)."""
+def sample_outputs(pair, method: Method, samples: int, seed: int = 0, progress=None) -> list[tuple]:
+    """``samples`` i.i.d. draws of Z from the pair's root prefix (reproducible from ``seed``).
+
+    ``progress``, when given, is called with 1 after each draw (e.g. a tqdm bar's ``update``).
+    """
     _check_run_args(samples, seed)
     pair = _as_float_pair(pair)
     rng = _step_rng(seed)
     build = method.builder(pair)
-    return [sample_step(pair, method, rng, build).z for _ in range(samples)]
+    out = []
+    for _ in range(samples):
+        out.append(sample_step(pair, method, rng, build).z)
+        if progress is not None:
+            progress(1)
+    return out
 
 
 def run_steps(pair, method: Method, steps: int, seed: int = 0, contexts: bool = False,

@@ -351,13 +351,13 @@ def _check(samples, alpha, min_expected):
 
 
 def lossless_test(pair, method: Method, samples: int = 2000, alpha: float = DEFAULT_ALPHA, seed: int = 0,
-                  min_expected: float = DEFAULT_MIN_EXPECTED) -> LosslessTest:
+                  min_expected: float = DEFAULT_MIN_EXPECTED, progress=None) -> LosslessTest:
     """Sample ``samples`` steps of ``method`` from the pair's root prefix and test losslessness.
 
     Each output Z is completed to ``L = D + 1`` tokens (:func:`extend_outputs`), the law of its
     first ``l`` tokens is tested for ``l = 1..L`` (:func:`chi_square_by_length`) and the p-values
     are combined by :func:`bonferroni`. Reproducible from ``seed``; ``lossless`` is True when the
-    combined p-value exceeds ``alpha``.
+    combined p-value exceeds ``alpha``. ``progress`` is called with 1 after each sampled step.
     """
     _check(samples, alpha, min_expected)
     pair = pair.to_float() if getattr(pair, "exact", False) else pair
@@ -366,7 +366,7 @@ def lossless_test(pair, method: Method, samples: int = 2000, alpha: float = DEFA
     if horizon is not None and horizon < method.depth:
         raise RheoError(f"depth {method.depth} exceeds the instance horizon {horizon} "
                         "(need prefixes up to length D)")
-    outs = sample_outputs(pair, method, samples, seed)
+    outs = sample_outputs(pair, method, samples, seed, progress)
     seqs = extend_outputs(pair, outs, L, np.random.default_rng([int(seed), _COMPLETION_TAG]))
     tests = chi_square_by_length(pair, seqs, L, min_expected)
     pv = bonferroni([t.p_value for t in tests])

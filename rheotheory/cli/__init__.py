@@ -12,7 +12,7 @@ import sys
 from .. import __version__
 from ..errors import RheoError
 from . import bench, certify, counterexample, decode, instance, mc, methods, optimum, sweep
-from .args import EXIT_BAD_INPUT, Parser
+from .args import EXIT_BAD_INPUT, EXIT_INTERRUPTED, Parser, one_line
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
@@ -32,22 +32,22 @@ def build_parser() -> Parser:
 
 
 def main(argv=None) -> int:
-    ap = build_parser()
     try:
-        args = ap.parse_args(argv)
-    except SystemExit as e:  # NOTE: usage errors and --help return their code to a caller of main()
-        return e.code if isinstance(e.code, int) else EXIT_BAD_INPUT
-    if getattr(args, "func", None) is None:
-        ap.print_help()
-        return EXIT_BAD_INPUT
-    try:
+        ap = build_parser()  # NOTE: inside the try: building it imports modules, and Ctrl-C can land there
+        try:
+            args = ap.parse_args(argv)
+        except SystemExit as e:  # NOTE: usage errors and --help return their code to a caller of main()
+            return e.code if isinstance(e.code, int) else EXIT_BAD_INPUT
+        if getattr(args, "func", None) is None:
+            ap.print_help()
+            return EXIT_BAD_INPUT
         return args.func(args)
     except RheoError as e:
-        print(f"rheo: error: {e}", file=sys.stderr)
+        print(f"rheo: error: {one_line(str(e))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("rheo: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # NOTE: the reader of our output went away (e.g. `| head`): stop quietly, like other CLIs.
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -14,20 +14,64 @@ import os
 from ..errors import RheoError
 from ..methods import FAMILIES, PRESETS, TREE_SIZES, Method, field_options, resolve
 
-__all__ = ["EXIT_BAD_INPUT", "Parser", "int_range", "float_range", "float_list", "add_method_arguments",
-           "method_from_args", "method_overrides", "MAX_SEED", "add_seed", "threads_arg", "add_max_entries"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_INTERRUPTED", "Parser", "int_range", "float_range", "float_list",
+           "comma_list", "spec_arg", "file_stem", "temperature_arg", "vocab_arg", "add_method_arguments",
+           "method_from_args", "method_overrides", "MAX_SEED", "MAX_SYNTHETIC_VOCAB", "MAX_WORK", "NODE_OVERHEAD",
+           "add_seed", "threads_arg",
+           "add_max_entries", "add_max_work", "add_progress", "check_work", "mc_work", "check_fits_vocab", "check_out_file",
+           "progress_bar"]
 
 EXIT_BAD_INPUT = 2
 
+#: Exit code after Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
+
 #: Seeds are integers in 0..MAX_SEED (numpy and torch take 64-bit seeds).
 MAX_SEED = 2**63 - 1
+
+#: Largest vocabulary of a synthetic pair (``mc --vocab``, ``sweep --vocab``): real vocabularies
+#: are at most ~2.6e5 (Gemma's 256k). A pair caches 128 prefixes' (p, q) laws of 16 V bytes,
+#: about 0.5 GB at this V (measured: 0.8 GB peak for `rheo mc` at V = 2e5).
+MAX_SYNTHETIC_VOCAB = 2**18
+
+#: Default cap on the estimated work of one ``mc`` or ``sweep`` run (raise it with
+#: ``--max-work``). The unit is one law entry touched: a sampled step touches about
+#: (tree nodes + D + 2) laws (the tree, the verifier walk, the completion to D + 1 tokens), each
+#: costing V + NODE_OVERHEAD. Measured at about 1e8 units/s on one core (README showcase:
+#: 2000 steps, V = 32000, 2.1e9 units in 8 s), so the cap is about 15-20 minutes of one core.
+MAX_WORK = 10**11
+
+#: Fixed Python cost of one law in a sampled step, in law entries: the per-node time at V = 50
+#: and V = 32000 fits a + b V with a / b of about 1.4e4 (rounded up to 2^14).
+NODE_OVERHEAD = 2**14
+
+#: Candidate slots whose scoring costs about one law (see :func:`step_laws`).
+CANDIDATES_PER_LAW = 32
+
+
+#: Longest number text a float flag reads (a float needs fewer than 30 characters).
+MAX_NUMBER_CHARS = 100
+
+#: Longest quoted value an error message shows.
+SHOW_CHARS = 40
+
+
+def show(text: str) -> str:
+    """``text`` quoted for a one-line message: escapes (no newline gets through), and long text cut."""
+    r = repr(text)
+    return r if len(r) <= SHOW_CHARS else f"{r[:SHOW_CHARS]}...' ({len(text)} characters)"
+
+
+def one_line(message: str) -> str:
+    """A message on one line (argparse echoes unknown arguments verbatim, newlines included)."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
 
 
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exit code 2."""
 
     def error(self, message):  # noqa: D401
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {one_line(message)}\n")
 
 
 def int_range(lo: int, hi: int | None = None):
@@ -36,10 +80,11 @@ def int_range(lo: int, hi: int | None = None):
     def parse(text: str) -> int:
         try:
             v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        except ValueError:  # NOTE: also more than 4300 digits (Python's int-from-text limit)
+            raise argparse.ArgumentTypeError(f"{show(text)} is not an integer") from None
         if v < lo or (hi is not None and v > hi):
-            raise argparse.ArgumentTypeError(f"{text!r} must be {'>= ' + str(lo) if hi is None else f'in {lo}..{hi}'}")
+            bounds = f">= {lo}" if hi is None else f"in {lo}..{hi}"
+            raise argparse.ArgumentTypeError(f"{show(text)} must be {bounds}")
         return v
 
     return parse
@@ -50,30 +95,46 @@ def float_range(lo: float | None = None, hi: float | None = None, lo_open: bool 
 
     def parse(text: str) -> float:
         try:
-            v = float(text)
+            v = float(text) if len(text) <= MAX_NUMBER_CHARS else None
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+            v = None
+        if v is None:
+            raise argparse.ArgumentTypeError(f"{show(text)} is not a number" + (
+                f" (over {MAX_NUMBER_CHARS} characters)" if len(text) > MAX_NUMBER_CHARS else ""))
         if not math.isfinite(v):
-            raise argparse.ArgumentTypeError(f"{text!r} is not finite")
+            raise argparse.ArgumentTypeError(f"{show(text)} is not finite")
         if lo is not None and (v < lo or (lo_open and v == lo)):
-            raise argparse.ArgumentTypeError(f"{text!r} must be {'>' if lo_open else '>='} {lo:g}")
+            raise argparse.ArgumentTypeError(f"{show(text)} must be {'>' if lo_open else '>='} {lo:g}")
         if hi is not None and (v > hi or (hi_open and v == hi)):
-            raise argparse.ArgumentTypeError(f"{text!r} must be {'<' if hi_open else '<='} {hi:g}")
+            raise argparse.ArgumentTypeError(f"{show(text)} must be {'<' if hi_open else '<='} {hi:g}")
         return v
 
     return parse
 
 
-def float_list(item):
-    """An argparse type: a non-empty comma-separated list of ``item`` values."""
+def comma_list(item):
+    """An argparse type: a non-empty comma-separated list of ``item`` values (no empty items)."""
 
     def parse(text: str) -> list:
-        vals = [item(t.strip()) for t in text.split(",") if t.strip()]
-        if not vals:
+        parts = [t.strip() for t in text.split(",")]
+        if not any(parts):
             raise argparse.ArgumentTypeError("the list is empty")
-        return vals
+        if not all(parts):
+            raise argparse.ArgumentTypeError(f"{text!r} has an empty item")
+        return [item(t) for t in parts]
 
     return parse
+
+
+def spec_arg(text: str) -> str:
+    """An argparse type: a non-empty method spec (resolved later, against the command's tree size)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("a method spec must not be empty")
+    return text.strip()
+
+
+#: The comma-separated list of numbers (``bench --temperatures``); the same rule as every list.
+float_list = comma_list
 
 
 positive_int = int_range(1)
@@ -81,6 +142,32 @@ nonneg_int = int_range(0)
 seed_arg = int_range(0, MAX_SEED)
 nonneg_float = float_range(lo=0.0)
 positive_float = float_range(lo=0.0, lo_open=True)
+#: Vocabulary of a synthetic pair: 2..MAX_SYNTHETIC_VOCAB.
+vocab_arg = int_range(2, MAX_SYNTHETIC_VOCAB)
+
+
+def temperature_arg(text: str) -> float:
+    """A temperature: 0 (exact greedy) or a finite T >= MIN_TEMPERATURE (rheotheory.pairs).
+
+    NOTE: a T in (0, MIN_TEMPERATURE) is refused, never raised to the minimum or treated as 0.
+    """
+    from ..pairs import MIN_TEMPERATURE
+
+    v = float_range(lo=0.0)(text)
+    if 0 < v < MIN_TEMPERATURE:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 (greedy) or >= {MIN_TEMPERATURE:g} (MIN_TEMPERATURE)")
+    return v
+
+
+def file_stem(text: str) -> str:
+    """A plain file name (no folder part, no NUL): output file stems."""
+    if not text or text in (".", "..") or "/" in text or os.sep in text or "\0" in text:
+        raise argparse.ArgumentTypeError(f"{show(text)} is not a plain file name")
+    return text
+
+
+#: Help text of every temperature flag's range.
+TEMPERATURE_RANGE = "0 = greedy, else >= 1e-3"
 
 
 def threads_arg(text: str) -> int:
@@ -101,8 +188,9 @@ def _flag_type(name: str, meta: dict):
     def conv(text):
         try:
             return parse(text)
-        except RheoError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
+        except RheoError as e:  # NOTE: the family's message quotes the text; a long one is cut here
+            msg = str(e)
+            raise argparse.ArgumentTypeError(msg if len(msg) <= 200 else f"{show(text)} is not a valid value") from None
 
     conv.__name__ = name
     return conv
@@ -154,3 +242,65 @@ def add_max_entries(ap) -> None:
     ap.add_argument("--max-entries", type=positive_int, default=MAX_TABLE_ENTRIES, metavar="E",
                     help=f"refuse instance tables of more than E probabilities (V x prefixes; default "
                     f"{MAX_TABLE_ENTRIES})")
+
+
+def add_max_work(ap, what: str) -> None:
+    """``--max-work``: the cap on a run's estimated work (see :data:`MAX_WORK`)."""
+    ap.add_argument("--max-work", type=positive_int, default=MAX_WORK, metavar="W",
+                    help=f"refuse {what} whose estimated work exceeds W law entries touched (about 1e8 per "
+                    f"second on one core; default {MAX_WORK:.0e}, about 15-20 minutes)")
+
+
+def check_work(estimate: float, cap: int, what: str, flag: str, name: str = "MAX_WORK",
+               unit: str = "units of work") -> None:
+    """Refuse work estimated over ``cap`` before it starts: one line naming the cap and its flag."""
+    if estimate > cap:
+        raise RheoError(f"{what} is estimated at {estimate:.3g} {unit}, over the cap of {cap:.3g} ({name}); "
+                        f"make it smaller or raise the cap with {flag}")
+
+
+def step_laws(method) -> float:
+    """Laws one sampled step of ``method`` computes, about: the tree's, then D + 2 for the verifier
+    walk and the completion. A family with K expands K nodes a layer and scores K * K candidates,
+    each CANDIDATES_PER_LAW of them costing about one law (measured: K = 30..300 at V = 1000)."""
+    k = getattr(method, "top_k", None)
+    tree = method.nodes if k is None else max(method.nodes, k * method.depth * (1 + k / CANDIDATES_PER_LAW))
+    return tree + method.depth + 2
+
+
+def mc_work(steps: int, method, vocab: int) -> float:
+    """Estimated work of ``steps`` sampled steps of ``method`` at vocabulary ``vocab`` (units of
+    :data:`MAX_WORK`: law entries, each law costing V + NODE_OVERHEAD)."""
+    return float(steps) * step_laws(method) * (vocab + NODE_OVERHEAD)
+
+
+def check_fits_vocab(method, vocab: int, where: str) -> None:
+    """A tree family's K (slots per expansion) can be at most the vocabulary V."""
+    k = getattr(method, "top_k", None)
+    if k is not None and k > vocab:
+        raise RheoError(f"--top-k {k} exceeds the vocabulary of {where} (V={vocab}); K must be in 1..V")
+
+
+def check_out_file(path: str, flag: str = "--out") -> None:
+    """Refuse an output file that cannot be written before any work starts (the file is not created)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise RheoError(f"{flag} {path!r} is a folder")
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise RheoError(f"{flag} {path!r} exists and is not a regular file")
+    if not os.path.isdir(folder):
+        raise RheoError(f"{flag} {path!r}: the folder {folder!r} does not exist")
+    if not os.access(path if os.path.exists(path) else folder, os.W_OK):
+        raise RheoError(f"{flag} {path!r} is not writable")
+
+
+def add_progress(ap) -> None:
+    ap.add_argument("--no-progress", action="store_true",
+                    help="no progress bar (it is shown on stderr, when stderr is a terminal, after 2 s)")
+
+
+def progress_bar(total: int, off: bool, desc: str):
+    """A tqdm bar on stderr for a long run: only on a terminal and only after 2 s (``off``: never)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, disable=True if off else None, delay=2.0, leave=False, unit="step")

@@ -5,9 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 
-from .args import add_max_entries, add_method_arguments, float_range, method_from_args, positive_int, seed_arg
+from .args import (MAX_SYNTHETIC_VOCAB, TEMPERATURE_RANGE, add_max_entries, add_max_work, add_method_arguments,
+                   add_progress, check_fits_vocab, check_work, float_range, int_range, mc_work, method_from_args,
+                   progress_bar, seed_arg, show, temperature_arg, vocab_arg)
 
 __all__ = ["register", "run", "mismatch_arg"]
+
+#: Largest numeric draft mismatch: the noise is added to logits, and past this scale float64 softmax
+#: inputs approach overflow (the same bound as rheotheory.pairs.MAX_LOGIT_SCALE).
+MAX_MISMATCH = 1e3
 
 #: Flags that describe the synthetic pair; with an instance file they are an error.
 PAIR_FLAGS = ("vocab", "mismatch", "temperature", "temper_draft", "sparse", "no_sparse", "pair_seed")
@@ -16,12 +22,15 @@ PAIR_FLAGS = ("vocab", "mismatch", "temperature", "temper_draft", "sparse", "no_
 def mismatch_arg(text: str):
     """An argparse type: a mismatch level name or a number >= 0."""
     from ..errors import RheoError
-    from ..synthetic import mismatch_value
+    from ..synthetic import MISMATCH_LEVELS, mismatch_value
 
     try:
-        mismatch_value(text)
-    except RheoError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+        v = mismatch_value(text)
+    except RheoError:
+        raise argparse.ArgumentTypeError(f"{show(text)} is not a mismatch level ({', '.join(MISMATCH_LEVELS)}) "
+                                         f"or a number in 0..{MAX_MISMATCH:g}") from None
+    if v > MAX_MISMATCH:
+        raise argparse.ArgumentTypeError(f"{show(text)} must be at most {MAX_MISMATCH:g} (MAX_MISMATCH)")
     return text
 
 
@@ -38,25 +47,29 @@ def register(sub) -> None:
     m.add_argument("instance", nargs="?", default=None, help="instance JSON (toy pair); default: a synthetic pair")
     add_method_arguments(m, size="toy")
     g = m.add_argument_group("synthetic pair (only when no INSTANCE is given)")
-    g.add_argument("--vocab", type=positive_int, default=None, metavar="V", help="vocabulary size (default 1000)")
+    g.add_argument("--vocab", type=vocab_arg, default=None, metavar="V",
+                   help=f"vocabulary size, 2..{MAX_SYNTHETIC_VOCAB} (default 1000)")
     g.add_argument("--mismatch", type=mismatch_arg, default=None, metavar="LEVEL",
                    help=f"draft mismatch: {', '.join(f'{k} ({v:g})' for k, v in MISMATCH_LEVELS.items())} "
-                   "or a number >= 0 (default low)")
-    g.add_argument("--temperature", type=float_range(lo=0.0), default=None, metavar="T",
-                   help="target temperature, 0 = exact greedy (default 1)")
+                   f"or a number in 0..{MAX_MISMATCH:g} (default low)")
+    g.add_argument("--temperature", type=temperature_arg, default=None, metavar="T",
+                   help=f"target temperature ({TEMPERATURE_RANGE}; default 1)")
     g.add_argument("--temper-draft", action="store_true", default=None, help="apply the temperature to the draft too")
-    g.add_argument("--sparse", type=positive_int, default=None, metavar="K",
-                   help=f"sparse draft: keep the top K draft logits (default {DEFAULT_DRAFT_TOP_K})")
+    g.add_argument("--sparse", type=int_range(1, MAX_SYNTHETIC_VOCAB), default=None, metavar="K",
+                   help=f"sparse draft: keep the top K draft logits, 1..{MAX_SYNTHETIC_VOCAB} "
+                   f"(default {DEFAULT_DRAFT_TOP_K})")
     g.add_argument("--no-sparse", action="store_true", default=None, help="dense draft (no top-K truncation)")
     g.add_argument("--pair-seed", type=seed_arg, default=None, help="seed of the synthetic language (default 0)")
-    m.add_argument("--samples", type=positive_int, default=2000, help="sampled steps (default 2000)")
+    m.add_argument("--samples", type=int_range(2), default=2000, help="sampled steps, >= 2 (default 2000)")
     m.add_argument("--alpha", type=float_range(lo=0.0, hi=1.0, lo_open=True, hi_open=True), default=DEFAULT_ALPHA,
                    help=f"significance level (default {DEFAULT_ALPHA})")
     m.add_argument("--min-expected", type=float_range(lo=1.0), default=DEFAULT_MIN_EXPECTED,
                    help=f"smallest expected count of a cell, >= 1 (default {DEFAULT_MIN_EXPECTED:g})")
-    m.add_argument("--seed", type=seed_arg, default=0, help="sampling seed (default 0)")
+    m.add_argument("--seed", type=seed_arg, default=0, help="sampling seed (0..2^63-1, default 0)")
     m.add_argument("--json", action="store_true", help="print one JSON object")
+    add_progress(m)
     add_max_entries(m)
+    add_max_work(m, "a run")
     m.set_defaults(func=run)
 
 
@@ -90,9 +103,13 @@ def run(args) -> int:
     pair, name, temperature = pair_from_args(args)
     if temperature is not None:
         method = method.at_temperature(temperature)
+    check_fits_vocab(method, pair.vocab_size, "the pair")
+    check_work(mc_work(args.samples, method, pair.vocab_size), args.max_work,
+               f"{args.samples} steps of {method.nodes} nodes at V={pair.vocab_size}", "--max-work")
     t0 = time.perf_counter()
-    res = lossless_test(pair, method, samples=args.samples, alpha=args.alpha, seed=args.seed,
-                        min_expected=args.min_expected)
+    with progress_bar(args.samples, args.no_progress, "mc") as bar:
+        res = lossless_test(pair, method, samples=args.samples, alpha=args.alpha, seed=args.seed,
+                            min_expected=args.min_expected, progress=bar.update)
     secs = time.perf_counter() - t0
     if args.json:
         d = res.to_dict()
