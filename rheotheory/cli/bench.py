@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from .args import add_method_arguments, float_list, float_range, int_range, method_overrides, positive_int
-from .models import add_model_arguments, load_pair, need_torch, set_threads, size_row, warn_if_lossy
+from .args import (TEMPERATURE_RANGE, add_method_arguments, comma_list, float_list, int_range, method_overrides,
+                   positive_int, spec_arg, temperature_arg)
+from .models import add_model_arguments, check_model_fits, load_pair, need_torch, set_threads, size_row, warn_if_lossy
 
 __all__ = ["register", "run"]
 
@@ -21,9 +22,10 @@ def register(sub) -> None:
                        "same node budget; print tokens per step, tokens per second and the speed-up over "
                        "autoregressive sampling for each temperature. Method flags apply to every method that "
                        "has the field.")
-    b.add_argument("--temperatures", type=float_list(float_range(lo=0.0)), default=[0.0, 0.5, 1.0], metavar="T,T,...",
-                   help="comma-separated temperatures (default 0,0.5,1)")
-    b.add_argument("--methods", default=",".join(DEFAULT_BENCH_METHODS), metavar="SPEC,SPEC,...",
+    b.add_argument("--temperatures", type=float_list(temperature_arg), default=[0.0, 0.5, 1.0], metavar="T,T,...",
+                   help=f"comma-separated temperatures ({TEMPERATURE_RANGE}; default 0,0.5,1)")
+    b.add_argument("--methods", type=comma_list(spec_arg), default=list(DEFAULT_BENCH_METHODS),
+                   metavar="SPEC,SPEC,...",
                    help="comma-separated method specs: presets or families with :field=value options (default "
                    f"{','.join(DEFAULT_BENCH_METHODS)}); autoregressive is always run as the baseline")
     add_method_arguments(b, default=None, size=None)
@@ -42,13 +44,11 @@ def run(args) -> int:
 
     if args.preset is not None:
         raise RheoError("bench compares the methods of --methods; --preset does not apply")
-    specs = [m.strip() for m in args.methods.split(",") if m.strip()]
-    if not specs:
-        raise RheoError("--methods is empty")
-    named = bench_methods(specs, size=size_row(args), **method_overrides(args))
+    named = bench_methods(args.methods, size=size_row(args), **method_overrides(args))
     warn_if_lossy([m for _, m in named])
     set_threads(torch, args.threads)
     pair, prompts = load_pair(args)
+    check_model_fits(args, pair, prompts, [m.at_temperature(t) for _, m in named for t in args.temperatures])
     log = None if args.json else print
     t_target, t_draft, ratio = cost_ratio(pair)
     if log:

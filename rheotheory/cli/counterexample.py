@@ -5,9 +5,25 @@ from __future__ import annotations
 import json
 
 from ..executors import EXECUTORS
-from .args import add_method_arguments, int_range, method_from_args, positive_int, seed_arg, threads_arg
+from .args import (add_method_arguments, check_out_file, check_work, int_range, method_from_args, positive_int,
+                   seed_arg, threads_arg)
 
-__all__ = ["register", "run"]
+__all__ = ["register", "run", "MAX_SEARCH_VOCAB", "MAX_INSTANCES", "DEFAULT_SEARCH_BRANCHES"]
+
+#: Largest --max-vocab: exact certification cost grows about as V^(sampled draws) (measured:
+#: 256 construction branches at V = 4, K,D,N = 3,3,6; 54675 at V = 6, K,D,N = 4,3,8).
+MAX_SEARCH_VOCAB = 8
+
+#: Most --instances of one search.
+MAX_INSTANCES = 10**6
+
+#: Default cap on the search's construction branches, estimated up front as --instances times the
+#: branches of the largest instance the search can draw (a branch is a builder run, 1-4 ms of
+#: exact arithmetic: about 10-30 minutes). The default search needs 200 x 256.
+DEFAULT_SEARCH_BRANCHES = 500_000
+
+#: First budget of the probe certification (a second at most); it grows tenfold up to the share.
+PROBE_BRANCHES = 1000
 
 
 def register(sub) -> None:
@@ -18,11 +34,15 @@ def register(sub) -> None:
         "D in 2..--depth). The first lossy instance is shrunk greedily (fewest tokens, smallest depth, top-K "
         "and budget, simplest rationals) and written as instance JSON.")
     add_method_arguments(c, size="toy")
-    c.add_argument("--instances", type=positive_int, default=200, metavar="N",
-                   help="random instances to certify (default 200)")
-    c.add_argument("--seed", type=seed_arg, default=0, help="search seed (default 0)")
-    c.add_argument("--max-vocab", type=int_range(2), default=4, metavar="V",
-                   help="largest vocabulary drawn (default 4)")
+    c.add_argument("--instances", type=int_range(1, MAX_INSTANCES), default=200, metavar="N",
+                   help=f"random instances to certify, 1..{MAX_INSTANCES} (default 200)")
+    c.add_argument("--seed", type=seed_arg, default=0, help="search seed (0..2^63-1, default 0)")
+    c.add_argument("--max-vocab", type=int_range(3, MAX_SEARCH_VOCAB), default=4, metavar="V",
+                   help=f"largest vocabulary drawn, 3..{MAX_SEARCH_VOCAB} (default 4); --top-k must be 2..V, "
+                   "--depth >= 2, --budget >= --top-k")
+    c.add_argument("--max-branches", type=positive_int, default=DEFAULT_SEARCH_BRANCHES, metavar="B",
+                   help="refuse a search estimated (instances x construction branches of its largest instance, "
+                   f"measured before the search) over B branches (default {DEFAULT_SEARCH_BRANCHES})")
     c.add_argument("--family", choices=("weights", "logits", "mixed"), default="weights",
                    help="instances: small integer weights, peaked Gaussian logits, or either (default weights)")
     c.add_argument("--no-shrink", action="store_true", help="report the first lossy instance as found")
@@ -45,6 +65,9 @@ def run(args) -> int:
     from ..executors import open_executor
 
     method = method_from_args(args, size="toy")
+    if args.out:
+        check_out_file(args.out)
+    check_search(method, args)
     space = SearchSpace(min_vocab=min(3, args.max_vocab), max_vocab=args.max_vocab,
                         max_top_k=getattr(method, "top_k", 2), max_depth=method.depth,
                         max_budget=getattr(method, "budget", 1), family=args.family)
@@ -74,3 +97,51 @@ def run(args) -> int:
     print(f"instance        : {args.out if args.out else '(not written; use --out FILE)'}")
     print(f"certifications  : {res.certifications}")
     return 0
+
+
+def check_search(method, args) -> None:
+    """The documented ranges of the drawn trees, and the search's work measured on its largest draw.
+
+    K in 2..--max-vocab, D >= 2, N >= K (families with those fields); then the largest instance the
+    search can draw (V = --max-vocab, K, D, N at their maxima) is certified with a budget of
+    --max-branches / --instances construction branches, and the search is refused if it needs more.
+    """
+    from ..errors import RheoError
+    from ..exact import certify
+    from ..pairs import random_pair
+
+    fields = method.fields()
+    k, d, n = fields.get("top_k"), fields.get("depth"), fields.get("budget")
+    if k is not None and not 2 <= k <= args.max_vocab:
+        raise RheoError(f"--top-k {k}: the search draws K in 2..--top-k, so --top-k must be in 2..--max-vocab "
+                        f"({args.max_vocab})")
+    if d is not None and d < 2:
+        raise RheoError(f"--depth {d}: the search draws D in 2..--depth, so --depth must be >= 2")
+    if k is not None and n is not None and n < k:
+        raise RheoError(f"--budget {n}: the search draws N in K..min(2K, --budget), so --budget must be >= "
+                        f"--top-k ({k})")
+    changes = {}
+    if "top_k" in method.shrink_fields:
+        changes["top_k"] = k
+    if "depth" in method.shrink_fields:
+        changes["depth"] = d
+    if "budget" in method.shrink_fields:
+        changes["budget"] = max(k or 1, min(2 * (k or 1), n))
+    largest = method.fit(**changes) if changes else method
+    pair = random_pair(args.max_vocab, largest.depth, seed=0)
+    share = max(1, args.max_branches // args.instances)
+    budget = min(share, PROBE_BRANCHES)
+    while True:  # NOTE: budgets grow tenfold, so a hopeless search is refused after a small probe
+        try:
+            certify(pair, largest, max_branches=budget)
+            return
+        except RheoError as e:
+            if "construction branches" not in str(e):  # only the cap; other errors surface in the search
+                return
+        if budget >= share:
+            break
+        budget = min(share, 10 * budget)
+    check_work(args.instances * (budget + 1), args.max_branches,
+               f"{args.instances} certifications of up to V={args.max_vocab}, {largest.describe()} (each over "
+               f"{budget} construction branches)", "--max-branches", "DEFAULT_SEARCH_BRANCHES",
+               "construction branches")

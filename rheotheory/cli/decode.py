@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from .args import add_method_arguments, float_range, method_from_args, positive_int
-from .models import add_model_arguments, load_pair, need_torch, set_threads, size_row, warn_if_lossy
+from .args import TEMPERATURE_RANGE, add_method_arguments, method_from_args, positive_int, temperature_arg
+from .models import add_model_arguments, check_model_fits, load_pair, need_torch, set_threads, size_row, warn_if_lossy
 
 __all__ = ["register", "run"]
 
@@ -21,7 +21,8 @@ def register(sub) -> None:
                        "N=8) for the built-in pair, row 'model' (K=4 D=6 N=20) otherwise (`rheo methods`).")
     d.add_argument("--prompt", default="def fib(", help="ASCII prompt (default 'def fib(')")
     add_method_arguments(d, default=DECODE_PRESET, size=None)
-    d.add_argument("--temperature", type=float_range(lo=0.0), default=1.0, help="target temperature T (0 = greedy)")
+    d.add_argument("--temperature", type=temperature_arg, default=1.0,
+                   help=f"target temperature T ({TEMPERATURE_RANGE}; default 1)")
     d.add_argument("--max-new-tokens", type=positive_int, default=120, help="tokens to generate (default 120)")
     add_model_arguments(d)
     d.set_defaults(func=run)
@@ -39,6 +40,7 @@ def run(args) -> int:
     cfg = DecodeConfig(temperature=args.temperature, top_k=args.target_top_k, top_p=args.target_top_p,
                        max_new_tokens=args.max_new_tokens, draft_temp=args.draft_temperature)
     pair, _ = load_pair(args)
+    check_model_fits(args, pair, [args.prompt], [method.at_temperature(args.temperature)])
     prompt = pair.encode(args.prompt)
     res = decode(pair.target, pair.draft, prompt, method, cfg, torch.Generator().manual_seed(args.seed))
     text = pair.decode(res.tokens)

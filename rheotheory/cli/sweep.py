@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .args import float_range, positive_int, seed_arg, threads_arg
+from .args import (MAX_SYNTHETIC_VOCAB, TEMPERATURE_RANGE, add_max_work, check_fits_vocab, check_work, file_stem,
+                   int_range, mc_work, seed_arg, spec_arg, temperature_arg, threads_arg, vocab_arg)
 from .mc import mismatch_arg
 
 __all__ = ["register", "run"]
@@ -34,21 +35,22 @@ def register(sub) -> None:
         "and tree size (K,D,N), each step from a fresh random context (the same contexts for every method). "
         "Writes a CSV and a PNG and prints the table. Method specs: preset or family names with optional "
         ":field=value options (see `rheo methods`), e.g. eagle, rheo, rheo-tuned, rheo:m=K/2:proxy=tail.")
-    s.add_argument("--vocab", type=positive_int, default=d.vocab_size, metavar="V",
-                   help=f"vocabulary size (default {d.vocab_size})")
-    s.add_argument("--sparse", type=positive_int, default=d.draft_top_k, metavar="K",
-                   help=f"sparse draft top-K (default {d.draft_top_k})")
+    s.add_argument("--vocab", type=vocab_arg, default=d.vocab_size, metavar="V",
+                   help=f"vocabulary size, 2..{MAX_SYNTHETIC_VOCAB} (default {d.vocab_size})")
+    s.add_argument("--sparse", type=int_range(1, MAX_SYNTHETIC_VOCAB), default=d.draft_top_k, metavar="K",
+                   help=f"sparse draft top-K, 1..{MAX_SYNTHETIC_VOCAB} (default {d.draft_top_k})")
     s.add_argument("--no-sparse", action="store_true", help="dense draft")
     s.add_argument("--mismatch", type=mismatch_arg, nargs="+", default=list(d.mismatch), metavar="LEVEL",
                    help=f"draft mismatch levels (default {' '.join(d.mismatch)})")
-    s.add_argument("--temperatures", type=float_range(lo=0.0), nargs="+", default=list(d.temperatures),
-                   metavar="T", help="target temperatures (default " + " ".join(f"{t:g}" for t in d.temperatures) + ")")
+    s.add_argument("--temperatures", type=temperature_arg, nargs="+", default=list(d.temperatures),
+                   metavar="T", help=f"target temperatures ({TEMPERATURE_RANGE}; default "
+                   + " ".join(f"{t:g}" for t in d.temperatures) + ")")
     s.add_argument("--trees", type=tree_arg, nargs="+", default=list(d.trees), metavar="K,D,N",
                    help="tree sizes (default " + " ".join(",".join(map(str, t)) for t in d.trees) + ")")
-    s.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS), metavar="SPEC",
+    s.add_argument("--methods", type=spec_arg, nargs="+", default=list(DEFAULT_METHODS), metavar="SPEC",
                    help="method specs (default " + " ".join(DEFAULT_METHODS) + ")")
-    s.add_argument("--steps", type=positive_int, default=d.steps, help=f"steps per point (default {d.steps})")
-    s.add_argument("--seed", type=seed_arg, default=d.seed, help="language and sampling seed (default 0)")
+    s.add_argument("--steps", type=int_range(2), default=d.steps, help=f"steps per point, >= 2 (default {d.steps})")
+    s.add_argument("--seed", type=seed_arg, default=d.seed, help="language and sampling seed (0..2^63-1, default 0)")
     s.add_argument("--workers", type=threads_arg, default=d.workers,
                    help=f"processes, at most the machine's cores (default {d.workers})")
     s.add_argument("--executor", choices=EXECUTORS, default="process",
@@ -59,9 +61,11 @@ def register(sub) -> None:
                    help="continue an interrupted sweep from OUT/STEM.csv.partial (same configuration only)")
     s.add_argument("--temper-draft", action="store_true", help="apply the temperature to the draft too")
     s.add_argument("--out", default="sweep-results", metavar="DIR", help="output folder (default sweep-results)")
-    s.add_argument("--stem", default="sweep", help="file name stem of the CSV and PNG (default sweep)")
+    s.add_argument("--stem", type=file_stem, default="sweep",
+                   help="file name stem of the CSV and PNG, a plain file name (default sweep)")
     s.add_argument("--no-plot", action="store_true", help="skip the PNG")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_max_work(s, "a sweep (every row, all workers together)")
     s.set_defaults(func=run)
 
 
@@ -81,6 +85,20 @@ def check_out_dir(path: str) -> None:
         raise RheoError(f"--out {path!r} is not writable")
 
 
+def check_sweep_work(cfg, cap: int) -> None:
+    """K <= V for every tree, and the sweep's estimated work (rows x steps x laws x V) under ``cap``."""
+    from ..sweep import sweep_method
+
+    work = 0.0
+    for tree in cfg.trees:
+        for spec in cfg.methods:
+            m = sweep_method(spec, tree, 1.0)
+            check_fits_vocab(m, cfg.vocab_size, "the synthetic pair")
+            work += len(cfg.mismatch) * len(cfg.temperatures) * mc_work(cfg.steps, m, cfg.vocab_size)
+    rows = len(cfg.trees) * len(cfg.methods) * len(cfg.mismatch) * len(cfg.temperatures)
+    check_work(work, cap, f"{rows} rows of {cfg.steps} steps at V={cfg.vocab_size}", "--max-work")
+
+
 def run(args) -> int:
     from ..sweep import SweepConfig, SweepInterrupted, format_table, sweep_to_files
 
@@ -88,6 +106,7 @@ def run(args) -> int:
                       mismatch=tuple(args.mismatch), temperatures=tuple(args.temperatures), trees=tuple(args.trees),
                       methods=tuple(args.methods), steps=args.steps, seed=args.seed, workers=args.workers,
                       temper_draft=args.temper_draft)
+    check_sweep_work(cfg, args.max_work)
     check_out_dir(args.out)
     try:
         out = sweep_to_files(cfg, args.out, stem=args.stem, progress=not args.no_progress, plot=not args.no_plot,
