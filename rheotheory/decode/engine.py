@@ -246,7 +246,7 @@ class DecodeResult:
 
     tokens: list  # generated token ids (max_new_tokens of them)
     steps: list = field(default_factory=list)  # [StepStats] per step
-    seconds: float = 0.0  # wall-clock time of the loop (prefill included)
+    seconds: float = 0.0  # wall-clock time of the decoding loop (draft conversion and prompt prefill excluded)
 
     @property
     def tokens_per_step(self) -> float:
@@ -348,12 +348,14 @@ def decode(target: TinyLM, draft: TinyLM | None, prompt: list[int], method: Meth
     if need > target.cfg.max_len:
         raise InstanceError(f"prompt ({len(prompt)} tokens) + {cfg.max_new_tokens} new tokens + tree depth "
                             f"{depth} exceed the model's {target.cfg.max_len} positions")
-    t0 = time.perf_counter()
     if tree_method and device.type == "cpu" and isinstance(draft, TinyLM):
         draft = NumpyLM(draft)  # batch-1 CPU drafting: numpy dispatch is cheaper than torch's
     st = _State(target, draft if tree_method else None, prompt, device)
     stream = UniformStream(gen)
     res = DecodeResult([])
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()  # NOTE: the decoding loop only; the draft conversion and prompt prefill are setup
     while len(res.tokens) < cfg.max_new_tokens:
         if tree_method:
             out, stats = _tree_step(target, draft, method, st, cfg, stream,
