@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .args import add_max_entries, add_method_arguments, method_from_args, positive_int
+from .args import add_max_entries, add_method_arguments, check_fits_vocab, method_from_args, positive_int
 
 __all__ = ["register", "run"]
 
@@ -24,12 +24,14 @@ def register(sub) -> None:
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.add_argument("--progress", action="store_true", help="show progress bars on stderr")
     c.add_argument("--max-branches", type=positive_int, default=DEFAULT_MAX_BRANCHES, metavar="B",
-                   help=f"stop with an error after B construction branches (default {DEFAULT_MAX_BRANCHES})")
+                   help=f"stop with an error after B construction branches (default {DEFAULT_MAX_BRANCHES}, "
+                   "about an hour); the tree's K must be at most the instance's V")
     add_max_entries(c)
     c.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from ..errors import RheoError
     from ..exact import certify
     from ..laws import format_number
     from ..pairs import ToyPair, example_pair
@@ -38,7 +40,14 @@ def run(args) -> int:
     exact = not args.use_float
     pair = (ToyPair.load(args.instance, exact=exact, max_entries=args.max_entries) if args.instance
             else example_pair(exact=exact))
-    cert = certify(pair, method, progress=args.progress, max_branches=args.max_branches)
+    check_fits_vocab(method, pair.vocab_size, "the instance")
+    try:
+        cert = certify(pair, method, progress=args.progress, max_branches=args.max_branches)
+    except RheoError as e:
+        # NOTE: the enumerator's cap message names its parameter; on the command line it is a flag
+        if "construction branches" not in str(e):
+            raise
+        raise RheoError(f"{e} (--max-branches, default {DEFAULT_MAX_BRANCHES})") from None
     if args.json:
         d = cert.to_dict()
         d["instance"] = args.instance or "built-in example"
