@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
-from .args import add_max_entries, add_method_arguments, check_fits_vocab, method_from_args, positive_int
+from .args import MAX_SEED, add_max_entries, add_method_arguments, check_fits_vocab, method_from_args, positive_int
 
 __all__ = ["register", "run"]
 
 #: `rheo certify` gives up after this many builder runs (about an hour of exact arithmetic).
 DEFAULT_MAX_BRANCHES = 2_000_000
+
+
+#: Most digits of one --generate value (MAX_SEED has 19).
+_GENERATE_DIGITS = 19
+
+
+def generate_arg(text: str) -> tuple[int, int, int]:
+    """``--generate V,H,SEED``: vocabulary >= 1, horizon >= 0, seed in 0..MAX_SEED."""
+    parts = text.split(",")
+    if len(parts) != 3 or not all(t.strip().isascii() and t.strip().isdigit() and len(t) <= _GENERATE_DIGITS
+                                  for t in parts):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not V,H,SEED (three non-negative integers)")
+    v, h, seed = (int(t) for t in parts)
+    if v < 1 or seed > MAX_SEED:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: V must be >= 1 and SEED in 0..{MAX_SEED}")
+    return v, h, seed
 
 
 def register(sub) -> None:
@@ -19,6 +36,10 @@ def register(sub) -> None:
                        "(docs/theory.md section 4), the exact tokens per step and the class counts.")
     c.add_argument("instance", nargs="?", default=None,
                    help="instance JSON (default: the built-in example, V=4, horizon 3)")
+    c.add_argument("--generate", type=generate_arg, default=None, metavar="V,H,SEED",
+                   help="instead of an instance file: the seeded generated pair (vocabulary V, horizon H), whose "
+                   "laws are made only at the prefixes the certificate visits; equal to random_pair(V, H, SEED, "
+                   "keyed=True) on every prefix")
     add_method_arguments(c, size="toy")
     c.add_argument("--float", dest="use_float", action="store_true", help="float64 instead of exact rationals")
     c.add_argument("--json", action="store_true", help="print one JSON object")
@@ -34,12 +55,18 @@ def run(args) -> int:
     from ..errors import RheoError
     from ..exact import certify
     from ..laws import format_number
-    from ..pairs import ToyPair, example_pair
+    from ..pairs import GeneratedPair, ToyPair, example_pair
 
     method = method_from_args(args, size="toy")
     exact = not args.use_float
-    pair = (ToyPair.load(args.instance, exact=exact, max_entries=args.max_entries) if args.instance
-            else example_pair(exact=exact))
+    if args.generate is not None:
+        if args.instance:
+            raise RheoError("give an instance file or --generate, not both")
+        pair = GeneratedPair(*args.generate, exact=exact, max_entries=args.max_entries)
+        args.instance = "generated:{},{},{}".format(*args.generate)
+    else:
+        pair = (ToyPair.load(args.instance, exact=exact, max_entries=args.max_entries) if args.instance
+                else example_pair(exact=exact))
     check_fits_vocab(method, pair.vocab_size, "the instance")
     try:
         cert = certify(pair, method, progress=args.progress, max_branches=args.max_branches)
