@@ -29,6 +29,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from . import laws
 from .errors import RheoError, TreeError
 from .methods import Method
@@ -61,12 +63,16 @@ class Enumeration:
 
 
 def enumerate_classes(pair, method: Method, progress=None, eager: bool = False,
-                      max_branches: int | None = None) -> Enumeration:
+                      max_branches: int | None = None, reduce: bool = True) -> Enumeration:
     """Enumerate every construction outcome of ``method`` on ``pair`` and group them.
 
     ``eager=True`` also branches over every draw left unresolved at the end (no analytic
-    integration): slower, and used by the tests to check the lazy path. ``max_branches`` stops
-    with a :class:`~rheotheory.errors.RheoError` once that many builder runs were made.
+    integration) and makes every expansion: slower, and used by the tests to check the lazy
+    path. ``reduce=False`` keeps the analytic integration but makes every expansion: the builder
+    gets a chooser without ``skip_doomed``, so doomed expansions (docs/theory.md section 5.6) are
+    branched over as they are made; the classes, their weights and the outcome count are the
+    same, the branches more. ``max_branches`` stops with a
+    :class:`~rheotheory.errors.RheoError` once that many builder runs were made.
     """
     build = method.builder(pair)
     if eager:
@@ -91,7 +97,7 @@ def enumerate_classes(pair, method: Method, progress=None, eager: bool = False,
             raise RheoError(f"enumeration exceeded {max_branches} construction branches; use a smaller "
                             "instance (V, K, D, N) or raise the limit")
         try:
-            tree = build(ReplayChooser(script))
+            tree = build(ReplayChooser(script, skip_doomed=reduce and not eager))
         except NeedChoice as nc:
             for x in range(len(nc.law) - 1, -1, -1):
                 wx = nc.law[x]
@@ -145,44 +151,103 @@ class LosslessCheck:
     max_deviation: object  # max |lhs - rhs| over l <= D+1, z in V^l
     worst_sequence: tuple | None  # a z attaining it (None when it is 0)
     per_length: list  # max deviation for each l = 1..D+1
-    sequences_checked: int
+    sequences_checked: int  # sequences whose deviation was evaluated one by one (the rest in closed form)
+
+
+def _first_max(a):
+    """``(max(a), the first index attaining it)`` of a 1-D array (exact or float)."""
+    i = int(np.argmax(a))  # NOTE: argmax returns the first maximum, for object arrays too
+    return a[i], i
 
 
 def lossless_check(pair, z_law: dict, max_len: int) -> LosslessCheck:
-    """Evaluate the lossless criterion of docs/theory.md section 4 for l = 1..max_len.
+    r"""Evaluate the lossless criterion of docs/theory.md section 4 for l = 1..max_len.
 
-    Uses S(u) = sum_{k<|u|} P(Z=u[:k]) p(u[k:]|u[:k]), with S(uy) = (S(u) + P(Z=u)) p(y|u), and
-    G(u) = P(Z has prefix u). Where G(uy) = 0 the deviation below uy is dev(uy) * p(w|uy), never
-    larger in absolute value, so the search stops there.
+    With :math:`S(u) = \sum_{k<|u|} P(Z = u_{:k})\, p(u_{k:} \mid u_{:k})` (so
+    :math:`S(\varnothing) = 0`, :math:`S(uy) = (S(u) + P(Z=u))\, p(y \mid u)`) and
+    :math:`G(u) = P(Z \text{ has prefix } u)`, the deviation at :math:`z = uy` is
+
+    .. math::
+
+        \mathrm{dev}(uy) = S(uy) + G(uy) - p(uy).
+
+    Only sequences reachable from the support of the law of Z are visited one by one
+    (docs/theory.md section 5.6). The search stands at :math:`u = \varnothing` and at every
+    :math:`u` with :math:`G(u) \ne 0`, :math:`|u| < l_{\max}`, and splits the next token:
+
+    - :math:`y \in Y_u = \{y : G(uy) \ne 0\}` (a prefix of some output): ``dev(uy)`` is
+      evaluated, and the search continues below :math:`uy`;
+    - :math:`y \notin Y_u`: then :math:`G(uy) = 0`, so with
+      :math:`E(u) = S(u) + P(Z = u) - p(u)`,
+
+      .. math::
+
+          \mathrm{dev}(uy) = \big(S(u) + P(Z=u)\big) p(y \mid u) - p(u)\, p(y \mid u)
+                           = E(u)\, p(y \mid u),
+
+      and below it :math:`\mathrm{dev}(uyw) = \mathrm{dev}(uy)\, p(w \mid uy)`
+      (:math:`G(uyw) = 0 = P(Z = uyw)`), never larger in absolute value. Their largest value
+      is :math:`|E(u)| \max_{y \notin Y_u} p(y \mid u)`, taken at the smallest such ``y``; when
+      :math:`E(u) = 0` all of them are 0 and :math:`p(\cdot \mid u)` is not even read.
+
+    So the largest deviation, the first sequence attaining it (in the order of the full search
+    over :math:`V^l`) and the maxima per length are exactly those of evaluating every
+    :math:`z \in V^l`, while the target laws are read only at the root and at prefixes of
+    outputs where :math:`Y_u` is non-empty or :math:`E(u) \ne 0` (for a lossless method
+    :math:`E(u) = P(Z = u) - G(u)`, which vanishes at every output that no longer output
+    extends). Float laws give the same floats as the full search: the off-support terms are
+    computed by the same expression, vectorised.
     """
     zero = laws.parse_number(0, pair.exact)
-    G: dict = {}
+    G: dict = {}  # u -> P(Z has prefix u)
     for z, pz in z_law.items():
         for l in range(1, len(z) + 1):
             G[z[:l]] = G.get(z[:l], zero) + pz
-    V = pair.vocab_size
+    kids: dict = {}  # u -> the tokens y with G(uy) != 0
+    for uy, g in G.items():
+        if g != 0:
+            kids.setdefault(uy[:-1], []).append(uy[-1])
     per = [zero] * max_len
     worst = [zero, None]
     checked = 0
     stack = [((), zero, laws.parse_number(1, pair.exact))]  # (u, S(u), p(u))
     while stack:
         u, S, pu = stack.pop()
-        pl = pair.p(u)
         base = S + z_law.get(u, zero)
-        for y in range(V):
+        ys = sorted(kids.get(u, ()))
+        off = base != pu  # E(u) != 0: the off-support deviations are not all 0
+        if not ys and not off:
+            continue
+        pl = pair.p(u)  # [vocab]
+        best, best_y = zero, None  # the largest dev(uy) over all y, and the first y attaining it
+        push = []
+        for y in ys:
             uy = u + (y,)
             S2 = base * pl[y]
-            g = G.get(uy, zero)
+            g = G[uy]
             pu2 = pu * pl[y]
             dev = S2 + g - pu2
             dev = dev if dev >= 0 else -dev
             checked += 1
-            if dev > per[len(uy) - 1]:
-                per[len(uy) - 1] = dev
-            if dev > worst[0]:
-                worst[0], worst[1] = dev, uy
-            if len(uy) < max_len and g != 0:
-                stack.append((uy, S2, pu2))
+            if dev > best:
+                best, best_y = dev, y
+            if len(uy) < max_len:
+                push.append((uy, S2, pu2))
+        if off:
+            rest = pl.copy()  # [vocab], p(. | u) off Y_u
+            rest[ys] = 0
+            if pair.exact:
+                m, y = _first_max(rest)
+                m = m * (base - pu if base >= pu else pu - base)
+            else:
+                m, y = _first_max(np.abs(base * rest - pu * rest))  # NOTE: dev's own float expression
+            if m > best or (m == best and best_y is not None and m != 0 and y < best_y):
+                best, best_y = m, y
+        if best > per[len(u)]:
+            per[len(u)] = best
+        if best > worst[0]:
+            worst[0], worst[1] = best, u + (best_y,)
+        stack.extend(push)
     return LosslessCheck(worst[0], worst[1], per, checked)
 
 
@@ -224,12 +289,13 @@ class Certificate:
 
 
 def certify(pair, method: Method, exact: bool | None = None, progress: bool = False,
-            eager: bool = False, max_branches: int | None = None) -> Certificate:
+            eager: bool = False, max_branches: int | None = None, reduce: bool = True) -> Certificate:
     """Exhaustively certify ``method`` on ``pair``.
 
     ``exact`` converts the pair to exact rationals (True) or float64 (False); None keeps its
-    number type. ``eager`` disables the analytic integration of sampled leaves (for checks);
-    ``max_branches`` bounds the enumeration (see :func:`enumerate_classes`).
+    number type. ``eager`` disables the analytic integration of sampled leaves and the skipped
+    doomed expansions, ``reduce=False`` only the latter (for checks); ``max_branches`` bounds the
+    enumeration (see :func:`enumerate_classes`).
     """
     t0 = time.perf_counter()
     if exact is not None:
@@ -242,7 +308,7 @@ def certify(pair, method: Method, exact: bool | None = None, progress: bool = Fa
         from tqdm import tqdm
 
         bar = tqdm(desc="construction branches", unit="br", leave=False)
-    enum = enumerate_classes(pair, method, progress=bar, eager=eager, max_branches=max_branches)
+    enum = enumerate_classes(pair, method, progress=bar, eager=eager, max_branches=max_branches, reduce=reduce)
     if bar is not None:
         bar.close()
         from tqdm import tqdm

@@ -33,6 +33,19 @@ A sampled token is drawn lazily (see :mod:`rheotheory.trees.tree`): only when it
 expanded or when the proxy is ``true``. With fillers only a coarse draw is made at creation
 (is s one of the first K-1-m ranked tokens outside H, and which, or none of them?), since that
 is all the fillers depend on.
+
+Doomed expansions (docs/theory.md section 5.6), only for a chooser with ``skip_doomed`` set
+(the exhaustive enumerator): a node chosen for expansion that already has at least N nodes ranked
+ahead of it can never be kept, nor can its descendants (a child never outranks its parent). Its
+expansion is left out, and with it the draw of its token, for as long as none of its children
+could be among the K best of their layer: that is, while K nodes of the layer rank ahead of any
+score the node's children can have (at most the node's own score). The kept tree and every other
+draw are then those of the full builder, whatever the left-out token; the node stays an
+unresolved, pruned node, and :meth:`Tree.unresolved_count` counts the outcomes the full builder
+would have branched over below it (:attr:`Tree.skipped`). In the last layer the filler layouts
+(and their coarse draws) are made after all expansions and left out when the sampled child and
+every filler they could lay out are doomed. Other choosers (Monte Carlo, the decoder) build
+exactly as before.
 """
 
 from __future__ import annotations
@@ -112,6 +125,23 @@ class ExpansionCache:
         self._rank[prefix] = (r, limit is None or len(r) < limit)
         return r
 
+    def expansion_outcomes(self, prefix, cfg: "DynamicConfig") -> int:
+        """Raw outcomes of the draws made when a node at ``prefix`` is expanded: the support of the
+        sampled child's member law when there is one (drawn at once, coarsely, or left undrawn,
+        an exhaustive enumeration counts one outcome per token of that support), else 1."""
+        key = ("outcomes", prefix)
+        n = self._tail.get(key)
+        if n is None:
+            m = cfg.m
+            ranked = self.ranked(prefix, m + 1)
+            if not cfg.sampled or len(ranked) <= m:
+                n = 1
+            else:
+                law, _ = self.tail(prefix, tuple(ranked[:m]))
+                n = sum(1 for w in law if w > 0)
+            self._tail[key] = n
+        return n
+
     def tail(self, prefix, head: tuple):
         """q(. | prefix) restricted to the complement of ``head``, and its unnormalised mass."""
         key = (prefix, head)
@@ -147,66 +177,146 @@ def build_dynamic(pair, cfg: DynamicConfig, chooser: Chooser, cache: ExpansionCa
     else:
         order = lambda s: -float(f"{s:.{FLOAT_SCORE_DIGITS}g}")  # noqa: E731
     K, m = cfg.top_k, cfg.m
+    skip_doomed = bool(getattr(chooser, "skip_doomed", False))
     tree = Tree(one)
+    # Creation codes: (layer, position of the parent among the nodes expanded for that layer,
+    # slot), as one integer (positions and slots are below K). Their order is the node-index order
+    # of the full builder, which the tie-breaks ("created earlier first") use, also when a
+    # left-out expansion is made later than the full builder would make it.
+    created = [0]  # node -> creation code
 
-    def expand(v: int) -> None:
+    def add(v: int, layer: int, pos: int, kind, score, token=None, group=None) -> int:
+        idx = tree.add(v, kind, score, token=token, group=group)
+        created.append((layer * K + pos) * K + len(tree.nodes[v].children) - 1)
+        return idx
+
+    def expand(v: int, layer: int, pos: int, postponed: list | None = None) -> list[int]:
+        """Create ``v``'s children (``v`` resolved); returns them. With ``postponed`` (a list),
+        the fillers' layout is appended to it instead of being made (see :func:`lay_fillers`)."""
         node = tree.nodes[v]
         prefix = tree.path(v)
         q = pair.q(prefix)
         ranked = cache.ranked(prefix, K + 1)  # slots read the top K ranks, "next" reads rank m+1
         head = tuple(ranked[:m])
         for t in head:
-            tree.add(v, DET, node.score * q[t], token=t)
-        if not cfg.sampled or len(ranked) <= m:
-            return
-        law, mass = cache.tail(prefix, head)
-        group = SampleGroup(base=law, mode="iid", key=(prefix, "tail"))
-        if cfg.proxy == "true":
-            s_idx = tree.add(v, SAMPLED, None, group=group)
-            s = tree.resolve(s_idx, chooser)
-            tree.nodes[s_idx].score = node.score * q[s]
-        else:
-            s_idx = tree.add(v, SAMPLED, node.score * _proxy(cfg.proxy, q, ranked, m, mass), group=group)
-        n_fill = K - 1 - m
-        if n_fill > 0 and cfg.fillers == "rank":
-            # The fillers depend on s only through whether s is one of the first n_fill ranked
-            # tail tokens: draw that much now and leave s undrawn when it lies beyond them.
-            block = list(ranked[m:m + n_fill])
-            s = tree.nodes[s_idx].token
-            if s is None and len(ranked) > m + n_fill:
-                s = tree.resolve_coarse(s_idx, chooser, block, ranked[m + n_fill])
-            elif s is None:
+            add(v, layer, pos, DET, node.score * q[t], token=t)
+        if cfg.sampled and len(ranked) > m:
+            law, mass = cache.tail(prefix, head)
+            group = SampleGroup(base=law, mode="iid", key=(prefix, "tail"))
+            if cfg.proxy == "true":
+                s_idx = add(v, layer, pos, SAMPLED, None, group=group)
                 s = tree.resolve(s_idx, chooser)
-            for t in [t for t in ranked[m:m + n_fill + 1] if t != s][:n_fill]:
-                tree.add(v, FILLER, node.score * q[t], token=t)
+                tree.nodes[s_idx].score = node.score * q[s]
+            else:
+                s_idx = add(v, layer, pos, SAMPLED, node.score * _proxy(cfg.proxy, q, ranked, m, mass), group=group)
+            if K - 1 - m > 0 and cfg.fillers == "rank":
+                if postponed is not None and cfg.proxy != "true":
+                    postponed.append((v, layer, pos, s_idx, ranked, q))
+                else:
+                    lay_fillers(v, layer, pos, s_idx, ranked, q)
+        return list(node.children)
+
+    def lay_fillers(v: int, layer: int, pos: int, s_idx: int, ranked: list, q) -> None:
+        """The filler slots of ``v``'s expansion, after its sampled child ``s_idx``."""
+        n_fill = K - 1 - m
+        # The fillers depend on s only through whether s is one of the first n_fill ranked
+        # tail tokens: draw that much now and leave s undrawn when it lies beyond them.
+        block = list(ranked[m:m + n_fill])
+        s = tree.nodes[s_idx].token
+        if s is None and len(ranked) > m + n_fill:
+            s = tree.resolve_coarse(s_idx, chooser, block, ranked[m + n_fill])
+        elif s is None:
+            s = tree.resolve(s_idx, chooser)
+        for t in [t for t in ranked[m:m + n_fill + 1] if t != s][:n_fill]:
+            add(v, layer, pos, FILLER, tree.nodes[v].score * q[t], token=t)
 
     keys: dict = {}  # node -> sort key (a node's score is final once its layer is built)
 
     def key(i):
         k = keys.get(i)
         if k is None:
-            k = keys[i] = (order(tree.nodes[i].score), i)
+            k = keys[i] = (order(tree.nodes[i].score), created[i])
         return k
 
-    expand(0)
-    layer = list(tree.nodes[0].children)
-    for _ in range(2, cfg.depth + 1):
+    def doomed(v: int, bound=None) -> bool:
+        """At least N nodes rank ahead of ``v`` (or of the sort key ``bound``); nodes are never
+        removed, so it stays pruned, and so does everything that ranks behind it."""
+        kv = key(v) if bound is None else bound
+        return sum(1 for x in range(1, len(tree.nodes)) if key(x) < kv) >= cfg.budget
+
+    def settle(layer: list[int], left_out: list, d: int) -> None:
+        """Make every left-out expansion (of the nodes expanded for layer ``d``) whose children
+        could be among the K best of ``layer``; the others can never matter (section 5.6)."""
+        while left_out:
+            for i, (v, pos) in enumerate(left_out):
+                # a child of v scores at most v's score and is created after (d, pos, slot 0)
+                bound = (order(tree.nodes[v].score), (d * K + pos) * K)
+                if sum(1 for x in layer if key(x) < bound) < K:
+                    break
+            else:
+                return
+            del left_out[i]
+            tree.resolve(v, chooser)
+            layer.extend(expand(v, d, pos))
+
+    layer = expand(0, 1, 0)
+    left_out: list = []  # (node, position) of the expansions left out for the current layer
+    for d in range(2, cfg.depth + 1):
+        settle(layer, left_out, d - 1)
+        for v, _ in left_out:  # its children can never be chosen: left out for good
+            tree.skipped[v] = _skipped_outcomes(tree, v, cache, cfg)
         chosen = sorted(layer, key=key)[:K]
-        start = len(tree.nodes)
+        plan = list(enumerate(chosen))  # (position, node), expanded in this order
+        left_out = []
         prefetch = getattr(pair, "prefetch", None)
         if prefetch is not None:
             # NOTE: a model-backed pair evaluates a whole layer in one batched pass. Resolving the
             # chosen nodes before any expansion only reorders independent draws (each law is fixed
             # by the node's prefix), so the tree's law is unchanged.
-            for v in chosen:
-                tree.resolve(v, chooser) if tree.nodes[v].token is None else None
-            prefetch([tree.path(v) for v in chosen])
-        for v in chosen:
-            tree.resolve(v, chooser) if tree.nodes[v].token is None else None
-            expand(v)
-        layer = list(range(start, len(tree.nodes)))
+            if skip_doomed:
+                left_out = [(v, pos) for pos, v in plan if doomed(v)]
+                plan = [(pos, v) for pos, v in plan if (v, pos) not in left_out]
+            for _, v in plan:
+                if tree.nodes[v].token is None:
+                    tree.resolve(v, chooser)
+            prefetch([tree.path(v) for _, v in plan])
+        elif skip_doomed:
+            # The nodes whose expansion needs a draw go last: every expansion before them can only
+            # add nodes ahead of them. Creation codes keep the full builder's tie-breaks, and the
+            # draws are independent, so the order changes nothing but which nodes are seen doomed.
+            plan.sort(key=lambda pv: tree.nodes[pv[1]].token is None)
+        layer = []
+        # In the last layer the fillers are laid out after every expansion: a filler layout whose
+        # sampled child and fillers are all doomed by then is left out, with its coarse draw.
+        postponed = [] if skip_doomed and d == cfg.depth else None
+        for pos, v in plan:
+            if skip_doomed and prefetch is None and doomed(v):
+                left_out.append((v, pos))
+                continue
+            if tree.nodes[v].token is None:
+                tree.resolve(v, chooser)
+            layer.extend(expand(v, d, pos, postponed))
+        for v, layer_d, pos, s_idx, ranked, q in postponed or ():
+            # the sampled child's key, and a filler's best: score(v) q(r_{m+1}), after slot m
+            best = min(key(s_idx), (order(tree.nodes[v].score * q[ranked[m]]), (layer_d * K + pos) * K + m + 1))
+            if not doomed(s_idx, best):
+                lay_fillers(v, layer_d, pos, s_idx, ranked, q)
+        left_out.sort(key=lambda vp: vp[1])
+    for v, _ in left_out:  # expansions for the last layer's successors: never needed
+        tree.skipped[v] = _skipped_outcomes(tree, v, cache, cfg)
     ranked_nodes = sorted(range(1, len(tree.nodes)), key=key)
     kept = [False] * len(tree.nodes)
     for i in ranked_nodes[:cfg.budget]:
         kept[i] = True
     return tree.finish(kept)
+
+
+def _skipped_outcomes(tree: Tree, v: int, cache: ExpansionCache, cfg: DynamicConfig) -> int:
+    """The raw outcomes the full builder branches over at a left-out node ``v``: its own undrawn
+    token (if any) and the draws of its expansion, summed over the token's values."""
+    node = tree.nodes[v]
+    if node.token is not None:
+        return cache.expansion_outcomes(tree.path(v), cfg)
+    up = tree.path(node.parent)
+    law = tree.draw_law(v)
+    return sum(cache.expansion_outcomes(up + (a,), cfg) for a in range(len(law)) if law[a] > 0)

@@ -43,6 +43,12 @@ ROOT, DET, SAMPLED, FILLER = "root", "det", "sampled", "filler"
 
 
 class Chooser(Protocol):
+    #: Optional (absent = False): the evaluator sums over every token a builder leaves undrawn,
+    #: so a builder may leave out work that provably influences neither the kept tree nor any
+    #: other draw (dynamic trees: doomed expansions, docs/theory.md section 5.6). Only the
+    #: exhaustive enumerator sets it; sampling choosers never do, so their draws are unchanged.
+    skip_doomed: bool
+
     def draw(self, law) -> int:
         """Return a token drawn from ``law`` (# [vocab], non-zero total)."""
 
@@ -56,11 +62,15 @@ class NeedChoice(Exception):
 
 
 class ReplayChooser:
-    """Answers draws from a script of tokens; raises :class:`NeedChoice` when it runs out."""
+    """Answers draws from a script of tokens; raises :class:`NeedChoice` when it runs out.
 
-    def __init__(self, script):
+    ``skip_doomed``: see :class:`Chooser` (the enumerator sets it unless asked not to reduce).
+    """
+
+    def __init__(self, script, skip_doomed: bool = False):
         self.script = script
         self.i = 0
+        self.skip_doomed = skip_doomed
 
     def draw(self, law) -> int:
         if self.i >= len(self.script):
@@ -110,6 +120,9 @@ class Tree:
     def __init__(self, one):
         self.nodes: list[Node] = [Node(-1, 0, ROOT, one, token=-1)]
         self.kept: list[bool] | None = None  # set by finish()/prune
+        # node -> raw outcomes of its left-out expansion and, if unresolved, of its own token
+        # (a doomed node whose expansion a builder skipped, docs/theory.md section 5.6)
+        self.skipped: dict[int, int] = {}
 
     # -- construction ------------------------------------------------------------------------
     def add(self, parent: int, kind: str, score, token=None, group=None) -> int:
@@ -248,7 +261,9 @@ class Tree:
 
     def unresolved_count(self) -> int:
         """Number of raw construction outcomes this tree stands for (product of the support
-        sizes of its still-unresolved draws, kept or pruned)."""
+        sizes of its still-unresolved draws, kept or pruned; a node in :attr:`skipped` counts the
+        outcomes recorded there instead: its own token's values and the draws of its left-out
+        expansion, as a builder without the skip would have branched over them)."""
         total = 1
         seen = set()
         for node in self.nodes:
@@ -262,8 +277,13 @@ class Tree:
             n = sum(1 for w in g.base if w > 0)
             r = len(g.members) - len(unresolved)
             for i, j in enumerate(unresolved):
-                if self.nodes[j].draw is not None:
+                if j in self.skipped:
+                    total *= self.skipped[j]
+                elif self.nodes[j].draw is not None:
                     total *= sum(1 for w in self.nodes[j].draw if w > 0)
                 else:
                     total *= n if g.mode == "iid" else (n - r - i)
+        for j, count in self.skipped.items():
+            if self.nodes[j].token is not None:
+                total *= count
         return total
