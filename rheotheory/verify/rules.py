@@ -53,6 +53,7 @@ __all__ = [
     "sequential",
     "kseq",
     "ot",
+    "ot_wor",
     "VERIFIERS",
     "get_verifier",
     "kseq_rho",
@@ -272,6 +273,66 @@ def ot(p, cands: Sequence[Candidate]) -> Transition:
     return Transition(cont, emit)
 
 
+def ot_wor(p, cands: Sequence[Candidate]) -> Transition:
+    r"""Deterministic candidates plus several sampled ones: recursive rejection first, then the
+    residual draw continues into a deterministic candidate holding it (docs/theory.md section 2.7).
+
+    The sampled candidates :math:`s_1, \dots, s_k` (in creation order, member laws
+    :math:`L_1, \dots, L_k`; without replacement, :math:`L_i` is the base law restricted to the
+    earlier members) are tried by recursive rejection against the *original* target, ignoring
+    the deterministic ones:
+
+    .. math::
+
+        a_i = \min\Big(1, \frac{p_{i-1}(s_i)}{L_i(s_i)}\Big), \qquad
+        p_i = \mathrm{res}(p_{i-1}, L_i), \qquad p_0 = p.
+
+    If all are rejected (probability :math:`\rho_k = \prod_i (1 - a_i)`), :math:`Y \sim p_k` is
+    drawn; the walk continues into the first candidate holding :math:`Y` (always a
+    deterministic one: a rejected :math:`s_i` has :math:`p_i(s_i) = 0`, and so has every later
+    :math:`p_j`), else :math:`Y` is emitted. Given the sampled tokens the output token's law is
+    that of recursive rejection sampling, which does not depend on the deterministic candidates;
+    averaged over :math:`s_i \sim L_i` (given :math:`s_{<i}`) it is :math:`p`. With one sampled
+    candidate this is :func:`ot`; with none, :func:`onehot`.
+
+    >>> p = laws.exact_law(["1/2", "1/4", "1/4", "0"])
+    >>> L1 = laws.exact_law(["0", "1/2", "1/4", "1/4"])          # tail law outside G = {0}
+    >>> L2 = laws.exact_law(["0", "0", "1/2", "1/2"])            # L1 without s_1 = 1
+    >>> cands = [Candidate(0), Candidate(1, law=L1), Candidate(2, law=L2)]
+    >>> print(acceptance(ot_wor(p, cands)))
+    1
+    >>> print(*[acceptance(ot_wor(p, [Candidate(0), Candidate(s, law=L1)])) ==
+    ...         acceptance(ot(p, [Candidate(0), Candidate(s, law=L1)])) for s in (1, 2, 3)])
+    True True True
+    """
+    sampled = [i for i, c in enumerate(cands) if c.law is not None]
+    if not sampled:
+        return onehot(p, cands)
+    cur = p
+    rest = _one(p)  # probability that every sampled candidate so far was rejected
+    cont = [p[0] * 0 for _ in cands]
+    for i in sampled:
+        c = cands[i]
+        lx = c.law[c.token]
+        if not lx > 0:
+            raise VerifierError(f"sampled candidate {c.token} has zero probability under its own law")
+        a = _min1(cur[c.token], lx)
+        cont[i] = rest * a
+        rest = rest * (1 - a)
+        cur = laws.residual(cur, c.law)
+    emit = rest * cur  # [vocab] mass of Y after every sampled candidate was rejected
+    taken = set(cands[i].token for i in sampled)
+    for i, c in enumerate(cands):
+        # NOTE: Y goes to the first deterministic candidate holding it; a duplicate gets nothing,
+        # and a rejected sampled token has zero residual mass (see the docstring).
+        if c.law is not None or c.token in taken:
+            continue
+        taken.add(c.token)
+        cont[i] = cont[i] + emit[c.token]
+    emit = laws.zero_at(emit, [c.token for c in cands if c.law is None])
+    return Transition(cont, emit)
+
+
 #: Verifier name -> transition rule. ``rrs`` and ``rrs-wor`` are the sequential rule applied to
 #: i.i.d. and without-replacement candidates respectively.
 VERIFIERS: dict[str, Callable[..., Transition]] = {
@@ -281,6 +342,7 @@ VERIFIERS: dict[str, Callable[..., Transition]] = {
     "rrs-wor": sequential,
     "kseq": kseq,
     "ot": ot,
+    "ot-wor": ot_wor,  # deterministic + several sampled candidates (docs/theory.md section 2.7)
 }
 
 
