@@ -35,3 +35,9 @@ preset("static-wor", "static",
        "verification", sampling="wor", verifier="rrs-wor")
 preset("chain", "chain", "standard speculative sampling: one sampled chain of D tokens, sequential verification",
        verifier="sequential")
+preset("rheo-adaptive", "adaptive",
+       "adaptive RheoSampling: per expansion the head size m maximising the per-node acceptance predicted for "
+       "p-hat = norm(q^(1/T)) when T < 1 (m = 0 when T >= 1), the other K-m slots sampled without replacement "
+       "from the tail (tail-mass proxy), ot-wor verification, the EAGLE tree at T = 0 (docs/theory.md "
+       "section 2.7)",
+       head="predicted", proxy="tail", greedy="eagle", verifier="ot-wor")
