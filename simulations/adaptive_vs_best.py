@@ -1,0 +1,101 @@
+"""rheo-adaptive against the best other method of each sweep cell, on paired steps.
+
+Reads a sweep CSV (``rheo sweep ... --methods ... rheo-adaptive``). For every cell (mismatch,
+T, K, D, N) it takes the other method with the highest tau, re-runs that row and the
+``rheo-adaptive`` row with the sweep's own seed (a row depends only on its configuration, so
+the re-run reproduces it exactly; the script checks tau against the CSV) to get per-step
+accepted lengths, and prints the paired difference of tau with its 95% normal interval
+(``mean +- 1.96 sd / sqrt(n)`` over the n steps; both methods see the same contexts, their
+construction and verification draws differ). The CSV keeps no per-step lengths, hence the re-run.
+
+    python simulations/adaptive_vs_best.py simulations/results/sweep_adaptive.csv
+    python simulations/adaptive_vs_best.py sweep.csv --out comparison.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+from rheotheory.montecarlo import Z_95, run_steps
+from rheotheory.sweep import read_csv, sweep_method
+from rheotheory.synthetic import SyntheticPair
+
+NEW = "rheo-adaptive"
+
+#: tau read back from the CSV (6 significant digits) must match the re-run to this.
+TAU_MATCH_TOL = 1e-4
+
+#: The issue's bar for a clear win: tau at least this factor above the best other method.
+CLEAR_WIN = 1.05
+
+
+def lengths(args) -> list[int]:
+    """Per-step |Z| of one sweep row, re-run exactly as ``rheotheory.sweep`` runs it."""
+    row, spec = args
+    T = float(row["temperature"])
+    tree = (int(row["top_k"]), int(row["depth"]), int(row["budget"]))
+    sparse = row["draft_top_k"]
+    pair = SyntheticPair(int(row["vocab_size"]), seed=int(row["seed"]), mismatch=float(row["mismatch_value"]),
+                         temperature=T, draft_top_k=int(sparse) if sparse not in ("", None) else None)
+    records: list = []
+    run_steps(pair, sweep_method(spec, tree, T), int(row["steps"]), seed=int(row["seed"]), contexts=True,
+              records=records)
+    return [len(r.z) for r in records]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("csv")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--out", default=None, help="also write the comparison as CSV")
+    args = ap.parse_args()
+    rows = read_csv(args.csv)
+    cell = lambda r: (r["mismatch"], float(r["temperature"]), int(r["top_k"]), int(r["depth"]), int(r["budget"]))  # noqa: E731
+    cells = sorted({cell(r) for r in rows}, key=lambda c: (c[2], c[3], c[4], c[0], c[1]))
+    jobs, plan = [], []
+    for c in cells:
+        here = [r for r in rows if cell(r) == c]
+        new = next(r for r in here if r["method"] == NEW)
+        best = max((r for r in here if r["method"] != NEW), key=lambda r: float(r["tau"]))
+        plan.append((c, best, new))
+        jobs += [(best, best["method"]), (new, NEW)]
+    with ProcessPoolExecutor(args.workers) as ex:
+        runs = list(ex.map(lengths, jobs))
+    out = []
+    print(f"{'mismatch':<8} {'T':>5} {'K,D,N':<8} {'best other':<12} {'tau':>6} {NEW:>13} {'ratio':>6} "
+          f"{'diff':>7} {'95% paired interval':>22}  verdict")
+    for i, (c, best, new) in enumerate(plan):
+        lb, ln = np.asarray(runs[2 * i], dtype=float), np.asarray(runs[2 * i + 1], dtype=float)
+        for r, l in ((best, lb), (new, ln)):
+            if abs(l.mean() - float(r["tau"])) > TAU_MATCH_TOL:
+                raise SystemExit(f"re-run of {r['method']} at {c} gives tau {l.mean()}, the CSV {r['tau']}")
+        d = ln - lb  # [steps] paired by context
+        m = float(d.mean())
+        half = Z_95 * float(d.std(ddof=1)) / math.sqrt(d.size)
+        ratio = float(ln.mean() / lb.mean())
+        verdict = ("worse" if m + half < 0 else "better" if m - half > 0 else "tie") + \
+                  (", >= +5%" if ratio >= CLEAR_WIN else "")
+        print(f"{c[0]:<8} {c[1]:>5g} {','.join(map(str, c[2:])):<8} {best['method']:<12} {lb.mean():>6.3f} "
+              f"{ln.mean():>13.3f} {ratio:>6.3f} {m:>+7.3f} [{m - half:>+8.3f}, {m + half:>+8.3f}]  {verdict}")
+        out.append(dict(mismatch=c[0], temperature=c[1], top_k=c[2], depth=c[3], budget=c[4],
+                        best_other=best["method"], best_tau=lb.mean(), new_tau=ln.mean(), ratio=ratio, diff=m,
+                        diff_low=m - half, diff_high=m + half, steps=d.size, verdict=verdict))
+    n_worse = sum(r["verdict"].startswith("worse") for r in out)
+    hot = [r for r in out if r["temperature"] >= 0.5]
+    n_win = sum(r["ratio"] >= CLEAR_WIN for r in hot)
+    print(f"\ncells: {len(out)}; significantly worse than the best other: {n_worse}; "
+          f">= +5% over the best other among T >= 0.5: {n_win} of {len(hot)}")
+    if args.out:
+        with open(args.out, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(out[0]))
+            w.writeheader()
+            w.writerows(out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""How many random instances adaptive RheoSampling certifies exactly lossless, with its negative controls.
+
+For V in {3,4,5}, K in {2,3,4}, D in {2,3} and every variant below, certify the method on
+``--instances`` random toy pairs (``random_pair(V, D, seed)``, seeds 0..n-1) with budget N = 2K in
+exact rationals (docs/theory.md section 4: every difference exactly 0). Modelled on
+``simulations/certify_table.py``; writes a CSV with one row per (V, K, D, variant) and a Markdown
+table of lossless counts.
+
+Variants (``rheo-adaptive`` is the preset; its ``t_hat`` is the temperature of the predicted target
+the head rule reads, set by sweeps and decoding to the target temperature):
+
+- ``adaptive-T0.5``: ``rheo-adaptive`` with t_hat = 0.5 (the predicted head is active, m >= 0);
+- ``adaptive-T1``: ``rheo-adaptive`` with t_hat = 1 (m = 0: every slot sampled without replacement);
+- ``threshold``: head by the threshold rule (q >= 1/4), ot-wor;
+- ``threshold-seq`` (expected lossy): the same tree verified by ``sequential`` (the head checked
+  before the samples: a sample's subtree can push a head sibling out, docs/theory.md section 8);
+- ``true-proxy`` (expected lossy): the samples scored by their own draft probability.
+
+    python simulations/certify_adaptive.py                        # 50 instances per cell
+    python simulations/certify_adaptive.py --instances 5          # a quick look
+    python simulations/certify_adaptive.py --cell-seconds 120     # cap each cell's time
+
+``--cell-seconds`` stops a cell after the instance in flight once that many seconds have passed;
+its row then says how many instances ran (``instances``), so the table never claims more than
+was certified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+
+from rheotheory import certify, make_method, random_pair
+
+GRID = [(V, K, D) for V in (3, 4, 5) for K in (2, 3, 4) for D in (2, 3)]
+
+#: variant name -> (method fields, expected lossless?)
+VARIANTS = {
+    "adaptive-T0.5": (dict(head="predicted", proxy="tail", t_hat="0.5", verifier="ot-wor"), True),
+    "adaptive-T1": (dict(head="predicted", proxy="tail", t_hat="1", verifier="ot-wor"), True),
+    "threshold": (dict(head="threshold", threshold="1/4", proxy="tail", verifier="ot-wor"), True),
+    "threshold-seq": (dict(head="threshold", threshold="1/4", proxy="tail", verifier="sequential"), False),
+    "true-proxy": (dict(head="threshold", threshold="1/4", proxy="true", verifier="ot-wor"), False),
+}
+
+FIELDS = ("V", "K", "D", "N", "variant", "description", "instances", "lossless", "max_deviation",
+          "max_deviation_float", "worst_seed", "seconds")
+
+
+def cell(args):
+    V, K, D, variant, n, cap = args
+    fields, _ = VARIANTS[variant]
+    method = make_method("adaptive", top_k=K, depth=D, budget=2 * K, **fields)
+    lossless, done, worst, worst_seed = 0, 0, 0, None
+    t0 = time.perf_counter()
+    for seed in range(n):
+        cert = certify(random_pair(V, D, seed=seed), method)
+        done += 1
+        if cert.lossless:
+            lossless += 1
+        elif cert.max_deviation > worst:
+            worst, worst_seed = cert.max_deviation, seed
+        if cap and time.perf_counter() - t0 > cap:
+            break
+    return dict(V=V, K=K, D=D, N=2 * K, variant=variant, description=method.describe(), instances=done,
+                lossless=lossless, max_deviation=str(worst), max_deviation_float=float(worst),
+                worst_seed=worst_seed, seconds=round(time.perf_counter() - t0, 2))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--instances", type=int, default=50)
+    ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    ap.add_argument("--cell-seconds", type=float, default=0, help="stop a cell after this long (0: never)")
+    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "certify_adaptive.csv"))
+    args = ap.parse_args()
+    jobs = [(V, K, D, va, args.instances, args.cell_seconds) for (V, K, D), va in itertools.product(GRID, args.variants)]
+    jobs.sort(key=lambda j: -(j[0] ** j[2]) * j[1])  # the slow cells first
+    rows = []
+    with ProcessPoolExecutor(args.workers) as ex:
+        futs = [ex.submit(cell, j) for j in jobs]
+        for f in as_completed(futs):
+            rows.append(f.result())
+            r = rows[-1]
+            print(f"{r['V']} {r['K']} {r['D']} {r['variant']:<14} {r['lossless']}/{r['instances']} "
+                  f"max dev {r['max_deviation']} ({r['seconds']} s)", flush=True)
+    order = list(VARIANTS)
+    rows.sort(key=lambda r: (r["V"], r["K"], r["D"], order.index(r["variant"])))
+    with open(args.out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+    md = os.path.splitext(args.out)[0] + ".md"
+    cols = [v for v in order if v in args.variants]
+    lines = [f"Lossless instances / instances certified (exact rationals, N = 2K, seeds 0..n-1; "
+             f"--instances {args.instances}, --cell-seconds {args.cell_seconds:g}). "
+             "Expected lossy: " + ", ".join(v for v in cols if not VARIANTS[v][1]) + ".", "",
+             "| V K D | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
+    for V, K, D in GRID:
+        by = {r["variant"]: r for r in rows if (r["V"], r["K"], r["D"]) == (V, K, D)}
+        lines.append(f"| {V} {K} {D} | " + " | ".join(f"{by[c]['lossless']}/{by[c]['instances']}" for c in cols) + " |")
+    tot = {c: (sum(r["lossless"] for r in rows if r["variant"] == c), sum(r["instances"] for r in rows if r["variant"] == c))
+           for c in cols}
+    lines.append("| total | " + " | ".join(f"{a}/{b}" for a, b in tot.values()) + " |")
+    worst = {c: max((r for r in rows if r["variant"] == c), key=lambda r: r["max_deviation_float"]) for c in cols}
+    lines += ["", "Largest deviation per variant: " + "; ".join(
+        f"{c}: {w['max_deviation']} (V={w['V']} K={w['K']} D={w['D']} seed {w['worst_seed']})" for c, w in worst.items())]
+    with open(md, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
