@@ -21,7 +21,7 @@ Along the walk the sampler also records, at every visited node with candidates, 
 acceptance ``sum(tr.cont)`` and the *per-node optimum* of :mod:`rheotheory.verify.optimum`
 for the node's candidate set (:func:`node_optimum`).
 
->>> from rheotheory import Method, make_method, random_pair
+>>> from rheotheory import make_method, random_pair
 >>> res = run_steps(random_pair(3, 2, seed=1, exact=False), make_method("chain", depth=2), steps=200, seed=0)
 >>> res.steps, 1 <= res.tau <= 3
 (200, True)
@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .errors import RheoError
-from .methods import Method, make_method
+from .methods import Method
 from .trees import RandomChooser
 from .verify.optimum import ot_value
 from .verify.walk import SampleBranch, method_tree_verifier, sample_outcome

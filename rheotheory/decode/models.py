@@ -222,6 +222,26 @@ def attend(q, k, v, slices, layer: int, bias, **sdpa):
     return F.scaled_dot_product_attention(q, kr[layer], vr[layer], attn_mask=bias, **sdpa)
 
 
+def cached_pass(model, cache: KVCache, tokens, depths, mask=None, offset: int = 0) -> torch.Tensor:
+    """``extend`` of a torch model with a ``_pass(tokens, positions, slices, bias)``: the tokens # [n]
+    at positions ``cache.length + depths``, keys/values written to the cache's scratch entries
+    ``offset ..``, ``mask`` # [n, offset + n] bool (None = all visible) -> logits # [n, V].
+
+    One body for every torch architecture (the tiny model, SmolLM), so the cache bookkeeping and
+    the position check are written once.
+    """
+    dev = cache.k.device
+    tokens = torch.as_tensor(tokens, device=dev)
+    depths = torch.as_tensor(depths, device=dev)
+    n = tokens.shape[0]
+    L = cache.length
+    check_positions(L, int(depths.max()), model.cfg.max_len)
+    start = L + offset
+    cache.reserve(start + n)
+    bias = attention_bias(mask, n, L, start + n, cache.k.dtype, dev)
+    return model._pass(tokens[None], depths + L, cache_slices(cache, start, n), bias)[0]
+
+
 class Block(nn.Module):
     """The parameters of one transformer block (its arithmetic is :meth:`TinyLM._pass`)."""
 
@@ -279,16 +299,7 @@ class TinyLM(nn.Module):
         ``tokens``, ``depths``: # [n] ints (lists, arrays or tensors); ``mask``: # [n, offset + n]
         bool (array or tensor), None = all visible.
         """
-        dev = cache.k.device
-        tokens = torch.as_tensor(tokens, device=dev)
-        depths = torch.as_tensor(depths, device=dev)
-        n = tokens.shape[0]
-        L = cache.length
-        check_positions(L, int(depths.max()), self.cfg.max_len)
-        start = L + offset
-        cache.reserve(start + n)
-        bias = attention_bias(mask, n, L, start + n, cache.k.dtype, dev)
-        return self._pass(tokens[None], depths + L, cache_slices(cache, start, n), bias)[0]
+        return cached_pass(self, cache, tokens, depths, mask, offset)
 
     def _pass(self, tokens, positions, slices=None, bias=None) -> torch.Tensor:
         """The one forward pass: tokens # [B, n] long at positions # [n] -> logits # [B, n, V].

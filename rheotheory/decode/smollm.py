@@ -46,7 +46,7 @@ from torch import nn
 
 from ..errors import InstanceError
 from .builtin import resolve_device
-from .models import KVCache, attend, attention_bias, cache_slices, check_positions
+from .models import KVCache, attend, cached_pass
 
 __all__ = ["SmolConfig", "SmolLM", "SmolPair", "INSTALL_HINT", "DEFAULT_DRAFT", "SMOL_PROMPTS", "ACCEPTANCE_TEXTS",
            "find_gguf", "cache_dir", "convert_gguf", "load_smollm2", "quantised_copy", "make_draft",
@@ -211,16 +211,7 @@ class SmolLM(nn.Module):
         """Logits # [n, V] of new tokens; the model interface of :mod:`rheotheory.decode.models`
         (``TinyLM.extend``): positions ``cache.length + depths``, keys/values written to the
         cache's scratch entries ``offset ..``, ``mask`` # [n, offset + n] bool, None = all visible."""
-        dev = cache.k.device
-        tokens = torch.as_tensor(tokens, device=dev)
-        depths = torch.as_tensor(depths, device=dev)
-        n = tokens.shape[0]
-        L = cache.length
-        check_positions(L, int(depths.max()), self.cfg.max_len)
-        start = L + offset
-        cache.reserve(start + n)
-        bias = attention_bias(mask, n, L, start + n, cache.k.dtype, dev)
-        return self._pass(tokens[None], depths + L, cache_slices(cache, start, n), bias)[0]
+        return cached_pass(self, cache, tokens, depths, mask, offset)
 
     def _pass(self, tokens, positions, slices=None, bias=None) -> torch.Tensor:
         """The one forward pass: tokens # [B, n] at positions # [n] -> logits # [B, n, V] (``slices``:
