@@ -38,7 +38,7 @@ from .trees import NeedChoice, ReplayChooser, Tree
 from .verify.walk import EnumerateBranch, method_tree_verifier
 
 __all__ = ["TreeClass", "Enumeration", "Certificate", "enumerate_classes", "step_law", "lossless_check",
-           "certify", "FLOAT_LOSSLESS_TOL"]
+           "prepare_pair", "certify", "FLOAT_LOSSLESS_TOL"]
 
 #: In float mode a method is reported lossless when its largest deviation is at most this.
 FLOAT_LOSSLESS_TOL = 1e-12
@@ -288,6 +288,17 @@ class Certificate:
         }
 
 
+def prepare_pair(pair, method: Method, exact: bool | None = None):
+    """``pair`` in the requested arithmetic (True: exact rationals, False: float64, None: as is),
+    checked to hold the prefixes a tree of ``method`` reads (its depth within the horizon)."""
+    if exact is not None:
+        pair = pair.to_exact() if exact else pair.to_float()
+    horizon = getattr(pair, "horizon", None)
+    if horizon is not None and method.depth > horizon:
+        raise TreeError(f"depth {method.depth} exceeds the instance horizon {horizon} (need prefixes up to length D)")
+    return pair
+
+
 def certify(pair, method: Method, exact: bool | None = None, progress: bool = False,
             eager: bool = False, max_branches: int | None = None, reduce: bool = True) -> Certificate:
     """Exhaustively certify ``method`` on ``pair``.
@@ -298,11 +309,7 @@ def certify(pair, method: Method, exact: bool | None = None, progress: bool = Fa
     enumeration (see :func:`enumerate_classes`).
     """
     t0 = time.perf_counter()
-    if exact is not None:
-        pair = pair.to_exact() if exact else pair.to_float()
-    horizon = getattr(pair, "horizon", None)
-    if horizon is not None and method.depth > horizon:
-        raise TreeError(f"depth {method.depth} exceeds the instance horizon {horizon} (need prefixes up to length D)")
+    pair = prepare_pair(pair, method, exact)
     bar = None
     if progress:
         from tqdm import tqdm

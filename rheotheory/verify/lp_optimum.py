@@ -87,7 +87,7 @@ from fractions import Fraction
 import numpy as np
 
 from .. import laws
-from ..errors import RheoError, TreeError
+from ..errors import RheoError
 from .walk import EnumerateBranch, draw_pending
 
 __all__ = [
@@ -512,12 +512,10 @@ def tree_optimum(pair, method, exact: bool | None = None, max_branches: int | No
     TreeOptimum
         ``value`` is the exact rational optimum when ``exact`` is True, else HiGHS's float.
     """
+    from ..exact import prepare_pair
+
     t0 = time.perf_counter()
-    if exact is not None:
-        pair = pair.to_exact() if exact else pair.to_float()
-    horizon = getattr(pair, "horizon", None)
-    if horizon is not None and method.depth > horizon:
-        raise TreeError(f"depth {method.depth} exceeds the instance horizon {horizon} (need prefixes up to length D)")
+    pair = prepare_pair(pair, method, exact)
     trees, classes = concrete_trees(pair, method, eager=eager, max_branches=max_branches, max_variables=max_variables)
     lp = _build_lp(pair, trees, max_constraints)
     res = _solve_float(lp)
