@@ -17,9 +17,8 @@ from fractions import Fraction
 from typing import ClassVar
 
 from ..errors import TreeError
-from ..trees import ExpansionCache
 from ..trees.adaptive import DEFAULT_THRESHOLD, HEAD_RULES, PROXIES, AdaptiveConfig, build_adaptive
-from .dynamic import EagleMethod, _budget, _depth, _top_k
+from .dynamic import DynamicMethod, EagleMethod, budget_option, depth_option, top_k_option
 from .registry import Method, option, register
 
 __all__ = ["AdaptiveMethod"]
@@ -62,7 +61,7 @@ def _temperature_value(text) -> str:
 
 @register
 @dataclass(frozen=True)
-class AdaptiveMethod(Method):
+class AdaptiveMethod(DynamicMethod):
     """Adaptive RheoSampling: head by threshold on q, K - m tail samples without replacement, ot-wor."""
 
     family: ClassVar[str] = "adaptive"
@@ -71,11 +70,10 @@ class AdaptiveMethod(Method):
     #: ``ot-wor`` is the rule for several sampled siblings; ``onehot`` is lossless on any tree;
     #: ``sequential`` (= rrs-wor with the head checked first) is admitted for the certifier.
     verifiers: ClassVar[tuple[str, ...]] = ("ot-wor", "onehot", "sequential")
-    shrink_fields: ClassVar[tuple[str, ...]] = ("depth", "top_k", "budget")
 
-    top_k: int = _top_k()
-    depth: int = _depth()
-    budget: int = _budget()
+    top_k: int = top_k_option()
+    depth: int = depth_option()
+    budget: int = budget_option()
     head: int | str = option("predicted", help="deterministic head per expansion: predicted (the m with the best "
                              "per-node acceptance predicted for p-hat = norm(q^(1/T))), threshold (ranked tokens "
                              "with q >= threshold), or a fixed integer m <= K-1 (at most K-1 in every case)",
@@ -91,33 +89,20 @@ class AdaptiveMethod(Method):
                          choices=("eagle", "same"))
 
     def validate(self) -> None:
-        self.require_positive("top_k", "depth", "budget")
         object.__setattr__(self, "head", _head_value(self.head))
         object.__setattr__(self, "threshold", _threshold_value(self.threshold))
         object.__setattr__(self, "t_hat", _temperature_value(self.t_hat))
         if self.greedy not in ("same", "eagle"):
             raise TreeError(f"greedy must be same or eagle, got {self.greedy!r}")
-        self.config()  # the builder's own checks
+        super().validate()  # positive sizes and the builder's own checks
 
     def config(self) -> AdaptiveConfig:
         return AdaptiveConfig(self.top_k, self.depth, self.budget, head=self.head,
                               threshold=Fraction(self.threshold), proxy=self.proxy,
                               temperature=float(self.t_hat))
 
-    @property
-    def nodes(self) -> int:
-        return self.budget
-
-    def builder(self, pair, cache: ExpansionCache | None = None):
-        cfg = self.config()
-        cache = cache or ExpansionCache(pair)
-        return lambda chooser: build_adaptive(pair, cfg, chooser, cache)
-
-    def fit(self, **changes) -> "AdaptiveMethod":
-        k = changes.get("top_k", self.top_k)
-        if "head" not in changes and isinstance(self.head, int) and isinstance(k, int) and self.head > k - 1:
-            changes["head"] = max(0, k - 1)
-        return super().fit(**changes)
+    def build_tree(self, pair, cfg, chooser, cache):
+        return build_adaptive(pair, cfg, chooser, cache)
 
     def at_temperature(self, temperature: float) -> Method:
         if temperature == 0 and self.greedy == "eagle":

@@ -9,30 +9,32 @@ from ..errors import TreeError
 from ..trees import FILLERS, PROXIES, DynamicConfig, ExpansionCache, build_dynamic
 from .registry import Method, option, positive_int, register
 
-__all__ = ["EagleMethod", "RheoMethod"]
+__all__ = ["DynamicMethod", "EagleMethod", "RheoMethod", "top_k_option", "depth_option", "budget_option"]
 
 #: Verifiers defined for dynamic trees: deterministic children plus at most one sampled child
 #: per node (rrs / rrs-wor / kseq are rules for sets of sampled siblings).
 DYNAMIC_VERIFIERS = ("onehot", "sequential", "ot")
 
 
-def _top_k():
+def top_k_option():
     return option(None, help="slots per expansion and nodes expanded per layer", label="K", parse=positive_int,
                   metavar="K", search=(2, 3))
 
 
-def _depth():
+def depth_option():
     return option(None, help="tree depth (layers below the root)", label="D", parse=positive_int, metavar="D",
                   search=(2, 3))
 
 
-def _budget():
+def budget_option():
     return option(None, help="non-root nodes kept by the global prune", label="N", parse=positive_int,
                   metavar="N", search=(2, 6))
 
 
 @dataclass(frozen=True)
-class _Dynamic(Method):
+class DynamicMethod(Method):
+    """Base of the dynamic families: K, D, N, a global prune, and a builder over an expansion cache."""
+
     verifiers: ClassVar[tuple[str, ...]] = DYNAMIC_VERIFIERS
     shrink_fields: ClassVar[tuple[str, ...]] = ("depth", "top_k", "budget")
 
@@ -47,23 +49,35 @@ class _Dynamic(Method):
     def nodes(self) -> int:
         return self.budget
 
+    def build_tree(self, pair, cfg, chooser, cache):
+        """One tree of this family (the dynamic builder; a family with its own builder overrides)."""
+        return build_dynamic(pair, cfg, chooser, cache)
+
     def builder(self, pair, cache: ExpansionCache | None = None):
         cfg = self.config()
         cache = cache or ExpansionCache(pair)
-        return lambda chooser: build_dynamic(pair, cfg, chooser, cache)
+        return lambda chooser: self.build_tree(pair, cfg, chooser, cache)
+
+    def fit(self, **changes) -> "DynamicMethod":
+        """``changes`` applied; an integer head above the new K - 1 is lowered to it."""
+        k = changes.get("top_k", self.top_k)
+        head = getattr(self, "head", None)
+        if "head" not in changes and isinstance(head, int) and isinstance(k, int) and head > k - 1:
+            changes["head"] = max(0, k - 1)
+        return super().fit(**changes)
 
 
 @register
 @dataclass(frozen=True)
-class EagleMethod(_Dynamic):
+class EagleMethod(DynamicMethod):
     """EAGLE-2/3: K deterministic top-ranked children per expansion, global prune to N."""
 
     family: ClassVar[str] = "eagle"
     summary: ClassVar[str] = "EAGLE-2 dynamic top-K tree with global pruning (deterministic children)"
 
-    top_k: int = _top_k()
-    depth: int = _depth()
-    budget: int = _budget()
+    top_k: int = top_k_option()
+    depth: int = depth_option()
+    budget: int = budget_option()
 
     def config(self) -> DynamicConfig:
         return DynamicConfig(self.top_k, self.depth, self.budget, sampled=False)
@@ -84,7 +98,7 @@ def _head_value(text):
 
 @register
 @dataclass(frozen=True)
-class RheoMethod(_Dynamic):
+class RheoMethod(DynamicMethod):
     """RheoSampling: m deterministic head slots, one slot sampled from the draft's tail scored by a
     proxy, K-1-m fillers (docs/theory.md section 2.2)."""
 
@@ -93,9 +107,9 @@ class RheoMethod(_Dynamic):
                               "by a proxy for expansion and pruning")
     verifiers: ClassVar[tuple[str, ...]] = ("ot", "onehot", "sequential")
 
-    top_k: int = _top_k()
-    depth: int = _depth()
-    budget: int = _budget()
+    top_k: int = top_k_option()
+    depth: int = depth_option()
+    budget: int = budget_option()
     head: int | str = option("K-1", help="deterministic head slots m per expansion: an integer, K-1 or K/2",
                              label="head", parse=_head_value, metavar="M")
     proxy: str = option("next", help="score of the sampled slot", choices=PROXIES)
@@ -115,12 +129,6 @@ class RheoMethod(_Dynamic):
     def config(self) -> DynamicConfig:
         return DynamicConfig(self.top_k, self.depth, self.budget, sampled=True, head=self.head, proxy=self.proxy,
                              fillers=self.fillers)
-
-    def fit(self, **changes) -> "RheoMethod":
-        k = changes.get("top_k", self.top_k)
-        if "head" not in changes and isinstance(k, int) and self.head > k - 1:
-            changes["head"] = max(0, k - 1)
-        return super().fit(**changes)
 
     def at_temperature(self, temperature: float) -> Method:
         if temperature == 0 and self.greedy == "eagle":
