@@ -101,21 +101,25 @@ def summarise(runs: list[dict]) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=200, help="seeds 0..N-1 (default 200)")
+    ap.add_argument("--start", type=int, default=0, help="first seed (default 0); with --from-log a stopped run "
+                    "is continued by running seeds START..N-1 and summarising both logs")
     ap.add_argument("--workers", type=int, default=2, help="processes (default 2)")
     ap.add_argument("--out", default=str(RESULTS / "showcase_calibration.json"))
     ap.add_argument("--from-log", default=None, metavar="LOG",
                     help="summarise the printed lines of an earlier (possibly stopped) run instead of running")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    if args.from_log:
+    if args.from_log and args.start == 0:
         runs = runs_from_log(Path(args.from_log).read_text())
     else:
+        earlier = runs_from_log(Path(args.from_log).read_text()) if args.from_log else []
         with Pool(args.workers) as pool:
             runs = []
-            for r in pool.imap(one_run, range(args.seeds)):
+            for r in pool.imap(one_run, range(args.start, args.seeds)):
                 runs.append(r)
                 print(f"seed {r['seed']:4d}  p={r['p_value']:.4g}  per-length "
                       + " ".join(f"{x:.4g}" for x in r["per_length"]) + f"  ({r['seconds']:.1f} s)", flush=True)
+        runs = earlier + runs
     summary = summarise(runs)
     summary["wall_seconds"] = round(time.perf_counter() - t0, 1)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
