@@ -19,6 +19,8 @@ import torch
 from rheotheory.decode.builtin import load_builtin_pair
 from rheotheory.decode.checks import lossless_test, ot_skip_residual
 from rheotheory.decode.engine import DecodeConfig
+from rheotheory.verify.block import residual_step
+from rheotheory.verify.traversal import TraversalVerifier
 from rheotheory.methods import make_method, resolve
 
 #: Significance level.
@@ -29,11 +31,21 @@ PROMPTS = ("def fib(", "import ")
 STATIC_SHAPE = [[0], [1], [0, 0], [0, 1], [1, 0]]
 
 
+class SkipResidualTraversal(TraversalVerifier):
+    """Planted bug for the tree-level verifiers: after a rejected child the parent keeps its
+    target law instead of the residual norm((a P - Q)+)."""
+
+    name = "traversal-skip-residual"
+    state_after_rejection = staticmethod(lambda a, P, Q: (residual_step(a, P, Q)[0], P))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=400, help="runs per prompt")
     ap.add_argument("--seed", type=int, default=20260601)
     ap.add_argument("--temperature", type=float, default=1.0)
+    ap.add_argument("--only", default=None, metavar="NAMES",
+                    help="comma-separated row names to run (default: every row)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     pair = load_builtin_pair()
@@ -46,7 +58,16 @@ def main() -> None:
         ("rheo", rheo_small, None),
         ("rheo (bench size)", resolve("rheo-tuned", size=(2, 4, 8)), None),
         ("rheo + skip-residual (biased)", rheo_small, ot_skip_residual),
+        ("chain block", make_method("chain", depth=2, verifier="block"), None),
+        ("static traversal", make_method("static", shape=STATIC_SHAPE, verifier="traversal"), None),
+        ("static-wor traversal", make_method("static", shape=STATIC_SHAPE, sampling="wor", verifier="traversal"),
+         None),
+        ("static traversal skip-residual (biased)", make_method("static", shape=STATIC_SHAPE, verifier="traversal"),
+         SkipResidualTraversal()),
     ]
+    if args.only:
+        wanted = [n.strip() for n in args.only.split(",")]
+        variants = [v for v in variants if v[0] in wanted]
     print(f"built-in pair; T = {args.temperature:g}; prompts {PROMPTS!r}; N = {args.n} per prompt; "
           f"seed {args.seed}; alpha = {ALPHA:g}")
     for name, method, verifier in variants:
