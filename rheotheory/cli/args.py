@@ -304,3 +304,55 @@ def progress_bar(total: int, off: bool, desc: str):
     from tqdm import tqdm
 
     return tqdm(total=total, desc=desc, disable=True if off else None, delay=2.0, leave=False, unit="step")
+
+
+#: Most digits of one --generate value (MAX_SEED has 19).
+_GENERATE_DIGITS = 19
+
+
+def generate_arg(text: str) -> tuple[int, int, int]:
+    """``--generate V,H,SEED``: vocabulary >= 1, horizon >= 0, seed in 0..MAX_SEED."""
+    parts = text.split(",")
+    if len(parts) != 3 or not all(t.strip().isascii() and t.strip().isdigit() and len(t) <= _GENERATE_DIGITS
+                                  for t in parts):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not V,H,SEED (three non-negative integers)")
+    v, h, seed = (int(t) for t in parts)
+    if v < 1 or seed > MAX_SEED:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: V must be >= 1 and SEED in 0..{MAX_SEED}")
+    return v, h, seed
+
+
+def add_toy_instance_arguments(ap) -> None:
+    """The toy pair of the exact commands: an instance file, ``--generate``, or the built-in example."""
+    ap.add_argument("instance", nargs="?", default=None,
+                    help="instance JSON (default: the built-in example, V=4, horizon 3)")
+    ap.add_argument("--generate", type=generate_arg, default=None, metavar="V,H,SEED",
+                    help="instead of an instance file: the seeded generated pair (vocabulary V, horizon H), whose "
+                    "laws are made only at the prefixes the computation visits; equal to random_pair(V, H, SEED, "
+                    "keyed=True) on every prefix")
+    ap.add_argument("--float", dest="use_float", action="store_true", help="float64 instead of exact rationals")
+    add_max_entries(ap)
+
+
+def toy_pair_from_args(args, method, exact: bool):
+    """The pair of :func:`add_toy_instance_arguments`, checked to fit the method (K <= V);
+    ``args.instance`` is set to the pair's name for the reports."""
+    from ..pairs import GeneratedPair, ToyPair, example_pair
+
+    if args.generate is not None:
+        if args.instance:
+            raise RheoError("give an instance file or --generate, not both")
+        pair = GeneratedPair(*args.generate, exact=exact, max_entries=args.max_entries)
+        args.instance = "generated:{},{},{}".format(*args.generate)
+    else:
+        pair = (ToyPair.load(args.instance, exact=exact, max_entries=args.max_entries) if args.instance
+                else example_pair(exact=exact))
+        args.instance = args.instance or "built-in example"
+    check_fits_vocab(method, pair.vocab_size, "the instance")
+    return pair
+
+
+def print_toy_header(args, pair, method) -> None:
+    """The first two lines of the exact commands' text report."""
+    print(f"instance        : {args.instance} (V={pair.vocab_size}, horizon={pair.horizon})")
+    print(f"method          : {method.describe()}  (--preset {args.preset})")

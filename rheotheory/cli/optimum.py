@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from .args import add_max_entries, add_method_arguments, method_from_args, positive_int
+from .args import (add_method_arguments, add_toy_instance_arguments, method_from_args, positive_int, print_toy_header,
+                   toy_pair_from_args)
 from .certify import DEFAULT_MAX_BRANCHES
 
 __all__ = ["register", "run"]
@@ -29,14 +30,11 @@ def register(sub) -> None:
                        "method's concrete trees with the step output (HiGHS), re-check it in exact rationals, and "
                        "certify each verifier's exact tokens per step beside it. The optimum is an upper bound on "
                        "every lossless verifier, attained or not.")
-    c.add_argument("instance", nargs="?", default=None,
-                   help="instance JSON (default: the built-in example, V=4, horizon 3)")
+    add_toy_instance_arguments(c)
     add_method_arguments(c, size="toy")
     c.add_argument("--verifiers", type=_names, default=None, metavar="A,B,...",
                    help="verifiers to certify beside the optimum (default: every verifier the method's family "
                    "admits that applies to its trees)")
-    c.add_argument("--float", dest="use_float", action="store_true",
-                   help="float64 instead of exact rationals (no exact re-check)")
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.add_argument("--max-branches", type=positive_int, default=DEFAULT_MAX_BRANCHES, metavar="B",
                    help=f"stop with an error after B construction branches (default {DEFAULT_MAX_BRANCHES})")
@@ -44,7 +42,6 @@ def register(sub) -> None:
                    help=f"refuse an LP of more than N variables (default {MAX_LP_VARIABLES})")
     c.add_argument("--max-constraints", type=positive_int, default=MAX_LP_CONSTRAINTS, metavar="M",
                    help=f"refuse an LP of more than M equality constraints (default {MAX_LP_CONSTRAINTS})")
-    add_max_entries(c)
     c.set_defaults(func=run)
 
 
@@ -52,7 +49,6 @@ def run(args) -> int:
     from ..errors import VerifierError
     from ..exact import certify
     from ..laws import format_number
-    from ..pairs import ToyPair, example_pair
     from ..verify import tree_verifier
     from ..verify.lp_optimum import tree_optimum
 
@@ -62,8 +58,7 @@ def run(args) -> int:
     if names is not None:
         for name in names:
             tree_verifier(name)  # NOTE: an unknown name is one line and exit 2 before any work
-    pair = (ToyPair.load(args.instance, exact=exact, max_entries=args.max_entries) if args.instance
-            else example_pair(exact=exact))
+    pair = toy_pair_from_args(args, method, exact)
     opt = tree_optimum(pair, method, max_branches=args.max_branches, max_variables=args.max_variables,
                        max_constraints=args.max_constraints)
     rows, skipped = {}, {}
@@ -88,13 +83,12 @@ def run(args) -> int:
         d = opt.to_dict()
         d["verifiers"] = rows
         d["not_applicable"] = skipped
-        d["instance"] = args.instance or "built-in example"
+        d["instance"] = args.instance
         d["preset"] = args.preset
         print(json.dumps(d))
         return 0
     fmt = format_number
-    print(f"instance        : {args.instance or 'built-in example'} (V={pair.vocab_size}, horizon={pair.horizon})")
-    print(f"method          : {method.describe()}  (--preset {args.preset})")
+    print_toy_header(args, pair, method)
     print(f"LP              : {opt.variables} variables, {opt.constraints} constraints, {opt.trees} concrete trees "
           f"from {opt.classes} classes")
     opt_text = fmt(opt.value) + (f"  (~{float(opt.value):.6f})" if opt.exact else "")
