@@ -6,6 +6,9 @@ Requires ``hypothesis`` (in the ``dev`` extra).
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 from fractions import Fraction
 
 import numpy as np
@@ -15,8 +18,32 @@ from . import laws
 from .pairs import ToyPair, prefixes
 from .verify import Candidate
 
-__all__ = ["exact_laws", "law_pairs", "toy_pairs", "det_plus_sample", "iid_candidates", "wor_candidates",
+__all__ = ["hang_guard", "exact_laws", "law_pairs", "toy_pairs", "det_plus_sample", "iid_candidates", "wor_candidates",
            "methods"]
+
+@contextlib.contextmanager
+def hang_guard(seconds: float, what: str = "the call"):
+    """Fail (``AssertionError``) if the body is still running after ``seconds``: a hang detector
+    for fuzz tests, not a speed target (POSIX main thread; elsewhere it only runs the body).
+
+    >>> with hang_guard(5):
+    ...     pass
+    """
+    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def fire(signum, frame):
+        raise AssertionError(f"{what} still ran after {seconds:g} s (a hang)")
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
 
 #: Largest integer weight used to build exact laws: small denominators keep proofs fast and
 #: still produce every ordering/sign case of min/max.

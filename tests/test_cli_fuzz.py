@@ -18,6 +18,10 @@ import time
 import pytest
 
 from rheotheory.cli import main
+from rheotheory.testing import hang_guard
+
+#: Hang detector per in-process invocation (testing.hang_guard, not a speed target).
+HANG_SECONDS = 60.0
 
 BIG = "9" * 4301  # over Python's 4300-digit int-from-text limit
 TOO_BIG_SEED = str(2**64)
@@ -111,14 +115,13 @@ CASES = [
 
 
 def _one_line_exit_2(argv, capsys, fragment):
-    t0 = time.perf_counter()
-    code = main(argv)
+    with hang_guard(HANG_SECONDS, " ".join(argv)[:60]):
+        code = main(argv)
     err = capsys.readouterr().err
     assert code == 2, (argv, code, err)
     assert err.count("\n") == 1 and err.endswith("\n"), (argv, err)
     assert "Traceback" not in err
     assert fragment in err, (argv, err)
-    assert time.perf_counter() - t0 < 10, argv
 
 
 @pytest.mark.parametrize("argv,fragment", CASES, ids=[" ".join(a)[:60] for a, _ in CASES])
