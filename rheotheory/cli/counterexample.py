@@ -19,8 +19,10 @@ MAX_INSTANCES = 10**6
 
 #: Default cap on the search's construction branches, estimated up front as --instances times the
 #: branches of the largest instance the search can draw (a branch is a builder run, 1-4 ms of
-#: exact arithmetic: about 10-30 minutes). The default search needs 200 x 256.
-DEFAULT_SEARCH_BRANCHES = 500_000
+#: exact arithmetic), the same cap as one `rheo certify` (about an hour in the worst case; a lossy
+#: method usually stops at its first instances). The default search needs 200 x 256; the
+#: README's `--proxy true` search 200 x 2,500.
+DEFAULT_SEARCH_BRANCHES = 2_000_000
 
 #: First budget of the probe certification (a second at most); it grows tenfold up to the share.
 PROBE_BRANCHES = 1000
