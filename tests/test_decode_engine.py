@@ -8,8 +8,8 @@ torch = pytest.importorskip("torch")
 from rheotheory.decode.bench import BENCH_PROMPTS  # noqa: E402
 from rheotheory.decode.builtin import load_builtin_pair  # noqa: E402
 from rheotheory.decode.checks import TESTED_TOKENS, lossless_test, next_token_laws, ot_skip_residual  # noqa: E402
-from rheotheory.decode.engine import (AUTOREGRESSIVE, GREEDY_DRAFT_TEMPERATURE, DecodeConfig, decode,  # noqa: E402
-                                      target_law)
+from rheotheory.decode.engine import (AUTOREGRESSIVE, DEFAULT_DRAFT_TOP_K, GREEDY_DRAFT_TEMPERATURE,  # noqa: E402
+                                      SPARSE_DRAFT_MIN_VOCAB, DecodeConfig, decode, draft_law, target_law)
 from rheotheory.errors import InstanceError, LawError  # noqa: E402
 from rheotheory.methods import make_method  # noqa: E402
 from rheotheory.stats import prefix_cells  # noqa: E402
@@ -70,6 +70,51 @@ def test_greedy_equals_autoregressive_greedy(pair, name):
     res = decode(pair.target, pair.draft, prompt, METHODS[name], cfg, torch.Generator().manual_seed(1))
     assert res.tokens == ref.tokens
     assert res.tokens_per_step > 1.0, "greedy drafting should accept something on in-domain text"
+
+
+#: Sparse-draft k of the built-in pair tests: the draft's mass outside its top 8 is 0.23 after
+#: "def fib(" and 0.40 after "import " (T_d = 1), so the truncation changes q materially.
+SPARSE_K = 8
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_greedy_with_a_sparse_draft_equals_autoregressive_greedy(pair, name):
+    """T = 0 with q truncated to the draft's top 2: still greedy decoding, token for token."""
+    cfg = DecodeConfig(temperature=0.0, max_new_tokens=40)
+    prompt = pair.encode("def fib(")
+    ref = decode(pair.target, pair.draft, prompt, AUTOREGRESSIVE, cfg, torch.Generator().manual_seed(0))
+    sparse = DecodeConfig(temperature=0.0, max_new_tokens=40, draft_top_k=2)
+    res = decode(pair.target, pair.draft, prompt, METHODS[name], sparse, torch.Generator().manual_seed(1))
+    assert res.tokens == ref.tokens
+
+
+def test_draft_law_top_k_is_zero_outside_and_renormalises():
+    """Exact: q = 0 outside the k largest logits (ties by smaller id), and on them q is the
+    softmax of those logits alone (the full softmax restricted and renormalised)."""
+    logits = np.array([[1.0, 3.0, 2.0, 3.0, 2.0, -1.0],
+                       [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]])  # [2, 6]; ties at the threshold in both rows
+    for T in (1.0, 0.5):
+        full = draft_law(logits, DecodeConfig(temperature=T, draft_top_k=None))
+        q = draft_law(torch.tensor(logits), DecodeConfig(temperature=T, draft_top_k=3))
+        keep = np.array([[False, True, True, True, False, False],  # 3, 3, then the first 2
+                         [True, True, True, False, False, False]])  # all equal: ids 0, 1, 2
+        assert (q[~keep] == 0).all() and (q[keep] > 0).all()
+        assert np.abs(q.sum(axis=1) - 1).max() <= 1e-15
+        ref = np.where(keep, full, 0.0)
+        assert np.abs(q - ref / ref.sum(axis=1, keepdims=True)).max() <= 1e-15
+    same = DecodeConfig(temperature=1.0, draft_top_k=6)  # k >= V: the full law
+    assert (draft_law(logits, same) == draft_law(logits, DecodeConfig(draft_top_k=None))).all()
+
+
+def test_draft_top_k_default_rule_and_bad_values():
+    cfg = DecodeConfig()
+    assert cfg.draft_k(128) is None and cfg.draft_k(SPARSE_DRAFT_MIN_VOCAB) is None
+    assert cfg.draft_k(SPARSE_DRAFT_MIN_VOCAB + 1) == DEFAULT_DRAFT_TOP_K == 128
+    assert DecodeConfig(draft_top_k=None).draft_k(49152) is None
+    assert DecodeConfig(draft_top_k=8).draft_k(128) == 8 and DecodeConfig(draft_top_k=128).draft_k(128) is None
+    for bad in (0, -3, 2.5, True, "all"):
+        with pytest.raises(LawError, match="draft top-k"):
+            DecodeConfig(draft_top_k=bad)
 
 
 #: float64 draft keys/values of a tree node against the same token evaluated in a chain.
@@ -161,6 +206,16 @@ def test_lossless_with_a_draft_temperature_of_its_own(pair32):
     alpha = 1e-3, seed LOSSLESS_SEED + 2, N = 400 runs x 2 prompts."""
     res = lossless_test(pair32, LOSSLESS_PROMPTS, SMALL["rheo"], DecodeConfig(temperature=1.0, draft_temp=0.6),
                         N_PER_PROMPT, LOSSLESS_SEED + 2)
+    assert res.df >= 10
+    assert res.p_value > ALPHA, f"chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}"
+
+
+def test_lossless_with_a_sparse_draft(pair32):
+    """rheo with q truncated to the draft's top SPARSE_K = 8 logits (the builders and the verifier
+    read the same truncated q): alpha = 1e-3, seed LOSSLESS_SEED + 3, N = 400 runs x 2 prompts, T = 1.
+    Measured: p = 0.026 (chi2 = 81.9, df = 59); ot_skip_residual with the same q, seed and N: p = 6e-35."""
+    res = lossless_test(pair32, LOSSLESS_PROMPTS, SMALL["rheo"], DecodeConfig(temperature=1.0, draft_top_k=SPARSE_K),
+                        N_PER_PROMPT, LOSSLESS_SEED + 3)
     assert res.df >= 10
     assert res.p_value > ALPHA, f"chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}"
 

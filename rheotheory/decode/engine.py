@@ -27,6 +27,13 @@ ranking, scores, sampled slots and their verification alike) is softmax(draft lo
 T_d = T when T > 0; when T = 0 it is :data:`GREEDY_DRAFT_TEMPERATURE`, sharp but not one-hot, so
 the ranking survives and a sampled slot almost always holds the best-ranked token it may hold,
 the best single guess of a greedy target's token. ``DecodeConfig.draft_temp`` overrides T_d.
+
+**Sparse draft.** With ``DecodeConfig.draft_top_k = k`` the draft law is the softmax over the
+draft's k largest logits only (ties by smaller id), every other token has q = 0
+(:func:`draft_law`, the one place). Builders draft from that law and verifiers read the very same
+law, so every lossless verifier stays lossless (docs/theory.md section 1.1: a truncated draft is
+the q the verifier sees too). The default (``"auto"``) applies :func:`default_draft_top_k`: off
+for vocabularies up to :data:`SPARSE_DRAFT_MIN_VOCAB`, :data:`DEFAULT_DRAFT_TOP_K` above.
 """
 
 from __future__ import annotations
@@ -41,9 +48,11 @@ from ..errors import InstanceError, LawError
 from ..laws import inverse_cdf
 from ..verify.walk import SampleBranch, as_tree_verifier, method_tree_verifier, sample_outcome
 from ..methods import Method, resolve
+from ..synthetic import DEFAULT_DRAFT_TOP_K
 from .models import CacheBase, NumpyLM, TinyLM, chain_mask, tree_mask
 
-__all__ = ["DecodeConfig", "GREEDY_DRAFT_TEMPERATURE", "StepStats", "DecodeResult", "TorchChooser", "UniformStream", "DraftTreePair", "target_law",
+__all__ = ["DecodeConfig", "GREEDY_DRAFT_TEMPERATURE", "DEFAULT_DRAFT_TOP_K", "SPARSE_DRAFT_MIN_VOCAB",
+           "AUTO_DRAFT_TOP_K", "default_draft_top_k", "StepStats", "DecodeResult", "TorchChooser", "UniformStream", "DraftTreePair", "target_law",
            "draft_law", "decode", "AUTOREGRESSIVE"]
 
 #: Plain sampling from the target: the registry's ``autoregressive`` method (no draft nodes).
@@ -55,6 +64,25 @@ AUTOREGRESSIVE = resolve("autoregressive")
 #: drawn from the untempered tail often misses the greedy token the next-ranked token would hit.
 GREEDY_DRAFT_TEMPERATURE = 0.05
 
+#: Vocabularies up to this size draft from the full softmax by default (the built-in pair, V = 128);
+#: larger ones draft from the top :data:`DEFAULT_DRAFT_TOP_K` logits (RheoSampling's sparse draft,
+#: the same default as :class:`~rheotheory.synthetic.SyntheticPair`). Either choice is lossless:
+#: the verifier reads the law the draft used.
+SPARSE_DRAFT_MIN_VOCAB = 1024
+
+#: ``DecodeConfig.draft_top_k`` value that means "apply :func:`default_draft_top_k`".
+AUTO_DRAFT_TOP_K = "auto"
+
+
+def default_draft_top_k(vocab_size: int) -> int | None:
+    """The default sparse-draft k for a vocabulary: None (off) up to :data:`SPARSE_DRAFT_MIN_VOCAB`
+    tokens, :data:`DEFAULT_DRAFT_TOP_K` above.
+
+    >>> default_draft_top_k(128), default_draft_top_k(49152)
+    (None, 128)
+    """
+    return None if vocab_size <= SPARSE_DRAFT_MIN_VOCAB else DEFAULT_DRAFT_TOP_K
+
 
 @dataclass(frozen=True)
 class DecodeConfig:
@@ -65,6 +93,9 @@ class DecodeConfig:
     top_p: float | None = None  # keep the target's smallest nucleus of mass >= top_p (None: all)
     max_new_tokens: int = 64  # tokens generated after the prompt (the last step may overshoot; cut)
     draft_temp: float | None = None  # T_d of the draft laws; None: T if T > 0, else GREEDY_DRAFT_TEMPERATURE
+    # sparse draft: q is the softmax over the draft's k largest logits (k >= V: all); None: off;
+    # AUTO_DRAFT_TOP_K: default_draft_top_k(V)
+    draft_top_k: int | str | None = AUTO_DRAFT_TOP_K
 
     def __post_init__(self):
         t = self.temperature
@@ -79,6 +110,10 @@ class DecodeConfig:
         d = self.draft_temp
         if d is not None and (not isinstance(d, (int, float)) or not np.isfinite(d) or d <= 0):
             raise LawError(f"draft temperature must be a finite number > 0, got {d!r}")
+        k = self.draft_top_k
+        if not (k is None or k == AUTO_DRAFT_TOP_K
+                or (isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 1)):
+            raise LawError(f"draft top-k must be a positive integer, None (off) or {AUTO_DRAFT_TOP_K!r}, got {k!r}")
 
     @property
     def draft_temperature(self) -> float:
@@ -86,6 +121,11 @@ class DecodeConfig:
         if self.draft_temp is not None:
             return float(self.draft_temp)
         return self.temperature if self.temperature > 0 else GREEDY_DRAFT_TEMPERATURE
+
+    def draft_k(self, vocab_size: int) -> int | None:
+        """The sparse-draft k in force for a vocabulary of ``vocab_size`` tokens (None: the full law)."""
+        k = default_draft_top_k(vocab_size) if self.draft_top_k == AUTO_DRAFT_TOP_K else self.draft_top_k
+        return None if k is None or k >= vocab_size else int(k)
 
 
 def target_law(logits: torch.Tensor, cfg: DecodeConfig) -> torch.Tensor:
@@ -108,21 +148,45 @@ def target_law(logits: torch.Tensor, cfg: DecodeConfig) -> torch.Tensor:
 
 
 def draft_law(logits, cfg: DecodeConfig) -> np.ndarray:
-    """Draft laws as float64 numpy arrays for the builders: # [n, V] -> # [n, V].
+    r"""Draft laws as float64 numpy arrays for the builders and the verifiers: # [n, V] -> # [n, V].
 
     ``logits``: a back-end's logits, a torch tensor or (from a
-    :class:`~rheotheory.decode.models.NumpyLM`) an array; softmax(logits / T_d) in float64 numpy.
+    :class:`~rheotheory.decode.models.NumpyLM`) an array. With k = ``cfg.draft_k(V)``:
+
+    .. math::
+        q(x) = \frac{\exp(\ell_x / T_d)\,[x \in S_k]}{\sum_{y \in S_k} \exp(\ell_y / T_d)},
+
+    where :math:`S_k` is the k largest logits (ties by smaller id; all V tokens when k is None).
+
+    >>> cfg = DecodeConfig(temperature=1.0, draft_top_k=2)
+    >>> draft_law(np.log(np.array([[1.0, 4.0, 2.0, 2.0]])), cfg).tolist()
+    [[0.0, 0.6666666666666666, 0.3333333333333333, 0.0]]
     """
     if isinstance(logits, torch.Tensor):
         logits = logits.detach().cpu().numpy()
-    z = logits.astype(np.float64)
+    z = logits.astype(np.float64)  # [n, V]
     t = cfg.draft_temperature
     if t != 1.0:
         z /= t
+    k = cfg.draft_k(z.shape[1])
+    if k is not None:
+        z[~_top_k_rows(z, k)] = -np.inf  # exp(-inf) = 0: q = 0 outside the top k
     z -= np.maximum.reduce(z, axis=1, keepdims=True)  # NOTE: ufunc reductions: fewer Python layers
     np.exp(z, out=z)
     z /= np.add.reduce(z, axis=1, keepdims=True)
     return z
+
+
+def _top_k_rows(z: np.ndarray, k: int) -> np.ndarray:
+    """Mask of the k largest entries of each row, ties by smaller id (as
+    :func:`rheotheory.laws.top_k_mask`), with a partition instead of a sort: # [n, V] -> # [n, V]."""
+    V = z.shape[1]
+    kth = np.partition(z, V - k, axis=1)[:, V - k:V - k + 1]  # [n, 1] the k-th largest value
+    mask = z > kth
+    eq = z == kth
+    need = k - mask.sum(axis=1, keepdims=True)  # [n, 1] places left for entries equal to kth
+    # NOTE: entries equal to the threshold fill the remaining places in id order.
+    return mask | (eq & (np.cumsum(eq, axis=1) <= need))
 
 
 #: Uniform draws fetched from the torch generator at a time (one call per block, not per draw).
