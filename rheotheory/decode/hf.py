@@ -1,0 +1,268 @@
+"""Any Hugging Face causal language model as a decoding target or draft.
+
+:class:`HFLM` wraps a ``transformers`` ``AutoModelForCausalLM`` behind the model interface of
+:mod:`rheotheory.decode.models` (``cfg``, ``new_cache``, ``extend``, ``forward``, ``num_params``),
+so the decoding engine, ``rheo decode`` and ``rheo bench`` drive it unchanged. The model's own
+classes do the arithmetic; this module only feeds them three things:
+
+- **positions**: ``position_ids = cache.length + depths`` (# [1, n]), so a tree node sits where a
+  chain through it would (rotary models and GPT-2's learned absolute positions alike);
+- **the tree attention mask**: a 4-D additive float mask # [1, 1, n, past + n], 0 where a new token
+  may attend (every committed entry; among the scratch entries, those ``mask`` allows), the
+  dtype's most negative number elsewhere. ``transformers`` passes a 4-D mask through to the
+  attention unchanged (``masking_utils``: "already prepared, or custom"); both the ``sdpa`` and
+  the ``eager`` attention add it to the scores;
+- **the KV cache**: a ``transformers`` ``DynamicCache`` held by :class:`HFCache`, with the
+  committed/scratch layout of :class:`~rheotheory.decode.models.CacheBase`: a pass first drops
+  the scratch entries from ``offset`` on, then the model appends its ``n`` new keys/values;
+  ``commit(keep)`` moves the accepted path's entries right after the committed ones.
+
+Tested with ``transformers`` 5.24 (torch 2.13, CPU, float32) on the Llama (SmolLM2 is one),
+Qwen2 and GPT-2 families, under both the ``sdpa`` and the ``eager`` attention
+(``tests/test_decode_hf.py``: tree-pass logits equal those of each root-to-node path run
+causally). Other decoder-only families whose attention takes an additive 4-D mask and whose
+positions come from ``position_ids`` should work; models with sliding-window layers are refused
+(the explicit mask does not apply the window).
+
+Install: ``python3 -m pip install 'rheotheory[hf]'`` (``transformers>=4.57``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..errors import InstanceError
+from .builtin import resolve_device
+from .models import check_positions
+from .smollm import SMOL_PROMPTS
+
+__all__ = ["HFConfig", "HFLM", "HFCache", "HFPair", "INSTALL_HINT", "HF_PROMPTS", "tree_bias", "load_hf_pair"]
+
+#: One line telling how to install the optional Hugging Face back-end.
+INSTALL_HINT = "the Hugging Face back-end needs transformers: python3 -m pip install 'rheotheory[hf]'"
+#: Benchmark prompts for a pair loaded from directories (plain English and code openings).
+HF_PROMPTS = SMOL_PROMPTS
+#: Dtypes ``load_hf_pair`` accepts by name (``--dtype``).
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def _transformers():
+    try:
+        import transformers
+    except ImportError:
+        raise InstanceError(INSTALL_HINT) from None
+    return transformers
+
+
+@dataclass(frozen=True)
+class HFConfig:
+    """What the engine reads of a wrapped model."""
+
+    vocab_size: int  # logits per position (the model's output head)
+    max_len: int  # positions the model holds (its max_position_embeddings, or a smaller cap)
+    model_type: str  # transformers' family name: llama, qwen2, gpt2, ...
+
+
+class HFCache:
+    """KV cache of an :class:`HFLM`: a ``transformers`` ``DynamicCache`` with the committed/scratch
+    layout of :class:`~rheotheory.decode.models.CacheBase`.
+
+    Per layer, ``kv.layers[i].keys`` / ``.values`` # [1, H_kv, entries, hd]: entries
+    ``0 .. length - 1`` are committed, the rest is the scratch area of uncommitted tree tokens.
+    """
+
+    def __init__(self, max_len: int):
+        self.length = 0  # committed tokens held
+        self.max_len = max_len  # the most tokens ever committed
+        self.kv = _transformers().DynamicCache()  # layers created on the first pass
+
+    def entries(self) -> int:
+        """Entries held, committed and scratch."""
+        return self.kv.get_seq_length()
+
+    def truncate(self, total: int) -> None:
+        """Keep entries ``0 .. total - 1`` (drop later scratch entries before a pass writes there)."""
+        held = self.entries()
+        if held < total:
+            raise InstanceError(f"a pass at scratch offset {total - self.length} but only {held - self.length} "
+                                "scratch entries are held")
+        if held > total:
+            for layer in self.kv.layers:
+                layer.keys = layer.keys[:, :, :total]
+                layer.values = layer.values[:, :, :total]
+
+    def commit(self, keep) -> None:
+        """Commit scratch entries: ``keep`` an int m (entries 0..m-1) or a sequence of entry indices
+        (those entries, in that order, e.g. the accepted path of a tree); as ``CacheBase.commit``."""
+        if isinstance(keep, (int, np.integer)):
+            m, src = int(keep), None
+        else:
+            src = [int(i) for i in keep]
+            m = len(src)
+        if self.length + m > self.max_len:
+            raise InstanceError(f"context of {self.length + m} tokens exceeds the model's {self.max_len} positions")
+        if src is not None and src != list(range(m)):
+            a = self.length
+            for layer in self.kv.layers:
+                idx = torch.tensor(src, device=layer.keys.device) + a
+                layer.keys[:, :, a:a + m] = layer.keys.index_select(2, idx)  # index_select copies first
+                layer.values[:, :, a:a + m] = layer.values.index_select(2, idx)
+        self.length += m
+
+
+def tree_bias(mask, n: int, length: int, offset: int, dtype, device) -> torch.Tensor:
+    """The 4-D additive mask of a pass: # [1, 1, n, length + offset + n], 0 where a new token may
+    attend, ``finfo(dtype).min`` elsewhere. Committed entries (the first ``length``) are always
+    visible; ``mask`` (# [n, offset + n] bool over the scratch entries, None: all) rules the rest.
+
+    NOTE: the dtype's minimum, not -inf: its exponential underflows to exactly 0 as -inf's does,
+    and a float16 score plus it cannot produce inf - inf = NaN.
+    """
+    bias = torch.zeros(1, 1, n, length + offset + n, dtype=dtype, device=device)
+    if mask is not None:
+        mask = torch.as_tensor(mask, device=device, dtype=torch.bool)
+        bias[0, 0, :, length:].masked_fill_(~mask, torch.finfo(dtype).min)
+    return bias
+
+
+class HFLM(nn.Module):
+    """A ``transformers`` causal LM with the model interface of :mod:`rheotheory.decode.models`.
+
+    ``model``: an ``AutoModelForCausalLM`` (decoder-only); ``max_len``: cap on the positions
+    (None: the model's ``max_position_embeddings``).
+    """
+
+    def __init__(self, model, max_len: int | None = None):
+        super().__init__()
+        c = model.config
+        types = getattr(c, "layer_types", None) or []
+        if any("sliding" in t for t in types) or getattr(c, "use_sliding_window", False):
+            raise InstanceError(f"{c.model_type} model with sliding-window attention layers: not supported "
+                                "(the tree mask does not apply the window)")
+        positions = getattr(c, "max_position_embeddings", None)
+        if max_len is not None:
+            positions = max_len if positions is None else min(positions, max_len)
+        if not isinstance(positions, int) or positions < 2:
+            raise InstanceError(f"cannot tell the {c.model_type} model's positions; pass max_len")
+        head = model.get_output_embeddings()
+        vocab = head.weight.shape[0] if head is not None else c.vocab_size
+        self.model = model.eval()
+        # NOTE: transformers 5 renamed the forward's ``past_key_values`` to ``cache`` (the old name is
+        # deprecated); 4.57 knows only the old one.
+        self._cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+        self.cfg = HFConfig(vocab_size=int(vocab), max_len=int(positions), model_type=str(c.model_type))
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return next(self.model.parameters()).dtype
+
+    def new_cache(self) -> HFCache:
+        """An empty cache (tensors are created on the model's device, in its dtype, by the first pass)."""
+        return HFCache(self.cfg.max_len)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Scoring pass without a cache: tokens # [B, T] -> float logits # [B, T, V] (positions 0..T-1)."""
+        if tokens.shape[1] > self.cfg.max_len:
+            raise InstanceError(f"{tokens.shape[1]} tokens exceed the model's {self.cfg.max_len} positions")
+        pos = torch.arange(tokens.shape[1], device=tokens.device)[None].expand(tokens.shape[0], -1)
+        return self.model(input_ids=tokens, position_ids=pos, use_cache=False).logits.float()
+
+    def extend(self, cache: HFCache, tokens, depths, mask=None, offset: int = 0) -> torch.Tensor:
+        """Logits # [n, V] (float32) of new tokens at positions ``cache.length + depths``; keys/values
+        go to the scratch entries ``offset .. offset + n - 1``; ``mask`` # [n, offset + n] bool over
+        the scratch entries, None = all visible. The model interface of :mod:`rheotheory.decode.models`."""
+        dev = next(self.model.parameters()).device
+        tokens = torch.as_tensor(tokens, device=dev, dtype=torch.long)  # [n]
+        depths = torch.as_tensor(depths, device=dev, dtype=torch.long)  # [n]
+        n = tokens.shape[0]
+        L = cache.length
+        check_positions(L, int(depths.max()), self.cfg.max_len)
+        cache.truncate(L + offset)
+        bias = tree_bias(mask, n, L, offset, self.dtype, dev)  # [1, 1, n, L + offset + n]
+        out = self.model(input_ids=tokens[None], position_ids=(depths + L)[None], attention_mask=bias,
+                         use_cache=True, **{self._cache_arg: cache.kv})
+        return out.logits[0].float()
+
+
+@dataclass(frozen=True)
+class HFPair:
+    """A target p and a draft q loaded from two directories, sharing one tokenizer (the protocol of
+    :class:`~rheotheory.decode.builtin.ModelPair`)."""
+
+    target: HFLM  # p
+    draft: HFLM  # q
+    manifest: dict  # where they came from: directories, families, dtype
+    tokenizer: object  # the target's ``transformers`` tokenizer
+
+    def encode(self, text: str) -> list[int]:
+        # NOTE: no special tokens (no BOS), as the SmolLM2 pair: the prompt is the text alone.
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def decode(self, tokens) -> str:
+        return self.tokenizer.decode(list(tokens), skip_special_tokens=True)
+
+
+def _load_model(tf, path: str, dtype, dev, max_len):
+    try:
+        model = tf.AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, dtype=dtype)
+    except (OSError, ValueError) as e:
+        raise InstanceError(f"cannot load a causal LM from {str(path)!r}: {str(e).splitlines()[0]}") from None
+    return HFLM(model.to(dev), max_len)
+
+
+#: Files of which a saved tokenizer has at least one.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+
+
+def _load_tokenizer(tf, path: str):
+    """The tokenizer saved in ``path``, None when there is none.
+
+    NOTE: the files are checked first: transformers 5 builds an empty tokenizer of the model's
+    family from a directory that holds none, which would fail the vocabulary check for no reason.
+    """
+    if not any((Path(path) / name).is_file() for name in TOKENIZER_FILES):
+        return None
+    try:
+        return tf.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def load_hf_pair(target_dir, draft_dir, device="cpu", dtype=torch.float32, max_len: int | None = None) -> HFPair:
+    """Target and draft from two local ``save_pretrained`` directories (nothing is downloaded).
+
+    ``dtype``: a torch dtype or one of :data:`DTYPES`' names. The target directory must hold a
+    tokenizer; the draft's, if it holds one, must have the same vocabulary, and both output heads
+    the same size.
+    """
+    tf = _transformers()
+    if isinstance(dtype, str):
+        if dtype not in DTYPES:
+            raise InstanceError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPES)}")
+        dtype = DTYPES[dtype]
+    dev = resolve_device(device) if isinstance(device, str) else device
+    tok = _load_tokenizer(tf, target_dir)
+    if tok is None:
+        raise InstanceError(f"no tokenizer in {str(target_dir)!r} (save one beside the model)")
+    draft_tok = _load_tokenizer(tf, draft_dir)
+    if draft_tok is not None and draft_tok.get_vocab() != tok.get_vocab():
+        raise InstanceError(f"target {str(target_dir)!r} and draft {str(draft_dir)!r} have different tokenizer "
+                            "vocabularies; speculative decoding needs one shared vocabulary")
+    target = _load_model(tf, target_dir, dtype, dev, max_len)
+    draft = _load_model(tf, draft_dir, dtype, dev, max_len)
+    if target.cfg.vocab_size != draft.cfg.vocab_size:
+        raise InstanceError(f"target and draft output heads differ in size ({target.cfg.vocab_size} vs "
+                            f"{draft.cfg.vocab_size} tokens); speculative decoding needs one shared vocabulary")
+    manifest = {"target": str(target_dir), "draft": str(draft_dir), "target_family": target.cfg.model_type,
+                "draft_family": draft.cfg.model_type, "dtype": str(dtype).replace("torch.", ""),
+                "transformers": tf.__version__}
+    return HFPair(target, draft, manifest, tok)
