@@ -23,7 +23,13 @@ def add_model_arguments(ap: argparse.ArgumentParser) -> None:
                     help="builtin: the shipped character-level pair (default; tree size row 'builtin'); "
                     "smollm2: SmolLM2-135M-Instruct (needs the smollm extra, see the README; row 'model')")
     ap.add_argument("--draft", default=None, metavar="SPEC",
-                    help="SmolLM2 draft: int<bits> (quantised copy, default int4) or layers:<n> (early exit)")
+                    help="SmolLM2 draft: int<bits> (quantised copy, default int4) or layers:<n> (early exit); "
+                    "with --target: the draft's Hugging Face directory")
+    ap.add_argument("--target", default=None, metavar="DIR",
+                    help="a local Hugging Face causal LM directory (save_pretrained, with its tokenizer) as the "
+                    "target, with --draft DIR sharing its vocabulary (needs the hf extra; row 'model')")
+    ap.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default=None,
+                    help="weights' dtype of a --target/--draft pair (default float32)")
     ap.add_argument("--seed", type=seed_arg, default=0, help="torch generator seed (0..2^63-1, default 0)")
     ap.add_argument("--threads", type=threads_arg, default=1,
                     help="CPU threads for torch and numpy's BLAS, at most the machine's cores (default 1)")
@@ -62,7 +68,7 @@ def check_model_fits(args, pair, prompts, methods) -> None:
 
 def size_row(args) -> str:
     """The TREE_SIZES row of the chosen model pair."""
-    return "builtin" if args.model == "builtin" else "model"
+    return "builtin" if args.model == "builtin" and getattr(args, "target", None) is None else "model"
 
 
 def need_torch():
@@ -79,6 +85,16 @@ def load_pair(args):
     """The model pair named by ``--model`` and the benchmark prompts that suit it."""
     from ..errors import RheoError
 
+    if getattr(args, "target", None) is not None:
+        if args.draft is None:
+            raise RheoError("--target DIR needs --draft DIR (a draft sharing the target's vocabulary)")
+        if args.model != "builtin":
+            raise RheoError("--target replaces --model; give one of them")
+        from ..decode.hf import HF_PROMPTS, load_hf_pair
+
+        return load_hf_pair(args.target, args.draft, args.device, args.dtype or "float32"), HF_PROMPTS
+    if getattr(args, "dtype", None) is not None:
+        raise RheoError("--dtype applies to a --target/--draft pair only")
     if args.model == "smollm2":
         from ..decode.smollm import DEFAULT_DRAFT, SMOL_PROMPTS, load_smollm2
 
