@@ -41,10 +41,11 @@ if [ -s "$OUT/bench.json" ]; then
     $PY - "$OUT/bench.json" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]
-print(f"{'method':<15} {'T':>4} {'tok/step':>9} {'tok/s':>8} {'speed-up':>9}")
+print(f"{'method':<15} {'T':>4} {'tok/step':>9} {'95% CI':>15} {'steps':>6} {'tok/s':>8} {'speed-up':>9}")
 for r in rows:
-    print(f"{r['name']:<15} {r['temperature']:>4g} {r['tokens_per_step']:>9.3f} "
-          f"{r['tokens_per_second']:>8.1f} {r['speedup']:>8.2f}x")
+    lo, hi = (float("nan") if v is None else v for v in r["tokens_per_step_ci95"])
+    print(f"{r['name']:<15} {r['temperature']:>4g} {r['tokens_per_step']:>9.3f} {f'[{lo:.3f}, {hi:.3f}]':>15} "
+          f"{r['steps']:>6d} {r['tokens_per_second']:>8.1f} {r['speedup']:>8.2f}x")
 PY
 fi
 [ "$TEST_RC" -eq 0 ] && [ "$BENCH_RC" -eq 0 ]

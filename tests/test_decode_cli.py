@@ -37,6 +37,51 @@ def test_bench_small_table(capsys):
     assert "1.00x" in lines[-2]
 
 
+def test_bench_reports_an_interval_steps_and_enough_steps_by_default(capsys):
+    """The 95% interval holds the mean, the JSON names the draft law, and the default number of
+    passes gives every row at least MIN_BENCH_STEPS steps (a step emits at most D + 1 tokens)."""
+    import json
+
+    from rheotheory.decode.bench import MIN_BENCH_STEPS
+
+    rc = main(["bench", "--methods", "chain", "--temperatures", "1", "--max-new-tokens", "4", "--depth", "3",
+               "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 0 and d["draft_top_k"] is None and d["cost_ratio"] > 0
+    assert d["repeats"] == -(-MIN_BENCH_STEPS // (d["prompts"] * 1))  # 4 tokens, D = 3: one step a run at least
+    for r in d["rows"]:
+        lo, hi = r["tokens_per_step_ci95"]
+        assert r["steps"] >= MIN_BENCH_STEPS and lo <= r["tokens_per_step"] <= hi
+    assert d["rows"][0]["tokens_per_step_ci95"] == [1.0, 1.0]  # autoregressive: |Z| = 1 every step
+
+
+def test_draft_top_k_flag_reaches_decode_and_bench(capsys):
+    import json
+
+    rc = main(["decode", "--max-new-tokens", "8", "--draft-top-k", "3", "--json"])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["draft_top_k"] == 3
+    rc = main(["decode", "--max-new-tokens", "8", "--json"])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["draft_top_k"] is None  # V = 128: off by default
+    rc = main(["bench", "--methods", "eagle", "--temperatures", "1", "--max-new-tokens", "4", "--repeats", "1",
+               "--draft-top-k", "2", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 0 and d["draft_top_k"] == 2 and d["repeats"] == 1
+    rc = main(["bench", "--methods", "eagle", "--temperatures", "1", "--max-new-tokens", "4", "--repeats", "1",
+               "--draft-top-k", "off", "--json"])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["draft_top_k"] is None
+
+
+def test_draft_top_k_help_states_the_default_rule():
+    from rheotheory.cli.models import add_model_arguments
+    from rheotheory.decode.engine import DEFAULT_DRAFT_TOP_K, SPARSE_DRAFT_MIN_VOCAB
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    add_model_arguments(ap)
+    text = " ".join(ap.format_help().split())
+    assert f"up to {SPARSE_DRAFT_MIN_VOCAB} tokens, {DEFAULT_DRAFT_TOP_K} above" in text
+
+
 def test_rheo_options_reach_bench_and_decode(capsys):
     import json
 
@@ -57,6 +102,8 @@ def test_rheo_options_reach_bench_and_decode(capsys):
     (["decode", "--target-top-p", "1.5"], "top-p"),
     (["bench", "--methods", "medusa"], "unknown method"),
     (["bench", "--top-k", "2", "--head", "2"], "head"),
+    (["decode", "--draft-top-k", "0"], "draft-top-k"),
+    (["bench", "--draft-top-k", "all"], "draft-top-k"),
 ])
 def test_bad_input_is_one_line(capsys, argv, msg):
     rc = main(argv)

@@ -6,7 +6,8 @@ import json
 
 from .args import (TEMPERATURE_RANGE, add_method_arguments, comma_list, float_list, int_range, method_overrides,
                    positive_int, spec_arg, temperature_arg)
-from .models import add_model_arguments, check_model_fits, load_pair, need_torch, set_threads, size_row, warn_if_lossy
+from .models import (add_model_arguments, check_model_fits, draft_top_k_option, load_pair, need_torch, set_threads,
+                     size_row, warn_if_lossy)
 
 __all__ = ["register", "run"]
 
@@ -15,13 +16,14 @@ MAX_REPEATS = 1000
 
 
 def register(sub) -> None:
-    from ..decode.bench import DEFAULT_BENCH_METHODS
+    from ..decode.bench import DEFAULT_BENCH_METHODS, MIN_BENCH_STEPS
 
     b = sub.add_parser("bench", help="tokens/step, tokens/s and speed-up of each method (built-in pair)",
                        description="Decode fixed prompts with autoregressive sampling and each method at the "
                        "same node budget; print tokens per step, tokens per second and the speed-up over "
-                       "autoregressive sampling for each temperature. Method flags apply to every method that "
-                       "has the field.")
+                       "autoregressive sampling for each temperature. Tokens per step comes with a 95% interval "
+                       "(mean of the per-step |Z| +- 1.96 sd / sqrt(steps)). Method flags apply to every method "
+                       "that has the field.")
     b.add_argument("--temperatures", type=float_list(temperature_arg), default=[0.0, 0.5, 1.0], metavar="T,T,...",
                    help=f"comma-separated temperatures ({TEMPERATURE_RANGE}; default 0,0.5,1)")
     b.add_argument("--methods", type=comma_list(spec_arg), default=list(DEFAULT_BENCH_METHODS),
@@ -30,8 +32,9 @@ def register(sub) -> None:
                    f"{','.join(DEFAULT_BENCH_METHODS)}); autoregressive is always run as the baseline")
     add_method_arguments(b, default=None, size=None)
     b.add_argument("--max-new-tokens", type=positive_int, default=100, help="tokens per prompt (default 100)")
-    b.add_argument("--repeats", type=int_range(1, MAX_REPEATS),
-                   default=1, help=f"passes over the prompts, 1..{MAX_REPEATS} (default 1)")
+    b.add_argument("--repeats", type=int_range(1, MAX_REPEATS), default=None,
+                   help=f"passes over the prompts, 1..{MAX_REPEATS} (default: the fewest that give every row at "
+                   f"least {MIN_BENCH_STEPS} steps, 2 for the built-in pair at the defaults)")
     add_model_arguments(b)
     b.set_defaults(func=run)
 
@@ -40,7 +43,8 @@ def run(args) -> int:
     from ..errors import RheoError
 
     torch = need_torch()
-    from ..decode.bench import bench_methods, cost_ratio, format_table, run_bench, table_json
+    from ..decode.bench import bench_methods, cost_ratio, default_repeats, format_table, run_bench, table_json
+    from ..decode.engine import DecodeConfig
 
     if args.preset is not None:
         raise RheoError("bench compares the methods of --methods; --preset does not apply")
@@ -50,22 +54,30 @@ def run(args) -> int:
     pair, prompts = load_pair(args)
     check_model_fits(args, pair, prompts, [m.at_temperature(t) for _, m in named for t in args.temperatures])
     log = None if args.json else print
+    runs = [m.at_temperature(t) for _, m in named for t in args.temperatures]
+    repeats = args.repeats if args.repeats is not None else default_repeats(runs, len(prompts), args.max_new_tokens)
+    top = draft_top_k_option(args)
+    draft_k = DecodeConfig(**top).draft_k(pair.target.cfg.vocab_size)
     t_target, t_draft, ratio = cost_ratio(pair)
     if log:
         print(f"{args.model} pair on {args.device}: target {pair.target.num_params()} params, draft "
               f"{pair.draft.num_params()} params; {args.max_new_tokens} tokens x {len(prompts)} prompts x "
-              f"{args.repeats}")
+              f"{repeats} passes per row; draft law: "
+              + ("full softmax" if draft_k is None else f"top-{draft_k} logits"))
         for name, m in named:
             print(f"  {name}: {m.describe()}")
         print(f"one cached pass: target {t_target * 1e3:.2f} ms, draft {t_draft * 1e3:.2f} ms "
               f"(cost ratio {ratio:.2f})")
+        print("tok/step: mean |Z| per step, 95% CI = mean +- 1.96 sd / sqrt(steps)")
         print(format_table([], header=True))
-    rows = run_bench(pair, [m for _, m in named], args.temperatures, args.max_new_tokens, args.repeats, args.seed,
+    rows = run_bench(pair, [m for _, m in named], args.temperatures, args.max_new_tokens, repeats, args.seed,
                      prompts=prompts, top_k=args.target_top_k, top_p=args.target_top_p, log=log,
-                     draft_temp=args.draft_temperature, names=[n for n, _ in named])
+                     draft_temp=args.draft_temperature, names=[n for n, _ in named], **top)
     if args.json:
         print(json.dumps({"device": args.device, "target_pass_s": t_target, "draft_pass_s": t_draft,
-                          "cost_ratio": ratio, "rows": table_json(rows)}))
+                          "cost_ratio": ratio, "repeats": repeats, "prompts": len(prompts),
+                          "max_new_tokens": args.max_new_tokens, "draft_top_k": draft_k,
+                          "ci95": "mean of per-step |Z| +- 1.96 sd / sqrt(steps)", "rows": table_json(rows)}))
     else:
         print()
         print(format_table(rows))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from .args import TEMPERATURE_RANGE, add_method_arguments, method_from_args, positive_int, temperature_arg
-from .models import add_model_arguments, check_model_fits, load_pair, need_torch, set_threads, size_row, warn_if_lossy
+from .models import (add_model_arguments, check_model_fits, draft_top_k_option, load_pair, need_torch, set_threads,
+                     size_row, warn_if_lossy)
 
 __all__ = ["register", "run"]
 
@@ -38,7 +39,8 @@ def run(args) -> int:
     warn_if_lossy([method])
     set_threads(torch, args.threads)
     cfg = DecodeConfig(temperature=args.temperature, top_k=args.target_top_k, top_p=args.target_top_p,
-                       max_new_tokens=args.max_new_tokens, draft_temp=args.draft_temperature)
+                       max_new_tokens=args.max_new_tokens, draft_temp=args.draft_temperature,
+                       **draft_top_k_option(args))
     pair, _ = load_pair(args)
     check_model_fits(args, pair, [args.prompt], [method.at_temperature(args.temperature)])
     prompt = pair.encode(args.prompt)
@@ -53,6 +55,7 @@ def run(args) -> int:
                           "tokens_per_step": res.tokens_per_step, "tokens_per_second": res.tokens_per_second,
                           "tokens_per_step_histogram": {str(k): hist[k] for k in sorted(hist)},
                           "mean_tree_nodes": sum(s.tree_nodes for s in res.steps) / len(res.steps),
+                          "draft_top_k": cfg.draft_k(pair.target.cfg.vocab_size),
                           "device": args.device, "seed": args.seed}))
         return 0
     print(args.prompt + text)
@@ -63,6 +66,8 @@ def run(args) -> int:
     print(f"tokens per step : {res.tokens_per_step:.3f}")
     print("|Z| histogram   : " + ", ".join(f"{k}: {hist[k]}" for k in sorted(hist)))
     print(f"tree nodes/step : {sum(s.tree_nodes for s in res.steps) / len(res.steps):.1f}")
+    k = cfg.draft_k(pair.target.cfg.vocab_size)
+    print("draft law       : " + ("full softmax" if k is None else f"top-{k} logits (sparse)"))
     print(f"draft passes    : {sum(s.draft_passes for s in res.steps) / len(res.steps):.1f} per step")
     print(f"speed           : {res.tokens_per_second:.1f} tokens/s on {args.device} ({res.seconds:.2f} s)")
     return 0

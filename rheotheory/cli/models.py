@@ -6,8 +6,8 @@ import argparse
 
 from .args import check_fits_vocab, float_range, positive_int, seed_arg, temperature_arg, threads_arg
 
-__all__ = ["add_model_arguments", "size_row", "need_torch", "load_pair", "check_model_fits", "set_threads",
-           "warn_if_lossy"]
+__all__ = ["add_model_arguments", "draft_top_k_arg", "draft_top_k_option", "size_row", "need_torch", "load_pair",
+           "check_model_fits", "set_threads", "warn_if_lossy"]
 
 
 def add_model_arguments(ap: argparse.ArgumentParser) -> None:
@@ -18,6 +18,10 @@ def add_model_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--draft-temperature", type=positive_temperature, default=None, metavar="TD",
                     help="temperature of the draft laws the trees are built and verified with, >= 1e-3 (default: "
                     "the target's T when T > 0, a sharp 0.05 when T = 0)")
+    ap.add_argument("--draft-top-k", type=draft_top_k_arg, default=None, metavar="K",
+                    help="sparse draft: the draft law is the softmax over the draft's K largest logits (q = 0 "
+                    "elsewhere), for building and verifying alike; 'off' for the full law (default: off for "
+                    "vocabularies up to 1024 tokens, 128 above)")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cpu (default) or cuda")
     ap.add_argument("--model", choices=("builtin", "smollm2"), default="builtin",
                     help="builtin: the shipped character-level pair (default; tree size row 'builtin'); "
@@ -34,6 +38,22 @@ def add_model_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--threads", type=threads_arg, default=1,
                     help="CPU threads for torch and numpy's BLAS, at most the machine's cores (default 1)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def draft_top_k_arg(text: str):
+    """``--draft-top-k``: a positive integer, or 'off' (the full draft law)."""
+    if text.strip().lower() == "off":
+        return "off"
+    return positive_int(text)
+
+
+def draft_top_k_option(args) -> dict:
+    """``DecodeConfig`` keyword for ``--draft-top-k``: none when the flag is absent (the config's
+    default rule applies, ``rheotheory.decode.engine.default_draft_top_k``)."""
+    k = args.draft_top_k
+    if k is None:
+        return {}
+    return {"draft_top_k": None if k == "off" else k}
 
 
 def positive_temperature(text: str) -> float:

@@ -1,17 +1,44 @@
-"""Tokens per step and wall-clock speed-up of each method against autoregressive sampling."""
+r"""Tokens per step and wall-clock speed-up of each method against autoregressive sampling.
+
+Tokens per step is reported with a 95% interval: the mean of the per-step |Z| values
+:math:`\bar z \pm 1.96\, s / \sqrt{n}` over the row's n steps
+(:func:`rheotheory.montecarlo.mean_ci`). NOTE: it treats the steps as independent; steps of one
+run share their text, so the interval is a guide for ranking methods, not a calibrated bound.
+"""
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
 import torch
 
 from ..methods import resolve
-from .engine import AUTOREGRESSIVE, DecodeConfig, decode
+from ..montecarlo import mean_ci
+from .engine import AUTO_DRAFT_TOP_K, AUTOREGRESSIVE, DecodeConfig, decode
 
-__all__ = ["BenchRow", "BENCH_PROMPTS", "DEFAULT_BENCH_METHODS", "bench_methods", "run_bench", "format_table",
-           "table_json", "cost_ratio"]
+__all__ = ["BenchRow", "BENCH_PROMPTS", "DEFAULT_BENCH_METHODS", "MIN_BENCH_STEPS", "default_repeats", "bench_methods",
+           "run_bench", "format_table", "table_json", "cost_ratio"]
+
+#: Fewest speculative steps a row should have by default: enough that the 95% interval of tokens
+#: per step (about +-0.1 at s = 0.8 over 250 steps) separates methods that differ by a few tenths.
+MIN_BENCH_STEPS = 200
+
+
+def default_repeats(methods, n_prompts: int, max_new_tokens: int, min_steps: int = MIN_BENCH_STEPS) -> int:
+    """Passes over the prompts that guarantee every row at least ``min_steps`` steps.
+
+    A step emits at most D + 1 tokens, so a run of ``max_new_tokens`` takes at least
+    ceil(max_new_tokens / (D + 1)) steps; D is the deepest method's depth (0 without a tree).
+
+    >>> from rheotheory.methods import resolve
+    >>> default_repeats([resolve("rheo-tuned", size="builtin")], 6, 100)  # D = 4: 20 steps a run
+    2
+    """
+    depth = max((m.depth for m in methods if m.nodes > 0), default=0)
+    per_pass = n_prompts * math.ceil(max_new_tokens / (depth + 1))
+    return max(1, math.ceil(min_steps / per_pass))
 
 #: Fixed prompts of the benchmark (Python source openings, like the training text).
 BENCH_PROMPTS = (
@@ -63,6 +90,7 @@ class BenchRow:
     speedup: float  # tokens/s divided by autoregressive tokens/s at the same temperature
     kept: int = 0  # tokens kept (max_new_tokens per run), the numerator of tokens/s
     resolved: dict | None = None  # the fully resolved method (Method.to_dict())
+    tokens_per_step_ci95: tuple = (math.nan, math.nan)  # 95% interval of the mean per-step |Z| (module docstring)
 
     @property
     def tokens_per_step(self) -> float:
@@ -75,39 +103,42 @@ class BenchRow:
 
 def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, seed: int,
               prompts=BENCH_PROMPTS, top_k=None, top_p=None, log=None, draft_temp=None,
-              names=None) -> list[BenchRow]:
+              names=None, draft_top_k=AUTO_DRAFT_TOP_K) -> list[BenchRow]:
     """Decode every prompt ``repeats`` times with each method and temperature.
 
     Methods are interleaved (prompt by prompt) so that a change in machine load affects them
     alike; the first method is the speed-up baseline. Tokens per step counts every step whole
     (the last step of a run may overshoot ``max_new_tokens``; tokens/s counts only the
-    ``max_new_tokens`` kept).
+    ``max_new_tokens`` kept); its interval is over the row's per-step |Z| values.
     """
     names = list(names) if names is not None else [m.family for m in methods]
     rows = []
     for T in temperatures:
         cfg = DecodeConfig(temperature=T, top_k=top_k, top_p=top_p, max_new_tokens=max_new_tokens,
-                           draft_temp=draft_temp)
+                           draft_temp=draft_temp, draft_top_k=draft_top_k)
         gens = [torch.Generator().manual_seed(seed) for _ in methods]
         acc = [[0, 0, 0, 0.0, 0] for _ in methods]  # emitted, steps, kept tokens, seconds, nodes
+        sizes = [[] for _ in methods]  # per-step |Z| of each method
         for m, gen in zip(methods, gens):
             # NOTE: one untimed warm-up run per method so start-up costs are not billed.
             decode(pair.target, pair.draft, pair.encode(prompts[0]), m, cfg, gen)
         for _ in range(repeats):
             for text in prompts:
-                for m, gen, a in zip(methods, gens, acc):
+                for m, gen, a, z in zip(methods, gens, acc, sizes):
                     r = decode(pair.target, pair.draft, pair.encode(text), m, cfg, gen)
                     a[0] += sum(s.accepted + 1 for s in r.steps)
                     a[1] += len(r.steps)
                     a[2] += len(r.tokens)
                     a[3] += r.seconds
                     a[4] += sum(s.tree_nodes for s in r.steps)
+                    z.extend(s.accepted + 1 for s in r.steps)
         base = acc[0][2] / acc[0][3]
         block = []
-        for m, a, name in zip(methods, acc, names):
+        for m, a, name, z in zip(methods, acc, names, sizes):
             run = m.at_temperature(T)
+            _, lo, hi = mean_ci(z)
             block.append(BenchRow(name, run.describe(), T, a[0], a[1], a[3], a[4] / a[1], a[2] / a[3] / base,
-                                  kept=a[2], resolved=run.to_dict()))
+                                  kept=a[2], resolved=run.to_dict(), tokens_per_step_ci95=(lo, hi)))
         rows.extend(block)
         if log is not None:
             log(format_table(block, header=False))
@@ -150,19 +181,27 @@ def cost_ratio(pair, context: int = 64) -> tuple[float, float, float]:
 
 
 def format_table(rows, header: bool = True) -> str:
+    """Rows as text: tree nodes per step, tokens per step with its 95% interval, steps, tokens/s, speed-up."""
     lines = []
     if header:
-        lines.append(f"{'method':<15} {'T':>4} {'nodes':>6} {'tok/step':>9} {'tok/s':>8} {'speed-up':>9}")
+        lines.append(f"{'method':<15} {'T':>4} {'nodes':>6} {'tok/step':>9} {'95% CI':>15} {'steps':>6} "
+                     f"{'tok/s':>8} {'speed-up':>9}")
     for r in rows:
+        lo, hi = r.tokens_per_step_ci95
         lines.append(f"{r.method:<15} {r.temperature:>4g} {r.nodes_per_step:>6.1f} {r.tokens_per_step:>9.3f} "
-                     f"{r.tokens_per_second:>8.1f} {r.speedup:>8.2f}x")
+                     f"{f'[{lo:.3f}, {hi:.3f}]':>15} {r.steps:>6d} {r.tokens_per_second:>8.1f} {r.speedup:>8.2f}x")
     return "\n".join(lines)
 
 
 def table_json(rows) -> list[dict]:
-    """Rows as JSON-ready dicts: ``name`` is the spec as given, ``method`` the resolved method object."""
+    """Rows as JSON-ready dicts: ``name`` is the spec as given, ``method`` the resolved method object,
+    ``tokens_per_step_ci95`` the [low, high] 95% interval (null ends: fewer than 2 steps)."""
+    def finite(x):
+        return x if math.isfinite(x) else None
+
     return [{"name": r.method, "method": r.resolved, "description": r.description, "temperature": r.temperature,
-             "tokens_per_step": r.tokens_per_step, "tokens_per_second": r.tokens_per_second,
-             "speedup": r.speedup, "nodes_per_step": r.nodes_per_step, "steps": r.steps,
-             "seconds": r.seconds} for r in rows]
+             "tokens_per_step": r.tokens_per_step,
+             "tokens_per_step_ci95": [finite(v) for v in r.tokens_per_step_ci95],
+             "tokens_per_second": r.tokens_per_second, "speedup": r.speedup, "nodes_per_step": r.nodes_per_step,
+             "steps": r.steps, "seconds": r.seconds} for r in rows]
 

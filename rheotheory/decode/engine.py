@@ -52,8 +52,8 @@ from ..synthetic import DEFAULT_DRAFT_TOP_K
 from .models import CacheBase, NumpyLM, TinyLM, chain_mask, tree_mask
 
 __all__ = ["DecodeConfig", "GREEDY_DRAFT_TEMPERATURE", "DEFAULT_DRAFT_TOP_K", "SPARSE_DRAFT_MIN_VOCAB",
-           "AUTO_DRAFT_TOP_K", "default_draft_top_k", "StepStats", "DecodeResult", "TorchChooser", "UniformStream", "DraftTreePair", "target_law",
-           "draft_law", "decode", "AUTOREGRESSIVE"]
+           "AUTO_DRAFT_TOP_K", "default_draft_top_k", "StepStats", "DecodeResult", "TorchChooser", "UniformStream",
+           "DraftTreePair", "target_law", "draft_law", "decode", "AUTOREGRESSIVE"]
 
 #: Plain sampling from the target: the registry's ``autoregressive`` method (no draft nodes).
 AUTOREGRESSIVE = resolve("autoregressive")
