@@ -17,10 +17,10 @@ classes do the arithmetic; this module only feeds them three things:
   the scratch entries from ``offset`` on, then the model appends its ``n`` new keys/values;
   ``commit(keep)`` moves the accepted path's entries right after the committed ones.
 
-Tested with ``transformers`` 5.24 (torch 2.13, CPU, float32) on the Llama (SmolLM2 is one),
-Qwen2 and GPT-2 families, under both the ``sdpa`` and the ``eager`` attention
-(``tests/test_decode_hf.py``: tree-pass logits equal those of each root-to-node path run
-causally). Other decoder-only families whose attention takes an additive 4-D mask and whose
+Tested with ``transformers`` 4.57.6 and 5.24.0 (torch 2.13, CPU, float32 and float64) on the
+Llama (SmolLM2 is one), Qwen2 and GPT-2 families, under both the ``sdpa`` and the ``eager``
+attention (``tests/test_decode_hf.py``: tree-pass logits equal those of each root-to-node path
+run causally). Other decoder-only families whose attention takes an additive 4-D mask and whose
 positions come from ``position_ids`` should work; models with sliding-window layers are refused
 (the explicit mask does not apply the window).
 
