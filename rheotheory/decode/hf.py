@@ -33,13 +33,12 @@ import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 from torch import nn
 
 from ..errors import InstanceError
 from .builtin import resolve_device
-from .models import check_positions
+from .models import CacheBase, check_positions
 from .smollm import SMOL_PROMPTS
 
 __all__ = ["HFConfig", "HFLM", "HFCache", "HFPair", "INSTALL_HINT", "HF_PROMPTS", "tree_bias", "load_hf_pair"]
@@ -69,17 +68,16 @@ class HFConfig:
     model_type: str  # transformers' family name: llama, qwen2, gpt2, ...
 
 
-class HFCache:
+class HFCache(CacheBase):
     """KV cache of an :class:`HFLM`: a ``transformers`` ``DynamicCache`` with the committed/scratch
-    layout of :class:`~rheotheory.decode.models.CacheBase`.
+    layout of :class:`~rheotheory.decode.models.CacheBase` (whose ``commit`` it uses).
 
     Per layer, ``kv.layers[i].keys`` / ``.values`` # [1, H_kv, entries, hd]: entries
     ``0 .. length - 1`` are committed, the rest is the scratch area of uncommitted tree tokens.
     """
 
     def __init__(self, max_len: int):
-        self.length = 0  # committed tokens held
-        self.max_len = max_len  # the most tokens ever committed
+        super().__init__(max_len)
         self.kv = _transformers().DynamicCache()  # layers created on the first pass
 
     def entries(self) -> int:
@@ -97,23 +95,13 @@ class HFCache:
                 layer.keys = layer.keys[:, :, :total]
                 layer.values = layer.values[:, :, :total]
 
-    def commit(self, keep) -> None:
-        """Commit scratch entries: ``keep`` an int m (entries 0..m-1) or a sequence of entry indices
-        (those entries, in that order, e.g. the accepted path of a tree); as ``CacheBase.commit``."""
-        if isinstance(keep, (int, np.integer)):
-            m, src = int(keep), None
-        else:
-            src = [int(i) for i in keep]
-            m = len(src)
-        if self.length + m > self.max_len:
-            raise InstanceError(f"context of {self.length + m} tokens exceeds the model's {self.max_len} positions")
-        if src is not None and src != list(range(m)):
-            a = self.length
-            for layer in self.kv.layers:
-                idx = torch.tensor(src, device=layer.keys.device) + a
-                layer.keys[:, :, a:a + m] = layer.keys.index_select(2, idx)  # index_select copies first
-                layer.values[:, :, a:a + m] = layer.values.index_select(2, idx)
-        self.length += m
+    def _move(self, src: list[int]) -> None:
+        """Copy scratch entries ``src`` to scratch entries ``0 .. len(src) - 1`` (every layer)."""
+        a, m = self.length, len(src)
+        for layer in self.kv.layers:
+            idx = torch.tensor(src, device=layer.keys.device) + a
+            layer.keys[:, :, a:a + m] = layer.keys.index_select(2, idx)  # index_select copies first
+            layer.values[:, :, a:a + m] = layer.values.index_select(2, idx)
 
 
 def tree_bias(mask, n: int, length: int, offset: int, dtype, device) -> torch.Tensor:
