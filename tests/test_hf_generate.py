@@ -1,0 +1,110 @@
+"""rheotheory.hf.generate as transformers' ``custom_generate``: on randomly initialised tiny Llama
+models (nothing is downloaded), greedy speculative decoding through ``model.generate`` equals
+plain greedy ``generate`` token for token, sampling returns generate's shape, and settings it
+cannot honour are refused with one line."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+import rheotheory.hf  # noqa: E402
+from rheotheory.errors import RheoError  # noqa: E402
+
+#: Token ids 0..VOCAB-1.
+VOCAB = 96
+#: Standard deviation of the random weights: wide enough that the logits are far from ties.
+INIT_STD = 0.2
+#: A prompt of token ids (no id is the EOS, 2).
+PROMPT = [[5, 9, 17, 33, 41]]
+
+
+def tiny_llama(seed: int, dtype=torch.float64):
+    """A 2-layer Llama with VOCAB tokens and 128 positions (float64: greedy has no float near-ties)."""
+    cfg = transformers.LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                                   bos_token_id=1, eos_token_id=2, pad_token_id=0, initializer_range=INIT_STD)
+    torch.manual_seed(seed)
+    return transformers.AutoModelForCausalLM.from_config(cfg).to(dtype).eval()
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return tiny_llama(0), tiny_llama(3)
+
+
+@pytest.mark.parametrize("method", ["rheo-tuned", "eagle", "chain"])
+def test_greedy_custom_generate_equals_plain_greedy(pair, method):
+    target, draft = pair
+    ids = torch.tensor(PROMPT)
+    ref = target.generate(ids, do_sample=False, max_new_tokens=12)
+    got = target.generate(ids, custom_generate=rheotheory.hf.generate, draft_model=draft, do_sample=False,
+                          max_new_tokens=12, method=method)
+    assert got.dtype == torch.long
+    assert got.tolist() == ref.tolist(), method
+
+
+def test_same_weights_draft_is_also_greedy(pair):
+    """A draft equal to the target accepts long paths: the commit of deep paths is exercised. In a
+    direct call temperature 0 is greedy too (generate itself refuses it with do_sample=True)."""
+    target, _ = pair
+    ids = torch.tensor(PROMPT)
+    ref = target.generate(ids, do_sample=False, max_new_tokens=20)
+    got = target.generate(ids, custom_generate=rheotheory.hf.generate, draft_model=target, do_sample=False,
+                          max_new_tokens=20)
+    assert got.tolist() == ref.tolist()
+    direct = rheotheory.hf.generate(target, ids, draft_model=target, temperature=0.0, max_new_tokens=20)
+    assert direct.tolist() == ref.tolist()
+
+
+def test_sampling_shape_vocabulary_and_seed(pair):
+    target, draft = pair
+    ids = torch.tensor(PROMPT)
+    kw = dict(custom_generate=rheotheory.hf.generate, draft_model=draft, do_sample=True, temperature=1.0,
+              max_new_tokens=16, method="rheo-tuned", seed=7)
+    out = target.generate(ids, **kw)
+    assert out.dtype == torch.long and out.shape[0] == 1
+    n = out.shape[1] - ids.shape[1]
+    assert 1 <= n <= 16 and out[0, :ids.shape[1]].tolist() == PROMPT[0]
+    assert ((out >= 0) & (out < VOCAB)).all()
+    assert 2 not in out[0, ids.shape[1]:-1].tolist(), "nothing after the first EOS"
+    assert n == 16 or out[0, -1].item() == 2, "shorter than max_new_tokens only at an EOS"
+    assert target.generate(ids, **kw).tolist() == out.tolist(), "a fixed seed gives the same tokens"
+
+
+def test_direct_call_matches_generate(pair):
+    target, draft = pair
+    ids = torch.tensor(PROMPT)
+    via = target.generate(ids, custom_generate=rheotheory.hf.generate, draft_model=draft, do_sample=True,
+                          max_new_tokens=10, seed=3, top_k=20, top_p=0.9)
+    direct = rheotheory.hf.generate(target, ids, draft_model=draft, do_sample=True, max_new_tokens=10, seed=3,
+                                    top_k=20, top_p=0.9)
+    assert via.tolist() == direct.tolist()
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(num_beams=2), "num_beams"),
+    (dict(num_return_sequences=2, do_sample=True), "num_return_sequences"),
+    (dict(repetition_penalty=1.3), "RepetitionPenalty"),
+    (dict(attention_mask=torch.tensor([[0, 1, 1, 1, 1]])), "padding"),
+    (dict(return_dict_in_generate=True), "return_dict_in_generate"),
+])
+def test_unsupported_settings_are_refused_with_one_line(pair, kwargs, match):
+    target, draft = pair
+    with pytest.raises(RheoError, match=match) as err:
+        target.generate(torch.tensor(PROMPT), custom_generate=rheotheory.hf.generate, draft_model=draft,
+                        max_new_tokens=4, **kwargs)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(input_ids=torch.tensor(PROMPT * 2)), "batch size 1"),
+    (dict(num_beams=2), "num_beams"),
+    (dict(foo=3), "unsupported argument foo"),
+])
+def test_direct_call_refuses_with_one_line(pair, kwargs, match):
+    target, draft = pair
+    kwargs = {"input_ids": torch.tensor(PROMPT), **kwargs}
+    with pytest.raises(RheoError, match=match) as err:
+        rheotheory.hf.generate(target, draft_model=draft, max_new_tokens=4, **kwargs)
+    assert "\n" not in str(err.value)
