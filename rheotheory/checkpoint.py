@@ -35,7 +35,7 @@ from pathlib import Path
 
 from .errors import RheoError
 
-__all__ = ["atomic_path", "atomic_open", "RowLog", "PARTIAL_SUFFIX", "config_hash", "parse_cell"]
+__all__ = ["atomic_path", "atomic_open", "RowLog", "PARTIAL_SUFFIX", "config_hash", "parse_cell", "run_logged"]
 
 #: Suffix of a row log beside its final output (``sweep.csv`` -> ``sweep.csv.partial``).
 PARTIAL_SUFFIX = ".partial"
@@ -222,3 +222,29 @@ class RowLog:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def run_logged(log: "RowLog", tasks: Sequence, key: Callable, fn: Callable, *, executor: str = "process",
+               workers: int = 1, scheduler: str | None = None, desc: str = "tasks",
+               to_row: Callable | None = None) -> "RowLog":
+    """Run ``fn`` on every task of ``tasks`` not yet in ``log`` on an executor, appending each
+    finished one as it completes (``to_row(result)``, default the result itself), with a tqdm bar.
+
+    The one resumable loop of the long scripts: a rerun with the same log runs only the missing
+    tasks. Ctrl-C stops the executor and re-raises ``KeyboardInterrupt`` whose message says how
+    many tasks the log kept; the log is closed either way.
+    """
+    from tqdm import tqdm
+
+    from .executors import imap_unordered, open_executor
+
+    todo = [t for t in tasks if key(t) not in log]
+    try:
+        with log, open_executor(executor, workers, scheduler) as ex, \
+                tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc=desc) as bar:
+            for i, result in imap_unordered(ex, fn, todo):
+                log.append(key(todo[i]), to_row(result) if to_row is not None else result)
+                bar.update(1)
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(f"{len(log)} of {len(tasks)} {desc} kept in {log.path}") from None
+    return log

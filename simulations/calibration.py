@@ -30,12 +30,10 @@ import sys
 import time
 from pathlib import Path
 
-from tqdm import tqdm
-
 from rheotheory import make_method, certify, random_pair
-from rheotheory.checkpoint import RowLog, atomic_open
+from rheotheory.checkpoint import RowLog, atomic_open, run_logged
 from rheotheory.errors import RheoError
-from rheotheory.executors import EXECUTORS, imap_unordered, open_executor
+from rheotheory.executors import EXECUTORS
 from rheotheory.montecarlo import run_steps
 from rheotheory.stats import lossless_test
 
@@ -176,21 +174,16 @@ def main() -> None:
     tasks = build_tasks(**plan)
     out = Path(args.out)
     log_path = out.with_name(out.stem + "-quick" + out.suffix) if args.quick else out
-    log = None
     try:
-        log = RowLog(log_path, {"program": "calibration", "alpha": ALPHA, **plan}, LOG_FIELDS, resume=args.resume)
-        todo = [t for t in tasks if task_key(t) not in log]
-        with log, open_executor(args.executor, args.workers, args.scheduler) as ex, \
-                tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc="runs") as bar:
-            for j, (value, sec) in imap_unordered(ex, run_one, todo):
-                log.append(task_key(todo[j]), {"value": value, "seconds": sec})
-                bar.update(1)
+        log = run_logged(RowLog(log_path, {"program": "calibration", "alpha": ALPHA, **plan}, LOG_FIELDS,
+                                resume=args.resume), tasks, task_key, run_one, executor=args.executor,
+                         workers=args.workers, scheduler=args.scheduler, desc="runs",
+                         to_row=lambda r: {"value": r[0], "seconds": r[1]})
     except RheoError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
-    except KeyboardInterrupt:
-        kept = f"{len(log)} of {len(tasks)} runs kept in {log.path}" if log is not None else "nothing kept"
-        print(f"interrupted: {kept}; rerun with --resume", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        print(f"interrupted: {e or 'nothing kept'}; rerun with --resume", file=sys.stderr)
         raise SystemExit(130) from None
     res = tables(log.rows, **plan)
     res["seconds"] = round(time.perf_counter() - t0, 1)

@@ -26,12 +26,10 @@ import os
 import sys
 import time
 
-from tqdm import tqdm
-
 from rheotheory import make_method, certify, random_pair
-from rheotheory.checkpoint import RowLog, atomic_open, parse_cell
+from rheotheory.checkpoint import RowLog, atomic_open, parse_cell, run_logged
 from rheotheory.errors import RheoError
-from rheotheory.executors import EXECUTORS, imap_unordered, open_executor
+from rheotheory.executors import EXECUTORS
 from rheotheory.trees import PROXIES
 
 VERIFIERS = ("onehot", "sequential", "ot")
@@ -73,22 +71,15 @@ def main():
     key = lambda j: "/".join(map(str, j[:5]))  # noqa: E731
     # NOTE: max_deviation is a fraction ("0", "1/12"): read back as text, as cell() wrote it
     parse = lambda f, t: t if f == "max_deviation" else parse_cell(t)  # noqa: E731
-    log = None
     try:
-        log = RowLog(args.out, {"program": "certify_table", "instances": args.instances}, FIELDS,
-                     resume=args.resume, parse=parse)
-        todo = [j for j in jobs if key(j) not in log]
-        with log, open_executor(args.executor, args.workers, args.scheduler) as ex, \
-                tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc="cells") as bar:
-            for i, row in imap_unordered(ex, cell, todo):
-                log.append(key(todo[i]), row)
-                bar.update(1)
+        log = run_logged(RowLog(args.out, {"program": "certify_table", "instances": args.instances}, FIELDS,
+                                resume=args.resume, parse=parse), jobs, key, cell, executor=args.executor,
+                         workers=args.workers, scheduler=args.scheduler, desc="cells")
     except RheoError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
-    except KeyboardInterrupt:
-        kept = f"{len(log)} of {len(jobs)} cells kept in {log.path}" if log is not None else "nothing kept"
-        print(f"interrupted: {kept}; rerun with --resume", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        print(f"interrupted: {e or 'nothing kept'}; rerun with --resume", file=sys.stderr)
         raise SystemExit(130) from None
     rows = [log.rows[key(j)] for j in jobs]
     rows.sort(key=lambda r: (r["V"], r["K"], r["D"], PROXIES.index(r["proxy"]), VERIFIERS.index(r["verifier"])))
