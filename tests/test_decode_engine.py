@@ -102,6 +102,8 @@ def test_draft_law_top_k_is_zero_outside_and_renormalises():
         assert np.abs(q.sum(axis=1) - 1).max() <= 1e-15
         ref = np.where(keep, full, 0.0)
         assert np.abs(q - ref / ref.sum(axis=1, keepdims=True)).max() <= 1e-15
+        # the torch path (topk) and the numpy path (partition) give the same law, ties included
+        assert np.abs(q - draft_law(logits, DecodeConfig(temperature=T, draft_top_k=3))).max() <= 1e-15
     same = DecodeConfig(temperature=1.0, draft_top_k=6)  # k >= V: the full law
     assert (draft_law(logits, same) == draft_law(logits, DecodeConfig(draft_top_k=None))).all()
 

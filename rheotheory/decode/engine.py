@@ -163,6 +163,8 @@ def draft_law(logits, cfg: DecodeConfig) -> np.ndarray:
     [[0.0, 0.6666666666666666, 0.3333333333333333, 0.0]]
     """
     if isinstance(logits, torch.Tensor):
+        if cfg.draft_k(logits.shape[1]) is not None:
+            return _sparse_draft_law_torch(logits, cfg)
         logits = logits.detach().cpu().numpy()
     z = logits.astype(np.float64)  # [n, V]
     t = cfg.draft_temperature
@@ -175,6 +177,24 @@ def draft_law(logits, cfg: DecodeConfig) -> np.ndarray:
     np.exp(z, out=z)
     z /= np.add.reduce(z, axis=1, keepdims=True)
     return z
+
+
+def _sparse_draft_law_torch(logits: torch.Tensor, cfg: DecodeConfig) -> np.ndarray:
+    """:func:`draft_law` with a sparse draft, from torch logits: the same law (same top-k rule,
+    ties by smaller id), found with ``topk`` instead of a partition of the whole row (a large
+    vocabulary's laws are built several times per step)."""
+    z = logits.detach().double()  # [n, V]
+    t = cfg.draft_temperature
+    if t != 1.0:
+        z = z / t
+    k = cfg.draft_k(z.shape[1])
+    kth = z.topk(k, dim=1).values[:, -1:]  # [n, 1] the k-th largest value
+    mask = z > kth
+    eq = z == kth
+    need = k - mask.sum(dim=1, keepdim=True)  # [n, 1] places left for entries equal to kth
+    if bool((eq.sum(dim=1, keepdim=True) > need).any()):  # NOTE: ties at the threshold: fill in id order
+        eq &= eq.cumsum(dim=1) <= need
+    return torch.softmax(z.masked_fill(~(mask | eq), float("-inf")), dim=1).cpu().numpy()
 
 
 def _top_k_rows(z: np.ndarray, k: int) -> np.ndarray:
@@ -324,8 +344,15 @@ class DecodeResult:
 
 
 
+def reads_features(draft) -> bool:
+    """Whether ``draft`` is a draft head reading the target's hidden features
+    (:class:`~rheotheory.decode.draft_head.DraftHead`: ``catch_up`` and ``cfg.feature_layers``)."""
+    return hasattr(draft, "catch_up") and hasattr(getattr(draft, "cfg", None), "feature_layers")
+
+
 class _State:
-    """Committed text and both caches."""
+    """Committed text, both caches and, for a draft head, the target's features of the committed
+    positions (``feats`` # [capacity, F d]; row i: the target's hidden states after position i)."""
 
     def __init__(self, target: TinyLM, draft, prompt: list[int], device):
         if len(prompt) < 1:
@@ -333,17 +360,71 @@ class _State:
         self.ctx = list(prompt)
         self.device = device
         self.tcache = target.new_cache()
+        self.layers = tuple(draft.cfg.feature_layers) if reads_features(draft) else None
+        if self.layers is not None and not hasattr(target, "extend_features"):
+            raise InstanceError(f"a draft head needs a target that exposes its hidden states "
+                                f"({type(target).__name__} does not)")
+        self.feats, self.n_feats = None, 0
+        if self.layers is not None:  # row i: the target's states after position i
+            self.feats = torch.zeros(self.tcache.max_len + 1, draft.cfg.hidden * len(self.layers), device=device)
         n = len(prompt) - 1
         if n:  # target cache: everything but the pending (last) token
-            target.extend(self.tcache, prompt[:-1], np.arange(n), chain_mask(n))
+            self.target_pass(target, prompt[:-1], np.arange(n), chain_mask(n))
             self.tcache.commit(n)
+            self.keep_features(list(range(n)))
         self.dcache = None if draft is None else draft.new_cache()
+
+    def target_pass(self, target, tokens, depths, mask) -> "_TargetRows":
+        """The target's pass over the new tokens, its laws read row by row; keeps their features
+        when a draft head reads them. A back-end with ``extend_hidden`` (SmolLM) defers its output
+        head to the rows the verifier reads (a step reads about tau of the N + 1 rows; the head is a
+        fifth of a SmolLM2-135M pass)."""
+        if hasattr(target, "extend_hidden"):
+            h, self._pass_feats = target.extend_hidden(self.tcache, tokens, depths, mask, 0, self.layers or ())
+            return _TargetRows(target, hidden=h)
+        if self.layers is None:
+            return _TargetRows(target, logits=target.extend(self.tcache, tokens, depths, mask))
+        logits, self._pass_feats = target.extend_features(self.tcache, tokens, depths, mask, 0, self.layers)
+        return _TargetRows(target, logits=logits)
+
+    def keep_features(self, rows) -> None:
+        """Append the last target pass's features of ``rows`` (the committed ones, in order)."""
+        if self.layers is None:
+            return
+        f = self._pass_feats[rows]
+        self.feats[self.n_feats:self.n_feats + f.shape[0]] = f
+        self.n_feats += f.shape[0]
+
+    def features_before(self, start: int, n: int):
+        """Features of positions ``start - 1 .. start + n - 2`` (zeros before position 0), # [n, F d]."""
+        if start == 0:
+            return torch.cat([self.feats[:1] * 0, self.feats[:n - 1]])
+        return self.feats[start - 1:start - 1 + n]
+
+
+class _TargetRows:
+    """The target laws of one pass's rows (float64 numpy, # [V] each), computed when first read:
+    from the pass's logits, or from its final states through the model's ``logits_from``."""
+
+    def __init__(self, model, logits=None, hidden=None):
+        self.model, self.logits, self.hidden = model, logits, hidden
+        self._laws = {}
+
+    def law(self, r: int, cfg: DecodeConfig) -> np.ndarray:
+        got = self._laws.get(r)
+        if got is None:
+            lg = self.logits[r:r + 1] if self.logits is not None else self.model.logits_from(self.hidden[r:r + 1])
+            got = self._laws[r] = target_law(lg, cfg)[0].cpu().numpy()
+        return got
 
 
 def _draft_root(draft: TinyLM, st: _State, cfg: DecodeConfig) -> np.ndarray:
     """Catch the draft cache up on the committed text (root included); q at the root, # [V]."""
     toks = st.ctx[st.dcache.length:]
     n = len(toks)
+    if st.layers is not None:
+        logits = draft.catch_up(st.dcache, toks, st.features_before(st.dcache.length, n))
+        return draft_law(logits[-1:], cfg)[0]
     logits = draft.extend(st.dcache, toks, np.arange(n), chain_mask(n))
     st.dcache.commit(n)
     return draft_law(logits[-1:], cfg)[0]
@@ -367,14 +448,14 @@ def _tree_step(target: TinyLM, draft: TinyLM, method: Method, st: _State, cfg: D
     parents = [-1] + [row[tree.nodes[i].parent] for i in order]
     tokens = torch.tensor([st.ctx[-1]] + [tree.nodes[i].token for i in order], device=st.device)
     depths = torch.tensor([0] + [tree.nodes[i].depth for i in order], device=st.device)
-    logits = target.extend(st.tcache, tokens, depths, tree_mask(parents))
+    rows = st.target_pass(target, tokens, depths, tree_mask(parents))
     # The verifier runs on float64 numpy laws, as the builders' draft laws are: per-node torch
     # calls on V-sized vectors would cost more than the target pass at batch 1.
-    P = target_law(logits, cfg).cpu().numpy()  # [n, V]
-    z = sample_outcome(as_tree_verifier(verifier), tree, lambda node, prefix: P[row[node]],
+    z = sample_outcome(as_tree_verifier(verifier), tree, lambda node, prefix: rows.law(row[node], cfg),
                        SampleBranch(stream.next))
     out, path_rows = list(z.z), [0] + [row[i] for i in z.nodes]
     st.tcache.commit(path_rows)
+    st.keep_features(path_rows)
     adapter.commit_path(out[:-1])  # the draft keeps what it already computed for the accepted path
     return out, StepStats(len(out) - 1, len(order), adapter.passes + 1)
 

@@ -168,6 +168,16 @@ class HFLM(nn.Module):
         """Logits # [n, V] (float32) of new tokens at positions ``cache.length + depths``; keys/values
         go to the scratch entries ``offset .. offset + n - 1``; ``mask`` # [n, offset + n] bool over
         the scratch entries, None = all visible. The model interface of :mod:`rheotheory.decode.models`."""
+        return self._cached(cache, tokens, depths, mask, offset).logits[0].float()
+
+    def extend_features(self, cache: HFCache, tokens, depths, mask=None, offset: int = 0, layers=()):
+        """:meth:`extend` that also returns the hidden states at ``layers`` (transformers'
+        ``hidden_states`` numbering), concatenated: (logits # [n, V], features # [n, F d]); what a
+        draft head (:mod:`rheotheory.decode.draft_head`) reads."""
+        out = self._cached(cache, tokens, depths, mask, offset, output_hidden_states=True)
+        return out.logits[0].float(), torch.cat([out.hidden_states[i][0] for i in layers], dim=-1)
+
+    def _cached(self, cache: HFCache, tokens, depths, mask, offset, **kw):
         dev = next(self.model.parameters()).device
         tokens = torch.as_tensor(tokens, device=dev, dtype=torch.long)  # [n]
         depths = torch.as_tensor(depths, device=dev, dtype=torch.long)  # [n]
@@ -176,9 +186,13 @@ class HFLM(nn.Module):
         check_positions(L, int(depths.max()), self.cfg.max_len)
         cache.truncate(L + offset)
         bias = tree_bias(mask, n, L, offset, self.dtype, dev)  # [1, 1, n, L + offset + n]
-        out = self.model(input_ids=tokens[None], position_ids=(depths + L)[None], attention_mask=bias,
-                         use_cache=True, **{self._cache_arg: cache.kv})
-        return out.logits[0].float()
+        return self.model(input_ids=tokens[None], position_ids=(depths + L)[None], attention_mask=bias,
+                          use_cache=True, **{self._cache_arg: cache.kv}, **kw)
+
+    @property
+    def embed_tokens(self) -> nn.Embedding:
+        """The model's input embedding (a draft head shares it)."""
+        return self.model.get_input_embeddings()
 
 
 @dataclass(frozen=True)
@@ -226,7 +240,9 @@ def _load_tokenizer(tf, path: str):
 
 
 def load_hf_pair(target_dir, draft_dir, device="cpu", dtype=torch.float32, max_len: int | None = None) -> HFPair:
-    """Target and draft from two local ``save_pretrained`` directories (nothing is downloaded).
+    """Target and draft from two local ``save_pretrained`` directories (nothing is downloaded); a
+    draft directory holding a draft head (``head.safetensors`` + ``manifest.json``, from
+    ``scripts/train_draft_head.py``) gives that head, bound to the target's embedding.
 
     ``dtype``: a torch dtype or one of :data:`DTYPES`' names. The target directory must hold a
     tokenizer; the draft's, if it holds one, must have the same vocabulary, and both output heads
@@ -241,6 +257,15 @@ def load_hf_pair(target_dir, draft_dir, device="cpu", dtype=torch.float32, max_l
     tok = _load_tokenizer(tf, target_dir)
     if tok is None:
         raise InstanceError(f"no tokenizer in {str(target_dir)!r} (save one beside the model)")
+    from .draft_head import HEAD_FILES, load_head
+
+    if all((Path(draft_dir) / f).is_file() for f in HEAD_FILES):  # a draft head trained for this target
+        target = _load_model(tf, target_dir, dtype, dev, max_len)
+        head, man = load_head(draft_dir, target.embed_tokens, dev, dtype, max_len=target.cfg.max_len)
+        manifest = {"target": str(target_dir), "draft": str(draft_dir), "target_family": target.cfg.model_type,
+                    "draft_family": "draft head", "dtype": str(dtype).replace("torch.", ""),
+                    "transformers": tf.__version__}
+        return HFPair(target, head, manifest, tok)
     draft_tok = _load_tokenizer(tf, draft_dir)
     if draft_tok is not None and draft_tok.get_vocab() != tok.get_vocab():
         raise InstanceError(f"target {str(target_dir)!r} and draft {str(draft_dir)!r} have different tokenizer "

@@ -222,10 +222,13 @@ def attend(q, k, v, slices, layer: int, bias, **sdpa):
     return F.scaled_dot_product_attention(q, kr[layer], vr[layer], attn_mask=bias, **sdpa)
 
 
-def cached_pass(model, cache: KVCache, tokens, depths, mask=None, offset: int = 0) -> torch.Tensor:
+def cached_pass(model, cache: KVCache, tokens, depths, mask=None, offset: int = 0, capture=None, logits=True):
     """``extend`` of a torch model with a ``_pass(tokens, positions, slices, bias)``: the tokens # [n]
     at positions ``cache.length + depths``, keys/values written to the cache's scratch entries
     ``offset ..``, ``mask`` # [n, offset + n] bool (None = all visible) -> logits # [n, V].
+    ``capture`` (hidden-state indices, a model whose ``_pass`` takes them): returns (logits # [n, V],
+    the states at those layers concatenated # [n, F d]). ``logits=False`` (SmolLM): the final normed
+    states # [n, d] instead of the logits (the output head is applied later, to the rows needed).
 
     One body for every torch architecture (the tiny model, SmolLM), so the cache bookkeeping and
     the position check are written once.
@@ -239,6 +242,10 @@ def cached_pass(model, cache: KVCache, tokens, depths, mask=None, offset: int = 
     start = L + offset
     cache.reserve(start + n)
     bias = attention_bias(mask, n, L, start + n, cache.k.dtype, dev)
+    if capture is not None or not logits:
+        out, feats = model._pass(tokens[None], depths + L, cache_slices(cache, start, n), bias, capture or (),
+                                 logits=logits)
+        return out[0], (None if feats is None else feats[0])
     return model._pass(tokens[None], depths + L, cache_slices(cache, start, n), bias)[0]
 
 

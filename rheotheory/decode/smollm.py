@@ -213,14 +213,39 @@ class SmolLM(nn.Module):
         cache's scratch entries ``offset ..``, ``mask`` # [n, offset + n] bool, None = all visible."""
         return cached_pass(self, cache, tokens, depths, mask, offset)
 
-    def _pass(self, tokens, positions, slices=None, bias=None) -> torch.Tensor:
+    def extend_features(self, cache: KVCache, tokens, depths, mask=None, offset: int = 0, layers=()):
+        """:meth:`extend` that also returns the hidden states at ``layers`` (Hugging Face's
+        ``hidden_states`` numbering: ``i`` < n the output of block ``i``, n the final normed state),
+        concatenated: (logits # [n, V], features # [n, F d]); what a draft head reads."""
+        return cached_pass(self, cache, tokens, depths, mask, offset, capture=tuple(layers))
+
+    def extend_hidden(self, cache: KVCache, tokens, depths, mask=None, offset: int = 0, layers=()):
+        """:meth:`extend_features` without the output head: (final normed states # [n, d], features
+        # [n, F d]); :meth:`logits_from` applies the head to the rows a verifier reads."""
+        return cached_pass(self, cache, tokens, depths, mask, offset, capture=tuple(layers), logits=False)
+
+    def logits_from(self, h) -> torch.Tensor:
+        """The tied output head on final normed states: # [m, d] -> # [m, V]."""
+        return h @ self.embed_tokens.weight.T
+
+    def _pass(self, tokens, positions, slices=None, bias=None, capture=None, logits=True):
         """The one forward pass: tokens # [B, n] at positions # [n] -> logits # [B, n, V] (``slices``:
-        :func:`~rheotheory.decode.models.cache_slices` of a cached pass, None: causal, no cache)."""
+        :func:`~rheotheory.decode.models.cache_slices` of a cached pass, None: causal, no cache);
+        with ``capture`` (hidden-state indices, see :meth:`extend_features`) also the states there;
+        ``logits=False``: the final normed states # [B, n, d] instead of the logits."""
         x = self.embed_tokens(tokens)  # [B, n, d]
         cos, sin = self._rope(positions, x.dtype)
+        kept = {}
         for li, blk in enumerate(self.layers):
             x = blk(x, cos, sin, slices, li, bias)
-        return self._logits(x)
+            if capture is not None and li + 1 in capture:
+                kept[li + 1] = x
+        if capture is None:
+            return self._logits(x)
+        h = self.norm(x)
+        kept[len(self.layers)] = h  # NOTE: the last index is the final normed state, as in transformers
+        feats = torch.cat([kept[i] for i in capture], dim=-1) if capture else None
+        return (h @ self.embed_tokens.weight.T if logits else h), feats
 
 
 @dataclass(frozen=True)
@@ -327,8 +352,18 @@ def quantised_copy(model: SmolLM, bits: int = 4, group: int = QUANT_GROUP) -> Sm
     return out.eval()
 
 
-def make_draft(target: SmolLM, spec: str) -> tuple[SmolLM, str]:
-    """Draft from its name: ``int<bits>`` (quantised copy) or ``layers:<n>`` (early exit)."""
+def make_draft(target: SmolLM, spec: str):
+    """Draft from its name: ``head`` (the package's trained draft head), ``head:DIR`` (a head saved
+    by ``scripts/train_draft_head.py``), ``int<bits>`` (quantised copy) or ``layers:<n>`` (early exit)."""
+    if isinstance(spec, str) and (spec == "head" or spec.startswith("head:")):
+        from .draft_head import SMOLLM2_HEAD_DIR, load_head
+
+        folder = SMOLLM2_HEAD_DIR if spec == "head" else Path(spec[5:])
+        w = target.embed_tokens.weight
+        head, man = load_head(folder, target.embed_tokens, w.device, w.dtype, max_len=target.cfg.max_len)
+        cfg = head.cfg
+        return head, (f"trained draft head ({folder.name}): one decoder layer over target layers "
+                      f"{list(cfg.feature_layers)}, draft vocabulary {cfg.draft_vocab}, {head.num_params()} parameters")
     if isinstance(spec, str) and spec.startswith("int") and spec[3:].isdigit():
         bits = int(spec[3:])
         return quantised_copy(target, bits), (f"{bits}-bit weight-quantised copy (symmetric, groups of "
@@ -336,7 +371,8 @@ def make_draft(target: SmolLM, spec: str) -> tuple[SmolLM, str]:
     if isinstance(spec, str) and spec.startswith("layers:") and spec[7:].isdigit():
         n = int(spec[7:])
         return target.layer_skip(n), f"layer-skip: first {n} of {target.cfg.n_layer} blocks + final norm + head"
-    raise InstanceError(f"unknown SmolLM2 draft {spec!r}; use int<bits> (e.g. int4) or layers:<n> (e.g. layers:8)")
+    raise InstanceError(f"unknown SmolLM2 draft {spec!r}; use head, head:DIR, int<bits> (e.g. int4) or layers:<n> "
+                        "(e.g. layers:8)")
 
 
 def load_smollm2(device="cpu", draft: str = DEFAULT_DRAFT, max_len: int = DEFAULT_MAX_LEN,
