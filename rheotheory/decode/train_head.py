@@ -1,0 +1,236 @@
+"""Train a :class:`~rheotheory.decode.draft_head.DraftHead` for a Llama-family target by self-distillation.
+
+Data (nothing is downloaded; docs/theory.md section 6.4):
+
+1. **Text that ships with every Python**: the English reference topics of ``pydoc_data.topics``
+   (sorted by topic) and the source of the standard library's top-level ``*.py`` files (sorted
+   by name), cut to :attr:`HeadTrainConfig.text_chars` characters each; its SHA-256 goes into
+   the manifest (another Python version gives other text and another hash).
+2. **The target's own samples**: continuations at T = 1 of prompts cut from that text, so the
+   head learns the text the target writes, not only the text it reads.
+
+Every sequence is cut to :attr:`HeadTrainConfig.seq_len` tokens and run through the target once:
+its hidden states at the head's feature layers are kept (float16) with the log-normaliser of its
+full-vocabulary law, so the soft labels p(. | x_<=j) over the draft vocabulary are recomputed
+from the final normed state at each step. The draft vocabulary is the ``draft_vocab`` most
+frequent tokens of the training sequences (ties by smaller id).
+
+Loss: for every unroll step k (:meth:`DraftHead.unrolled`) the soft cross-entropy
+``-sum_{v in V_d} p(v) log q(v)``, weighted ``unroll_decay ** (k - 1)``. Validation: the
+single-draft acceptance ``sum_v min(p(v), q(v))`` at T = 1 (step 1, full-vocabulary p; q is 0
+outside V_d) on held-out target samples, with the full draft law and with the sparse top-k law.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import sysconfig
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import InstanceError
+from .draft_head import DraftHead, HeadConfig, target_features
+
+__all__ = ["HeadTrainConfig", "build_text", "text_sequences", "sample_sequences", "extract", "draft_vocabulary",
+           "train_head", "evaluate_head"]
+
+
+@dataclass(frozen=True)
+class HeadTrainConfig:
+    feature_layers: tuple = (2, 15, 30)  # hidden-state indices (SmolLM2-135M: 30 blocks; 30 = final normed)
+    draft_vocab: int = 8192  # V_d
+    seq_len: int = 256
+    text_chars: int = 600_000  # per source (reference topics, standard-library code)
+    samples: int = 384  # target samples for training
+    val_samples: int = 64  # held-out target samples (validation acceptance)
+    prompt_tokens: int = 16  # prompt length of a sample (cut from the text)
+    sample_tokens: int = 112  # new tokens per sample
+    steps: int = 1500
+    batch: int = 8  # sequences per step
+    lr: float = 1e-3
+    warmup: int = 100
+    unroll: int = 3  # training-time test: tree depth 0, 1, 2 below a root
+    unroll_decay: float = 0.8
+    seed: int = 20261130
+    sparse_k: int = 128  # the sparse draft evaluated at validation
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["feature_layers"] = list(self.feature_layers)
+        return d
+
+
+def build_text(chars: int) -> tuple[str, str, str]:
+    """(reference text, code text, SHA-256 of both): what every CPython ships."""
+    import pydoc_data.topics as topics
+
+    ref = "\n\n".join(topics.topics[k] for k in sorted(topics.topics))[:chars]
+    root = Path(sysconfig.get_paths()["stdlib"])
+    code, n = [], 0
+    for f in sorted(root.glob("*.py")):
+        t = f.read_text(encoding="utf-8", errors="replace")
+        code.append(t)
+        n += len(t)
+        if n >= chars:
+            break
+    code = "\n\n".join(code)[:chars]
+    digest = hashlib.sha256((ref + "\0" + code).encode()).hexdigest()
+    return ref, code, digest
+
+
+def text_sequences(tokenizer, texts, seq_len: int) -> torch.Tensor:
+    """Cut each text's tokens into consecutive sequences of ``seq_len`` tokens, # [N, seq_len]."""
+    rows = []
+    for text in texts:
+        ids = tokenizer.encode(text, add_special_tokens=False)
+        for s in range(0, len(ids) - seq_len + 1, seq_len):
+            rows.append(ids[s:s + seq_len])
+    return torch.tensor(rows, dtype=torch.long)
+
+
+@torch.no_grad()
+def sample_sequences(model, prompts: torch.Tensor, new_tokens: int, seed: int, batch: int = 32,
+                     progress=None) -> torch.Tensor:
+    """The target's T = 1 continuations of ``prompts`` # [N, P] (full vocabulary, no top-k/top-p),
+    # [N, P + new_tokens]; batched, cached, seeded."""
+    from transformers import DynamicCache  # noqa: F401  (the hf extra)
+
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for s in range(0, prompts.shape[0], batch):
+        ids = prompts[s:s + batch]
+        res = model(input_ids=ids, use_cache=True)
+        cache, logits = res.past_key_values, res.logits[:, -1]
+        seq = [ids]
+        for _ in range(new_tokens):
+            probs = torch.softmax(logits.float(), dim=-1)
+            nxt = torch.multinomial(probs, 1, generator=g)  # [b, 1]
+            seq.append(nxt)
+            res = model(input_ids=nxt, past_key_values=cache, use_cache=True)
+            cache, logits = res.past_key_values, res.logits[:, -1]
+        out.append(torch.cat(seq, dim=1))
+        if progress is not None:
+            progress.update(ids.shape[0])
+    return torch.cat(out)
+
+
+@torch.no_grad()
+def extract(model, seqs: torch.Tensor, layers, batch: int = 8, progress=None):
+    """Target features # [N, T, F d] (float16) and log-normalisers # [N, T] (float32) of ``seqs``."""
+    feats, lse = [], []
+    for s in range(0, seqs.shape[0], batch):
+        out = model(input_ids=seqs[s:s + batch], output_hidden_states=True, use_cache=False)
+        feats.append(target_features(out.hidden_states, layers).half())
+        lse.append(torch.logsumexp(out.logits.float(), dim=-1))
+        if progress is not None:
+            progress.update(min(batch, seqs.shape[0] - s))
+    return torch.cat(feats), torch.cat(lse)
+
+
+def draft_vocabulary(seqs: torch.Tensor, vocab_size: int, size: int) -> torch.Tensor:
+    """The ``size`` most frequent token ids of ``seqs`` (ties by smaller id), sorted by id."""
+    counts = torch.bincount(seqs.flatten(), minlength=vocab_size).double()
+    order = torch.argsort(-counts, stable=True)  # stable: ties by smaller id
+    return torch.sort(order[:size]).values
+
+
+def _soft_labels(head: DraftHead, feats, lse, rows):
+    """p(v | x_<=j) for v in V_d from the final normed state (the last feature layer), # [B, T, V_d]."""
+    d = head.cfg.hidden
+    final = feats[..., -d:].float()  # NOTE: the last feature layer is the final normed state
+    return torch.exp(final @ rows.T - lse[..., None])
+
+
+def evaluate_head(head: DraftHead, E, seqs, feats, lse, sparse_k: int, batch: int = 8) -> dict:
+    """Single-draft acceptance sum_v min(p, q) at T = 1 over positions 1.. of ``seqs``: step 1 of the
+    unroll (true target features) and the tree depths below it; full and sparse top-k draft laws."""
+    d = head.cfg.hidden
+    rows = head.head_rows()
+    tot = {}
+    count = 0
+    head.eval()
+    with torch.no_grad():
+        for s in range(0, seqs.shape[0], batch):
+            tk, ft, ls = seqs[s:s + batch], feats[s:s + batch].float(), lse[s:s + batch]
+            outs = head.unrolled(tk, ft, head_steps(head), rows)
+            p_full = torch.softmax(ft[..., -d:] @ E.T, dim=-1)[:, 1:]  # [B, T-1, V] positions 1..
+            p_d = p_full[..., head.vocab_ids]  # [B, T-1, V_d]
+            for k, lg in enumerate(outs, start=1):
+                lg = lg[:, 1:].float()
+                q = torch.softmax(lg, dim=-1)
+                kth = lg.topk(sparse_k, dim=-1).values[..., -1:]
+                qs = torch.softmax(lg.masked_fill(lg < kth, float("-inf")), dim=-1)
+                tot[f"accept_step{k}"] = tot.get(f"accept_step{k}", 0.0) + float(torch.minimum(p_d, q).sum())
+                tot[f"accept_step{k}_top{sparse_k}"] = (tot.get(f"accept_step{k}_top{sparse_k}", 0.0)
+                                                       + float(torch.minimum(p_d, qs).sum()))
+            tot["vocab_mass"] = tot.get("vocab_mass", 0.0) + float(p_d.sum())
+            count += p_d.shape[0] * p_d.shape[1]
+    head.train()
+    return {k: round(v / count, 4) for k, v in tot.items()} | {"positions": count}
+
+
+def head_steps(head: DraftHead) -> int:
+    return getattr(head, "_unroll", 1)
+
+
+def train_head(head: DraftHead, seqs, feats, lse, cfg: HeadTrainConfig, val=None, progress=None, log=None):
+    """AdamW with linear warm-up and cosine decay over ``cfg.steps`` steps of ``cfg.batch`` sequences
+    drawn with a seeded generator; returns the loss history (one mean per 50 steps)."""
+    g = torch.Generator().manual_seed(cfg.seed)
+    params = [p for p in head.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0)
+    rows = head.head_rows()
+    weights = [cfg.unroll_decay ** k for k in range(cfg.unroll)]
+    head._unroll = cfg.unroll
+    hist, run = [], []
+    head.train()
+    for step in range(cfg.steps):
+        lr = cfg.lr * min(1.0, (step + 1) / cfg.warmup) * 0.5 * (1 + math.cos(math.pi * step / cfg.steps))
+        for group in opt.param_groups:
+            group["lr"] = lr
+        idx = torch.randint(0, seqs.shape[0], (cfg.batch,), generator=g)
+        tk, ft, ls = seqs[idx], feats[idx].float(), lse[idx]
+        p = _soft_labels(head, ft, ls, rows)[:, 1:]  # [B, T-1, V_d]
+        outs = head.unrolled(tk, ft, cfg.unroll, rows)
+        loss = 0.0
+        for w, lg, k in zip(weights, outs, range(cfg.unroll)):
+            logq = F.log_softmax(lg[:, 1 + k:].float(), dim=-1)
+            loss = loss + w * -(p[:, k:] * logq).sum(-1).mean()
+        loss = loss / sum(weights)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        run.append(float(loss.detach()))
+        if (step + 1) % 50 == 0:
+            hist.append(round(sum(run) / len(run), 4))
+            run = []
+            if log is not None:
+                log(f"step {step + 1}: loss {hist[-1]}")
+        if progress is not None:
+            progress.update(1)
+    return hist
+
+
+def init_from_target(head: DraftHead, block, final_norm) -> None:
+    """Start the head's decoder layer from the target's last block (a Hugging Face
+    ``LlamaDecoderLayer``) and its norm from the target's final norm (the head's output lives in
+    the target's last-layer space)."""
+    src = {k.replace("self_attn.", "").replace("mlp.", ""): v for k, v in block.state_dict().items()}
+    with torch.no_grad():
+        for name, p in head.layer.named_parameters():
+            p.copy_(src[name])
+        head.norm.weight.copy_(final_norm)
+
+
+def check_llama_like(config) -> None:
+    """A one-line error for a target the head cannot read (tied Llama-style decoders only)."""
+    if getattr(config, "model_type", None) != "llama":
+        raise InstanceError(f"draft heads are built for Llama-family targets, not {config.model_type!r}")
+    if not getattr(config, "tie_word_embeddings", False):
+        raise InstanceError("the draft head reads the target's tied output rows; this target's head is untied")
