@@ -27,8 +27,9 @@ def add_model_arguments(ap: argparse.ArgumentParser) -> None:
                     help="builtin: the shipped character-level pair (default; tree size row 'builtin'); "
                     "smollm2: SmolLM2-135M-Instruct (needs the smollm extra, see the README; row 'model')")
     ap.add_argument("--draft", default=None, metavar="SPEC",
-                    help="SmolLM2 draft: int<bits> (quantised copy, default int4) or layers:<n> (early exit); "
-                    "with --target: the draft's Hugging Face directory")
+                    help="SmolLM2 draft: head (the shipped trained draft head, default), head:DIR (a head saved by "
+                    "scripts/train_draft_head.py), int<bits> (quantised copy) or layers:<n> (early exit); with "
+                    "--target: the draft's Hugging Face directory, or a draft head's directory trained for the target")
     ap.add_argument("--target", default=None, metavar="DIR",
                     help="a local Hugging Face causal LM directory (save_pretrained, with its tokenizer) as the "
                     "target, with --draft DIR sharing its vocabulary (needs the hf extra; row 'model')")
@@ -113,12 +114,14 @@ def load_pair(args):
         from ..decode.hf import HF_PROMPTS, load_hf_pair
 
         return load_hf_pair(args.target, args.draft, args.device, args.dtype or "float32"), HF_PROMPTS
-    if getattr(args, "dtype", None) is not None:
-        raise RheoError("--dtype applies to a --target/--draft pair only")
     if args.model == "smollm2":
+        from ..decode.hf import DTYPES
         from ..decode.smollm import DEFAULT_DRAFT, SMOL_PROMPTS, load_smollm2
 
-        return load_smollm2(args.device, draft=args.draft or DEFAULT_DRAFT), SMOL_PROMPTS
+        return load_smollm2(args.device, draft=args.draft or DEFAULT_DRAFT,
+                            dtype=DTYPES[args.dtype or "float32"]), SMOL_PROMPTS
+    if getattr(args, "dtype", None) is not None:
+        raise RheoError("--dtype applies to --model smollm2 and to a --target/--draft pair only")
     if args.draft is not None:
         raise RheoError("--draft applies to --model smollm2 only")
     from ..decode.bench import BENCH_PROMPTS

@@ -19,7 +19,7 @@ from ..montecarlo import mean_ci
 from .engine import AUTO_DRAFT_TOP_K, AUTOREGRESSIVE, DecodeConfig, decode
 
 __all__ = ["BenchRow", "BENCH_PROMPTS", "DEFAULT_BENCH_METHODS", "MIN_BENCH_STEPS", "default_repeats", "bench_methods",
-           "run_bench", "format_table", "table_json", "cost_ratio"]
+           "run_bench", "format_table", "table_json", "cost_ratio", "pass_costs"]
 
 #: Fewest speculative steps a row should have by default: enough that the 95% interval of tokens
 #: per step (about +-0.1 at s = 0.8 over 250 steps) separates methods that differ by a few tenths.
@@ -153,10 +153,13 @@ COST_PASSES = 50
 def cost_ratio(pair, context: int = 64) -> tuple[float, float, float]:
     """Seconds of one single-token cached pass of the target and of the draft, and their ratio.
 
-    The draft is timed as decoding runs it: on CPU a built-in draft runs as its numpy copy.
+    The draft is timed as decoding runs it: on CPU a built-in draft runs as its numpy copy; a draft
+    head (:mod:`~rheotheory.decode.draft_head`) as a tree node below its root, after a catch-up
+    pass over the context (zero target features: the cost does not depend on them).
     """
     import numpy as np
 
+    from .engine import reads_features
     from .models import NumpyLM, TinyLM, chain_mask
 
     out = []
@@ -165,8 +168,13 @@ def cost_ratio(pair, context: int = 64) -> tuple[float, float, float]:
         if model is pair.draft and p.device.type == "cpu" and isinstance(model, TinyLM):
             model = NumpyLM(model)
         cache = model.new_cache()
-        model.extend(cache, np.arange(context) % model.cfg.vocab_size, np.arange(context), chain_mask(context))
-        cache.commit(context)
+        toks = np.arange(context) % model.cfg.vocab_size
+        if reads_features(model):
+            model.catch_up(cache, toks, torch.zeros(context, model.cfg.hidden * len(model.cfg.feature_layers),
+                                                     device=p.device, dtype=p.dtype))
+        else:
+            model.extend(cache, toks, np.arange(context), chain_mask(context))
+            cache.commit(context)
         for _ in range(5):
             model.extend(cache, [0], [0])
         if p.device.type == "cuda":
@@ -178,6 +186,38 @@ def cost_ratio(pair, context: int = 64) -> tuple[float, float, float]:
             torch.cuda.synchronize()
         out.append((time.perf_counter() - t0) / COST_PASSES)
     return out[0], out[1], out[1] / out[0]
+
+
+@torch.inference_mode()
+def pass_costs(model, sizes=(1, 2, 4, 8, 16, 32), context: int = 64, repeats: int = 10) -> list[tuple[int, float]]:
+    """(n, median seconds) of one cached target pass over n new tokens (a chain, after ``context``
+    committed tokens), for each n of ``sizes``: the table a tree size is chosen from (a tree of N
+    nodes costs one pass over N + 1 tokens)."""
+    import statistics
+
+    import numpy as np
+
+    from .models import chain_mask
+
+    p = next(model.parameters())
+    cache = model.new_cache()
+    model.extend(cache, np.arange(context) % model.cfg.vocab_size, np.arange(context), chain_mask(context))
+    cache.commit(context)
+    out = []
+    for n in sizes:
+        toks, depths, mask = np.arange(n) % model.cfg.vocab_size, np.arange(n), chain_mask(n)
+        model.extend(cache, toks, depths, mask)  # warm-up
+        times = []
+        for _ in range(repeats):
+            if p.device.type == "cuda":
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            model.extend(cache, toks, depths, mask)
+            if p.device.type == "cuda":
+                torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+        out.append((n, statistics.median(times)))
+    return out
 
 
 def format_table(rows, header: bool = True) -> str:
