@@ -25,7 +25,7 @@ from tqdm import tqdm
 
 from rheotheory.decode.draft_head import SMOLLM2_HEAD_DIR, DraftHead, HeadConfig, save_head
 from rheotheory.decode.train_head import (HeadTrainConfig, build_text, check_llama_like, draft_vocabulary,
-                                          evaluate_head, extract, init_from_target, sample_sequences,
+                                          evaluate_head, extract, init_from_target, sample_prompts, sample_sequences,
                                           text_sequences, train_head)
 from rheotheory.decode.smollm import SmolConfig
 
@@ -77,9 +77,7 @@ def main(argv=None) -> int:
     # 2. the target's own samples from prompts cut from that text (seeded)
     g = torch.Generator().manual_seed(cfg.seed)
     n_prompt = cfg.samples + cfg.val_samples
-    starts = torch.randint(0, text.shape[1] - cfg.prompt_tokens, (n_prompt,), generator=g)
-    rows = torch.randint(0, text.shape[0], (n_prompt,), generator=g)
-    prompts = torch.stack([text[r, s:s + cfg.prompt_tokens] for r, s in zip(rows.tolist(), starts.tolist())])
+    prompts = sample_prompts(tok, text, n_prompt, cfg, g)
     t1 = time.time()
     with tqdm(total=n_prompt, desc="target samples", file=sys.stderr) as bar:
         samples = sample_sequences(model, prompts, cfg.sample_tokens, cfg.seed + 1, progress=bar)

@@ -101,7 +101,13 @@ def test_random_llama_cached_tree_passes_match_forward_per_path():
 @pytest.fixture(scope="module")
 def pair():
     torch.set_num_threads(1)
-    return smollm.load_smollm2()
+    return smollm.load_smollm2(draft="int4")
+
+
+@pytest.fixture(scope="module")
+def head_pair():
+    torch.set_num_threads(1)
+    return smollm.load_smollm2(draft="head")
 
 
 @pytest.mark.slow
@@ -166,7 +172,7 @@ def test_greedy_equals_autoregressive(pair, method):
 @pytest.mark.slow
 @needs_extra
 def test_int4_draft_acceptance(pair):
-    """The default draft is informative: mean 1 - TV over the fixed texts, T = 1 (measured 0.752)."""
+    """The int4 draft is informative: mean 1 - TV over the fixed texts, T = 1 (measured 0.752)."""
     acc = smollm.single_draft_acceptance(pair, smollm.ACCEPTANCE_TEXTS, 1.0)
     assert 0.6 < acc < 1.0, acc
 
@@ -188,3 +194,30 @@ def test_biased_verifier_is_rejected(pair):
     res = smollm.lossless_test_large_vocab(pair, LOSSLESS_PROMPTS, SMALL_RHEO, DecodeConfig(temperature=1.0),
                                            N_PER_PROMPT, LOSSLESS_SEED, verifier=ot_skip_residual)
     assert res.p_value < ALPHA, f"planted bug not caught: chi2 = {res.statistic:.1f}, df = {res.df}"
+
+
+@pytest.mark.slow
+@needs_extra
+@pytest.mark.parametrize("method", [make_method("chain", depth=3), make_method("eagle", top_k=3, depth=3, budget=8),
+                                    make_method("rheo", top_k=3, depth=3, budget=8)], ids=["chain", "eagle", "rheo"])
+def test_greedy_with_the_trained_head_equals_autoregressive(head_pair, method):
+    cfg = DecodeConfig(temperature=0.0, max_new_tokens=16)
+    prompt = head_pair.encode(smollm.SMOL_PROMPTS[1])
+    ref = decode(head_pair.target, None, prompt, AUTOREGRESSIVE, cfg, torch.Generator().manual_seed(0)).tokens
+    got = decode(head_pair.target, head_pair.draft, prompt, method, cfg, torch.Generator().manual_seed(1))
+    assert got.tokens == ref
+    assert got.tokens_per_step > 1.5, "the trained head should be accepted often at T = 0"
+
+
+@pytest.mark.slow
+@needs_extra
+def test_lossless_with_the_trained_head(head_pair):
+    """rheo (K=2, D=2, N=4, OT), T = 1, the shipped draft head: alpha = 1e-3, seed LOSSLESS_SEED,
+    N = 200 runs x 2 prompts; the planted skip-residual verifier (same alpha, seed, N) is rejected."""
+    cfg = DecodeConfig(temperature=1.0)
+    res = smollm.lossless_test_large_vocab(head_pair, LOSSLESS_PROMPTS, SMALL_RHEO, cfg, N_PER_PROMPT, LOSSLESS_SEED)
+    assert res.df >= 5
+    assert res.p_value > ALPHA, f"chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}"
+    bad = smollm.lossless_test_large_vocab(head_pair, LOSSLESS_PROMPTS, SMALL_RHEO, cfg, N_PER_PROMPT, LOSSLESS_SEED,
+                                           verifier=ot_skip_residual)
+    assert bad.p_value < ALPHA, f"planted bug not caught: chi2 = {bad.statistic:.1f}, df = {bad.df}"

@@ -15,7 +15,11 @@ positions, a KV cache that keeps the accepted path.
 
 Drafts sharing the target's tokenizer (``draft=`` of :func:`load_smollm2`):
 
-* ``"int4"`` (default, :func:`quantised_copy`): a weight-quantised copy, every block's linear
+* ``"head"`` (default): the trained EAGLE-style draft head shipped in ``rheotheory/data/smollm2_head``
+  (:mod:`rheotheory.decode.draft_head`; one decoder layer over the target's features, a draft
+  vocabulary of 8192 tokens, about 5% of a target pass); ``"head:DIR"``: a head saved by
+  ``scripts/train_draft_head.py``.
+* ``"int4"`` (:func:`quantised_copy`): a weight-quantised copy, every block's linear
   weight rounded to symmetric 4-bit integers per group of 32 (scale = group absmax / 7); the
   embedding/output head is kept. Single-draft acceptance about 0.75 on :data:`ACCEPTANCE_TEXTS`
   at T = 1. NOTE: the copy is stored dequantised (float32), so on CPU it costs as much as the
@@ -60,8 +64,8 @@ GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CACHE_NAME = "smollm2-135m-instruct-q4_1"
 #: Bumped when the cached layout changes (old copies are then rebuilt).
 CACHE_FORMAT = 1
-#: Default draft: the 4-bit weight-quantised copy.
-DEFAULT_DRAFT = "int4"
+#: Default draft: the trained draft head shipped in rheotheory/data/smollm2_head.
+DEFAULT_DRAFT = "head"
 #: Weights per quantisation group (one scale each) of the quantised drafts.
 QUANT_GROUP = 32
 #: Positions the KV cache holds (the model itself was trained to 8192).

@@ -6,8 +6,9 @@ Data (nothing is downloaded; docs/theory.md section 6.4):
    (sorted by topic) and the source of the standard library's top-level ``*.py`` files (sorted
    by name), cut to :attr:`HeadTrainConfig.text_chars` characters each; its SHA-256 goes into
    the manifest (another Python version gives other text and another hash).
-2. **The target's own samples**: continuations at T = 1 of prompts cut from that text, so the
-   head learns the text the target writes, not only the text it reads.
+2. **The target's own samples**: continuations at T = 1 of prompts cut from that text and of
+   generic openings (:data:`OPENERS`: prose, dialogue, lists, code), so the head learns the text
+   the target writes, not only the text it reads.
 
 Every sequence is cut to :attr:`HeadTrainConfig.seq_len` tokens and run through the target once:
 its hidden states at the head's feature layers are kept (float16) with the log-normaliser of its
@@ -36,7 +37,21 @@ import torch.nn.functional as F
 from ..errors import InstanceError
 from .draft_head import DraftHead, HeadConfig, target_features
 
-__all__ = ["HeadTrainConfig", "build_text", "text_sequences", "sample_sequences", "extract", "draft_vocabulary",
+#: Generic openings of the target's own samples (prose, dialogue, lists, code), so the head also learns
+#: the text the target writes outside the Python reference; none is a prompt of the benchmarks.
+OPENERS = (
+    "The history of", "In the beginning", "My favourite", "Here is a short story about", "Dear friend,",
+    "The most important thing", "Scientists have discovered", "Yesterday I went to", "A good recipe for",
+    "The weather today", "Q: What is", "Question: How do", "Answer:", "Step 1:", "1.", "- ", "Title:",
+    "Summary:", "Chapter 1\n\n", "She looked at", "He said that", "We", "It was a", "There are many",
+    "How to", "Why do", "The best way to", "In conclusion,", "According to", "For example,", "However,",
+    "The city of", "The company", "Students", "The president", "A man", "The cat", "Music is",
+    "Learning a new language", "The ocean", "def ", "class ", "import ", "from ", "# ", "for ", "if ", "print(",
+    "function ", "SELECT ", "<html>", "#include <", "public class", "let ", "const ", "$ ", "x = ",
+    "Write a poem about", "Tell me about", "Hello! How", "Thank you for",
+)
+
+__all__ = ["HeadTrainConfig", "OPENERS", "sample_prompts", "build_text", "text_sequences", "sample_sequences", "extract", "draft_vocabulary",
            "train_head", "evaluate_head"]
 
 
@@ -48,8 +63,9 @@ class HeadTrainConfig:
     text_chars: int = 600_000  # per source (reference topics, standard-library code)
     samples: int = 384  # target samples for training
     val_samples: int = 64  # held-out target samples (validation acceptance)
-    prompt_tokens: int = 16  # prompt length of a sample (cut from the text)
-    sample_tokens: int = 112  # new tokens per sample
+    prompt_tokens: int = 8  # prompt length of a sample (cut from the text, or an opener left-padded)
+    sample_tokens: int = 120  # new tokens per sample
+    opener_share: float = 0.5  # share of the samples whose prompt is one of OPENERS (the rest: cut from the text)
     steps: int = 1500
     batch: int = 8  # sequences per step
     lr: float = 1e-3
@@ -63,6 +79,24 @@ class HeadTrainConfig:
         d = asdict(self)
         d["feature_layers"] = list(self.feature_layers)
         return d
+
+
+def sample_prompts(tokenizer, text: torch.Tensor, n: int, cfg: "HeadTrainConfig", g: torch.Generator) -> torch.Tensor:
+    """``n`` prompts of ``cfg.prompt_tokens`` tokens, # [n, P]: a share ``cfg.opener_share`` are
+    :data:`OPENERS` (in turn), left-padded with the end-of-text token (a document boundary);
+    the others are windows cut at random from the text sequences ``text``."""
+    P = cfg.prompt_tokens
+    pad = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else 0
+    n_open = int(round(n * cfg.opener_share))
+    rows = []
+    for i in range(n_open):
+        ids = tokenizer.encode(OPENERS[i % len(OPENERS)], add_special_tokens=False)[-P:]
+        rows.append([pad] * (P - len(ids)) + ids)
+    starts = torch.randint(0, text.shape[1] - P, (n - n_open,), generator=g)
+    picks = torch.randint(0, text.shape[0], (n - n_open,), generator=g)
+    rows += [text[r, s:s + P].tolist() for r, s in zip(picks.tolist(), starts.tolist())]
+    order = torch.randperm(n, generator=g)  # training and held-out samples get both kinds
+    return torch.tensor(rows, dtype=torch.long)[order]
 
 
 def build_text(chars: int) -> tuple[str, str, str]:
