@@ -93,13 +93,7 @@ def main(argv=None) -> int:
     times["features_s"] = round(time.time() - t1, 1)
     vocab = draft_vocabulary(torch.cat([text.flatten(), train_samples.flatten()]), c.vocab_size, cfg.draft_vocab)
 
-    smol = SmolConfig(vocab_size=c.vocab_size, n_layer=c.num_hidden_layers, hidden=c.hidden_size,
-                      n_q_heads=c.num_attention_heads, n_kv_heads=c.num_key_value_heads,
-                      head_dim=getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads,
-                      intermediate=c.intermediate_size,
-                      rope_theta=float((getattr(c, "rope_parameters", None) or {}).get(
-                          "rope_theta", getattr(c, "rope_theta", 10000.0))),
-                      rms_eps=float(c.rms_norm_eps))
+    smol = SmolConfig.from_hf(c)
     hcfg = HeadConfig.for_target(smol, layers, cfg.draft_vocab)
     embed = model.get_input_embeddings()
     embed.weight.requires_grad_(False)

@@ -38,10 +38,7 @@ def tiny_llama(seed=0, dtype=torch.float32):
 
 
 def smol_config(model, max_len=128) -> SmolConfig:
-    c = model.config
-    return SmolConfig(vocab_size=c.vocab_size, n_layer=c.num_hidden_layers, hidden=c.hidden_size,
-                      n_q_heads=c.num_attention_heads, n_kv_heads=c.num_key_value_heads, head_dim=c.head_dim,
-                      intermediate=c.intermediate_size, rope_theta=10000.0, rms_eps=c.rms_norm_eps, max_len=max_len)
+    return SmolConfig.from_hf(model.config, max_len=max_len)
 
 
 def make_head(model, seed=1, vocab_ids=None, dtype=torch.float32):

@@ -43,7 +43,7 @@ from torch import nn
 
 from ..errors import InstanceError
 from .models import KVCache, attention_bias, cache_slices, check_positions
-from .smollm import LlamaBlock, RMSNorm, SmolConfig, _rotate_half
+from .smollm import LlamaBlock, RMSNorm, SmolConfig, _rotate_half, rope_tables
 
 __all__ = ["HeadConfig", "DraftHead", "HeadCache", "unroll_mask", "load_head", "save_head", "HEAD_FILES",
            "SMOLLM2_HEAD_DIR", "target_features"]
@@ -171,9 +171,7 @@ class DraftHead(nn.Module):
         return self.inp(torch.cat([self.norm_e(e), self.norm_g(g)], dim=-1))
 
     def _rope(self, positions, dtype):
-        f = positions.float()[:, None] * self.inv_freq[None, :]
-        emb = torch.cat([f, f], dim=-1)
-        return emb.cos().to(dtype), emb.sin().to(dtype)
+        return rope_tables(self.inv_freq, positions, dtype)
 
     def draft_logits(self, h, rows=None) -> torch.Tensor:
         """Logits over the draft vocabulary, # [..., V_d], from output states # [..., d]."""

@@ -117,6 +117,24 @@ class SmolConfig:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def from_hf(cls, c, max_len: int = DEFAULT_MAX_LEN) -> "SmolConfig":
+        """The architecture of a transformers Llama-family config ``c``."""
+        rope = getattr(c, "rope_parameters", None) or {}
+        return cls(vocab_size=c.vocab_size, n_layer=c.num_hidden_layers, hidden=c.hidden_size,
+                   n_q_heads=c.num_attention_heads, n_kv_heads=c.num_key_value_heads,
+                   head_dim=getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads,
+                   intermediate=c.intermediate_size,
+                   rope_theta=float(rope.get("rope_theta", getattr(c, "rope_theta", 10000.0))),
+                   rms_eps=float(c.rms_norm_eps), max_len=max_len)
+
+
+def rope_tables(inv_freq: torch.Tensor, positions: torch.Tensor, dtype):
+    """Rotary cos/sin tables # [n, hd] of ``positions`` # [n] (``inv_freq`` # [hd / 2])."""
+    f = positions.float()[:, None] * inv_freq[None, :]  # [n, hd / 2]
+    emb = torch.cat([f, f], dim=-1)
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
 
 class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float):
@@ -195,9 +213,7 @@ class SmolLM(nn.Module):
         return out.to(self.inv_freq.device)  # NOTE: the new rotary buffer is built on the CPU
 
     def _rope(self, positions: torch.Tensor, dtype):
-        f = positions.float()[:, None] * self.inv_freq[None, :]  # [n, hd / 2]
-        emb = torch.cat([f, f], dim=-1)
-        return emb.cos().to(dtype), emb.sin().to(dtype)
+        return rope_tables(self.inv_freq, positions, dtype)
 
     def _logits(self, x):
         return self.norm(x) @ self.embed_tokens.weight.T  # tied output head
@@ -309,13 +325,7 @@ def convert_gguf(gguf: Path, out: Path) -> None:
     hf = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     c = hf.config
-    rope = getattr(c, "rope_parameters", None) or {}
-    cfg = SmolConfig(vocab_size=c.vocab_size, n_layer=c.num_hidden_layers, hidden=c.hidden_size,
-                     n_q_heads=c.num_attention_heads, n_kv_heads=c.num_key_value_heads,
-                     head_dim=getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads,
-                     intermediate=c.intermediate_size,
-                     rope_theta=float(rope.get("rope_theta", getattr(c, "rope_theta", 10000.0))),
-                     rms_eps=float(c.rms_norm_eps))
+    cfg = SmolConfig.from_hf(c)
     if not c.tie_word_embeddings:
         raise InstanceError("this GGUF has an untied output head; only tied SmolLM2 weights are supported")
     state = {}
