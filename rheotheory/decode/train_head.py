@@ -60,13 +60,13 @@ class HeadTrainConfig:
     feature_layers: tuple = (2, 15, 30)  # hidden-state indices (SmolLM2-135M: 30 blocks; 30 = final normed)
     draft_vocab: int = 8192  # V_d
     seq_len: int = 256
-    text_chars: int = 600_000  # per source (reference topics, standard-library code)
-    samples: int = 384  # target samples for training
+    text_chars: int = 300_000  # per source (reference topics, standard-library code)
+    samples: int = 1024  # target samples for training
     val_samples: int = 64  # held-out target samples (validation acceptance)
     prompt_tokens: int = 8  # prompt length of a sample (cut from the text, or an opener left-padded)
     sample_tokens: int = 120  # new tokens per sample
     opener_share: float = 0.5  # share of the samples whose prompt is one of OPENERS (the rest: cut from the text)
-    steps: int = 1500
+    steps: int = 2500
     batch: int = 8  # sequences per step
     lr: float = 1e-3
     warmup: int = 100
