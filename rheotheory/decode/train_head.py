@@ -180,7 +180,7 @@ def _soft_labels(head: DraftHead, feats, lse, rows):
     return torch.exp(final @ rows.T - lse[..., None])
 
 
-def evaluate_head(head: DraftHead, E, seqs, feats, lse, sparse_k: int, batch: int = 8) -> dict:
+def evaluate_head(head: DraftHead, E, seqs, feats, lse, sparse_k: int, batch: int = 8, steps: int = 3) -> dict:
     """Single-draft acceptance sum_v min(p, q) at T = 1 over positions 1.. of ``seqs``: step 1 of the
     unroll (true target features) and the tree depths below it; full and sparse top-k draft laws."""
     d = head.cfg.hidden
@@ -191,7 +191,7 @@ def evaluate_head(head: DraftHead, E, seqs, feats, lse, sparse_k: int, batch: in
     with torch.no_grad():
         for s in range(0, seqs.shape[0], batch):
             tk, ft, ls = seqs[s:s + batch], feats[s:s + batch].float(), lse[s:s + batch]
-            outs = head.unrolled(tk, ft, head_steps(head), rows)
+            outs = head.unrolled(tk, ft, steps, rows)
             p_full = torch.softmax(ft[..., -d:] @ E.T, dim=-1)[:, 1:]  # [B, T-1, V] positions 1..
             p_d = p_full[..., head.vocab_ids]  # [B, T-1, V_d]
             for k, lg in enumerate(outs, start=1):
@@ -208,10 +208,6 @@ def evaluate_head(head: DraftHead, E, seqs, feats, lse, sparse_k: int, batch: in
     return {k: round(v / count, 4) for k, v in tot.items()} | {"positions": count}
 
 
-def head_steps(head: DraftHead) -> int:
-    return getattr(head, "_unroll", 1)
-
-
 def train_head(head: DraftHead, seqs, feats, lse, cfg: HeadTrainConfig, val=None, progress=None, log=None):
     """AdamW with linear warm-up and cosine decay over ``cfg.steps`` steps of ``cfg.batch`` sequences
     drawn with a seeded generator; returns the loss history (one mean per 50 steps)."""
@@ -220,7 +216,6 @@ def train_head(head: DraftHead, seqs, feats, lse, cfg: HeadTrainConfig, val=None
     opt = torch.optim.AdamW(params, lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0)
     rows = head.head_rows()
     weights = [cfg.unroll_decay ** k for k in range(cfg.unroll)]
-    head._unroll = cfg.unroll
     hist, run = [], []
     head.train()
     for step in range(cfg.steps):
