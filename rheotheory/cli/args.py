@@ -244,9 +244,27 @@ def add_max_entries(ap) -> None:
                     f"{MAX_TABLE_ENTRIES})")
 
 
+def work_cap(text: str) -> int:
+    """An argparse type for ``--max-work``: a positive integer, also written as its help shows it
+    (``1e+11``, ``2.5e12``; a whole number, at most 1e18)."""
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError:
+        pass
+    try:
+        v = float(text) if len(text) <= MAX_NUMBER_CHARS else None
+    except ValueError:
+        v = None
+    if v is None or not math.isfinite(v) or v != int(v):
+        raise argparse.ArgumentTypeError(f"{show(text)} is not a whole number (e.g. 100000000000 or 1e11)")
+    if not 1 <= v <= 1e18:
+        raise argparse.ArgumentTypeError(f"{show(text)} must be in 1..1e18")
+    return int(v)
+
+
 def add_max_work(ap, what: str) -> None:
     """``--max-work``: the cap on a run's estimated work (see :data:`MAX_WORK`)."""
-    ap.add_argument("--max-work", type=positive_int, default=MAX_WORK, metavar="W",
+    ap.add_argument("--max-work", type=work_cap, default=MAX_WORK, metavar="W",
                     help=f"refuse {what} whose estimated work exceeds W law entries touched (about 1e8 per "
                     f"second on one core; default {MAX_WORK:.0e}, about 15-20 minutes)")
 
