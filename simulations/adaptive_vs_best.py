@@ -8,8 +8,13 @@ accepted lengths, and prints the paired difference of tau with its 95% normal in
 (``mean +- 1.96 sd / sqrt(n)`` over the n steps; both methods see the same contexts, their
 construction and verification draws differ). The CSV keeps no per-step lengths, hence the re-run.
 
+The issue's bar is the best of ``--against`` (default: eagle, rheo, rheo-tuned, static-wor,
+chain); methods of the CSV outside that list (e.g. ``static-wor:verifier=traversal``) are left
+out unless named. ``--lengths`` reads the per-step lengths from a copy of the sweep's row log
+(``<stem>.csv.partial``, which the sweep deletes when it finishes) instead of re-running the rows.
+
     python simulations/adaptive_vs_best.py simulations/results/sweep_adaptive.csv
-    python simulations/adaptive_vs_best.py sweep.csv --out comparison.csv
+    python simulations/adaptive_vs_best.py sweep.csv --lengths sweep.log --out comparison.csv
 """
 
 from __future__ import annotations
@@ -22,10 +27,14 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 from rheotheory.montecarlo import Z_95, run_steps
+from rheotheory.checkpoint import HEADER_PREFIX
 from rheotheory.sweep import read_csv, sweep_method
 from rheotheory.synthetic import SyntheticPair
 
 NEW = "rheo-adaptive"
+
+#: The methods the issue compares against: eagle, rheo (both presets), static-wor, chain.
+AGAINST = ("eagle", "rheo", "rheo-tuned", "static-wor", "chain")
 
 #: tau read back from the CSV (6 significant digits) must match the re-run to this.
 TAU_MATCH_TOL = 1e-4
@@ -48,13 +57,29 @@ def lengths(args) -> list[int]:
     return [len(r.z) for r in records]
 
 
+def logged_lengths(path) -> dict:
+    """(mismatch, T, K, D, N, method) -> per-step lengths, from a sweep row log."""
+    with open(path, newline="") as f:
+        first = f.readline()
+        if not first.startswith(HEADER_PREFIX):
+            raise SystemExit(f"{path} is not a sweep row log")
+        out = {}
+        for r in csv.DictReader(f):
+            key = (r["mismatch"], float(r["temperature"]), int(r["top_k"]), int(r["depth"]), int(r["budget"]),
+                   r["method"])
+            out[key] = [int(n) for n in r["lengths"].split()]
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", default=None, help="also write the comparison as CSV")
+    ap.add_argument("--against", nargs="+", default=list(AGAINST), help="the methods whose best is the bar")
+    ap.add_argument("--lengths", default=None, help="a copy of the sweep's row log (per-step lengths)")
     args = ap.parse_args()
-    rows = read_csv(args.csv)
+    rows = [r for r in read_csv(args.csv) if r["method"] == NEW or r["method"] in args.against]
     cell = lambda r: (r["mismatch"], float(r["temperature"]), int(r["top_k"]), int(r["depth"]), int(r["budget"]))  # noqa: E731
     cells = sorted({cell(r) for r in rows}, key=lambda c: (c[2], c[3], c[4], c[0], c[1]))
     jobs, plan = [], []
@@ -64,8 +89,13 @@ def main():
         best = max((r for r in here if r["method"] != NEW), key=lambda r: float(r["tau"]))
         plan.append((c, best, new))
         jobs += [(best, best["method"]), (new, NEW)]
+    logged = logged_lengths(args.lengths) if args.lengths else {}
+    key = lambda r, spec: (r["mismatch"], float(r["temperature"]), int(r["top_k"]), int(r["depth"]),  # noqa: E731
+                           int(r["budget"]), spec)
+    missing = [j for j in jobs if key(*j) not in logged]  # rows the log lacks are re-run
     with ProcessPoolExecutor(args.workers) as ex:
-        runs = list(ex.map(lengths, jobs))
+        rerun = dict(zip((key(*j) for j in missing), ex.map(lengths, missing)))
+    runs = [logged.get(key(*j)) or rerun[key(*j)] for j in jobs]
     out = []
     print(f"{'mismatch':<8} {'T':>5} {'K,D,N':<8} {'best other':<12} {'tau':>6} {NEW:>13} {'ratio':>6} "
           f"{'diff':>7} {'95% paired interval':>22}  verdict")

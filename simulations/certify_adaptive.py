@@ -6,14 +6,20 @@ exact rationals (docs/theory.md section 4: every difference exactly 0). Modelled
 ``simulations/certify_table.py``; writes a CSV with one row per (V, K, D, variant) and a Markdown
 table of lossless counts.
 
-Variants (``rheo-adaptive`` is the preset; its ``t_hat`` is the temperature of the predicted target
-the head rule reads, set by sweeps and decoding to the target temperature):
+What ``rheo-adaptive`` runs at a target temperature T > 0 (docs/theory.md section 2.7) and
+the family's own head rules, verified as registered, then the negative controls:
 
-- ``adaptive-T0.5``: ``rheo-adaptive`` with t_hat = 0.5 (the predicted head is active, m >= 0);
-- ``adaptive-T1``: ``rheo-adaptive`` with t_hat = 1 (m = 0: every slot sampled without replacement);
-- ``threshold``: head by the threshold rule (q >= 1/4), ot-wor;
+- ``run-T>=1``: what the preset runs for T >= 1: head 0 (every slot sampled without
+  replacement), tail proxy, Traversal Verification;
+- ``run-0.5<=T<1``: what it runs for 0.5 <= T < 1: the ``rheo-tuned`` tree (head 1, tail proxy,
+  fillers, ``ot``);
+- ``run-T<0.5``: what it runs for T < 0.5: the EAGLE tree, ``onehot``;
+- ``head-T0.5``: the family's predicted head at t_hat = 0.5 (m >= 0), ``ot-wor``;
+- ``threshold``: head by the threshold rule (q >= 1/4), ``ot-wor``;
 - ``threshold-seq`` (expected lossy): the same tree verified by ``sequential`` (the head checked
   before the samples: a sample's subtree can push a head sibling out, docs/theory.md section 8);
+- ``trav-ot-head`` (expected lossy): the threshold tree verified by ``traversal-ot`` (Traversal
+  Verification visiting the samples first, docs/theory.md section 7.1);
 - ``true-proxy`` (expected lossy): the samples scored by their own draft probability.
 
     python simulations/certify_adaptive.py                        # 50 instances per cell
@@ -38,13 +44,17 @@ from rheotheory import certify, make_method, random_pair
 
 GRID = [(V, K, D) for V in (3, 4, 5) for K in (2, 3, 4) for D in (2, 3)]
 
-#: variant name -> (method fields, expected lossless?)
+#: variant name -> (family, method fields, expected lossless?)
 VARIANTS = {
-    "adaptive-T0.5": (dict(head="predicted", proxy="tail", t_hat="0.5", verifier="ot-wor"), True),
-    "adaptive-T1": (dict(head="predicted", proxy="tail", t_hat="1", verifier="ot-wor"), True),
-    "threshold": (dict(head="threshold", threshold="1/4", proxy="tail", verifier="ot-wor"), True),
-    "threshold-seq": (dict(head="threshold", threshold="1/4", proxy="tail", verifier="sequential"), False),
-    "true-proxy": (dict(head="threshold", threshold="1/4", proxy="true", verifier="ot-wor"), False),
+    "run-T>=1": ("adaptive", dict(head=0, proxy="tail", verifier="traversal"), True),
+    "run-0.5<=T<1": ("rheo", dict(head=1, proxy="tail", fillers="rank", verifier="ot"), True),
+    "run-T<0.5": ("eagle", dict(verifier="onehot"), True),
+    "head-T0.5": ("adaptive", dict(head="predicted", proxy="tail", t_hat="0.5", verifier="ot-wor"), True),
+    "threshold": ("adaptive", dict(head="threshold", threshold="1/4", proxy="tail", verifier="ot-wor"), True),
+    "threshold-seq": ("adaptive", dict(head="threshold", threshold="1/4", proxy="tail", verifier="sequential"), False),
+    "trav-ot-head": ("adaptive", dict(head="threshold", threshold="1/4", proxy="tail", verifier="traversal-ot"),
+                     False),
+    "true-proxy": ("adaptive", dict(head="threshold", threshold="1/4", proxy="true", verifier="ot-wor"), False),
 }
 
 FIELDS = ("V", "K", "D", "N", "variant", "description", "instances", "lossless", "max_deviation",
@@ -53,8 +63,8 @@ FIELDS = ("V", "K", "D", "N", "variant", "description", "instances", "lossless",
 
 def cell(args):
     V, K, D, variant, n, cap = args
-    fields, _ = VARIANTS[variant]
-    method = make_method("adaptive", top_k=K, depth=D, budget=2 * K, **fields)
+    family, fields, _ = VARIANTS[variant]
+    method = make_method(family, top_k=K, depth=D, budget=2 * K, **fields)
     lossless, done, worst, worst_seed = 0, 0, 0, None
     t0 = time.perf_counter()
     for seed in range(n):
@@ -99,7 +109,7 @@ def main():
     cols = [v for v in order if v in args.variants]
     lines = [f"Lossless instances / instances certified (exact rationals, N = 2K, seeds 0..n-1; "
              f"--instances {args.instances}, --cell-seconds {args.cell_seconds:g}). "
-             "Expected lossy: " + ", ".join(v for v in cols if not VARIANTS[v][1]) + ".", "",
+             "Expected lossy: " + ", ".join(v for v in cols if not VARIANTS[v][2]) + ".", "",
              "| V K D | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
     for V, K, D in GRID:
         by = {r["variant"]: r for r in rows if (r["V"], r["K"], r["D"]) == (V, K, D)}

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from rheotheory import certify, laws, make_method, random_pair
+from rheotheory.errors import TreeError
 from rheotheory.methods import resolve
 from rheotheory.trees import RandomChooser
 from rheotheory.trees.adaptive import AdaptiveConfig, head_size, predicted_acceptances
@@ -95,17 +96,50 @@ def test_head_checked_first_is_caught():
 
 
 def test_preset_resolves_per_temperature():
+    """The temperature bands of docs/theory.md section 2.7, each at the preset's node budget."""
     m = resolve("rheo-adaptive", size=(4, 4, 16))
-    assert m.at_temperature(0).family == "eagle"
-    assert m.at_temperature(0.5).t_hat == "0.5" and m.at_temperature(1.5).t_hat == "1.5"
-    assert m.nodes == 16
+    assert m.at_temperature(0).family == "eagle" and m.at_temperature(0.25).family == "eagle"
+    assert m.at_temperature(0.5) == m.at_temperature(0.75) == resolve("rheo-tuned", size=(4, 4, 16))
+    for T in (1.0, 1.5):
+        run = m.at_temperature(T)
+        assert (run.family, run.head, run.proxy, run.verifier, run.t_hat) == \
+            ("adaptive", 0, "tail", "traversal", format(T, "g"))
+    assert all(m.at_temperature(T).nodes == 16 for T in (0, 0.25, 0.5, 1))
+    own = m.fit(eagle_below="off", below="same", sampled_from="off")  # the family's head rule at every T > 0
+    assert own.at_temperature(0.25).t_hat == "0.25" and own.at_temperature(1.5).verifier == "ot-wor"
+
+
+@pytest.mark.parametrize("V,K,D", [(3, 2, 2), (3, 2, 3), (4, 3, 2), (3, 3, 3), (5, 2, 3), (4, 4, 2)])
+def test_all_sampled_trees_with_traversal_are_exactly_lossless(V, K, D):
+    """What rheo-adaptive runs for T >= sampled_from: head 0 and Traversal Verification."""
+    method = resolve("rheo-adaptive", size=(K, D, 2 * K)).at_temperature(1.0)
+    assert method.verifier == "traversal" and method.head == 0
+    for seed in range(6):
+        cert = certify(random_pair(V, D, seed=seed), method)
+        assert cert.max_deviation == 0, (method.describe(), seed, cert.max_deviation)
+
+
+def test_traversal_with_a_head_is_caught():
+    """Traversal Verification on a tree with deterministic children is lossy even when it visits
+    the samples first (``traversal-ot``): exact deviation 13/918 on this instance, where ot-wor
+    is exactly lossless. Plain ``traversal`` is refused with a head."""
+    pair = random_pair(3, 3, seed=49)
+    method = make_method("adaptive", top_k=3, depth=3, budget=6, head=1, proxy="tail", verifier="traversal-ot")
+    assert method.known_lossy()
+    assert certify(pair, method).max_deviation == laws.parse_number("13/918", True)
+    assert certify(pair, method.fit(verifier="ot-wor")).max_deviation == 0
+    with pytest.raises(TreeError, match="head 0 only"):
+        make_method("adaptive", top_k=3, depth=3, budget=6, head=1, proxy="tail", verifier="traversal")
+    with pytest.raises(TreeError, match="tail proxy"):  # the predicted proxy's shape reads the tokens
+        make_method("adaptive", top_k=3, depth=3, budget=6, head=0, proxy="predicted", verifier="traversal")
 
 
 def test_trees_respect_the_budget_and_group_prefixes():
     from rheotheory.synthetic import SyntheticPair
 
     pair = SyntheticPair(200, seed=0, mismatch=0.7, temperature=0.7, draft_top_k=32)
-    method = resolve("rheo-adaptive", size=(4, 3, 10)).at_temperature(0.7)
+    method = resolve("rheo-adaptive", size=(4, 3, 10), below="same").at_temperature(0.7)
+    assert method.family == "adaptive"
     for seed, ctx in itertools.product(range(3), [(1, 2), (5,)]):
         tree = method.builder(pair.at(ctx))(RandomChooser(np.random.default_rng(seed)))
         assert tree.num_kept() <= 10

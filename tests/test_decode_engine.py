@@ -11,7 +11,9 @@ from rheotheory.decode.checks import TESTED_TOKENS, lossless_test, next_token_la
 from rheotheory.decode.engine import (AUTOREGRESSIVE, DEFAULT_DRAFT_TOP_K, GREEDY_DRAFT_TEMPERATURE,  # noqa: E402
                                       SPARSE_DRAFT_MIN_VOCAB, DecodeConfig, decode, draft_law, target_law)
 from rheotheory.errors import InstanceError, LawError  # noqa: E402
-from rheotheory.methods import make_method  # noqa: E402
+from rheotheory.methods import make_method, resolve  # noqa: E402
+from rheotheory.verify.block import residual_step  # noqa: E402
+from rheotheory.verify.traversal import TraversalVerifier  # noqa: E402
 from rheotheory.stats import prefix_cells  # noqa: E402
 
 #: Significance level of the chi-square lossless tests (fixed seeds: the outcome is reproducible).
@@ -220,6 +222,28 @@ def test_lossless_with_a_sparse_draft(pair32):
                         N_PER_PROMPT, LOSSLESS_SEED + 3)
     assert res.df >= 10
     assert res.p_value > ALPHA, f"chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}"
+
+
+class _SkipResidualTraversal(TraversalVerifier):
+    """Planted bug: after a rejected child the parent keeps its target law, not the residual."""
+
+    name = "traversal-skip-residual"
+    state_after_rejection = staticmethod(lambda a, P, Q: (residual_step(a, P, Q)[0], P))
+
+
+def test_lossless_adaptive_all_sampled_with_traversal(pair32):
+    """rheo-adaptive as run at T = 1 (head 0, K=2 D=2 N=4, Traversal Verification through the
+    torch engine): alpha = 1e-3, seed LOSSLESS_SEED + 4, N = 400 runs x 2 prompts, T = 1.
+    Companion: the same test with the planted traversal bug (tests/test_tree_verifiers.py) rejects."""
+    method = resolve("rheo-adaptive", size=(2, 2, 4)).at_temperature(1.0)
+    assert (method.head, method.verifier) == (0, "traversal")
+    cfg = DecodeConfig(temperature=1.0)
+    res = lossless_test(pair32, LOSSLESS_PROMPTS, method, cfg, N_PER_PROMPT, LOSSLESS_SEED + 4)
+    assert res.df >= 10
+    assert res.p_value > ALPHA, f"chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}"
+    bad = lossless_test(pair32, LOSSLESS_PROMPTS, method, cfg, N_PER_PROMPT, LOSSLESS_SEED + 4,
+                        verifier=_SkipResidualTraversal())
+    assert bad.p_value < ALPHA, f"planted bug not caught: chi2 = {bad.statistic:.1f}, df = {bad.df}"
 
 
 def test_biased_verifier_is_rejected(pair32):

@@ -31,7 +31,7 @@ CHAIN_CASES = [(V, D, s) for V in (3, 4) for D in (1, 2, 3) for s in (0, 1)]
 
 def test_registry_admits_them_where_registered():
     assert TREE_VERIFIERS["block"] is BLOCK and verifier_families("block") == ("chain",)
-    assert set(verifier_families("traversal")) == {"chain", "static", "multichain"}
+    assert set(verifier_families("traversal")) == {"chain", "static", "multichain", "adaptive"}
     assert "block" in FAMILIES["chain"].admitted_verifiers()
     assert "traversal" not in FAMILIES["rheo"].admitted_verifiers()  # lossy there: see below
     with pytest.raises(VerifierError):
@@ -165,21 +165,25 @@ def test_planted_bug_is_lossy_exactly():
 MC_ALPHA, MC_SEED, MC_SAMPLES = 0.01, 5, 4000
 MC_PAIR = SyntheticPair(1000, seed=3, mismatch=2.2)
 MC_METHOD = make_method("static", budget=4, depth=2, sampling="iid", verifier="traversal")
+#: rheo-adaptive as run at T >= sampled_from: head 0, samples without replacement, traversal.
+MC_ADAPTIVE = make_method("adaptive", top_k=3, depth=2, budget=5, head=0, verifier="traversal")
 
 
-@pytest.mark.parametrize("method", [MC_METHOD, make_method("chain", depth=3, verifier="block")],
+@pytest.mark.parametrize("method", [MC_METHOD, make_method("chain", depth=3, verifier="block"), MC_ADAPTIVE],
                          ids=lambda m: m.describe())
 def test_mc_lossless_test_does_not_reject(method):
     # alpha 0.01, seed 5, 4000 samples, synthetic pair V = 1000 (high mismatch); recorded p-value
-    # for traversal on static i.i.d. N=4 D=2: 0.18
+    # for traversal on static i.i.d. N=4 D=2: 0.18; for adaptive head 0 K=3 D=2 N=5: 0.39
     ok = lossless_test(MC_PAIR, method, samples=MC_SAMPLES, alpha=MC_ALPHA, seed=MC_SEED)
     assert ok.lossless, ok.p_value
     assert ok.tau_low > 1  # the drafts are accepted
 
 
-def test_mc_lossless_test_rejects_the_planted_bug():
-    # the companion: same pair, alpha, seed and sample size; recorded p-value 2.6e-160
-    bad = lossless_test(MC_PAIR, _skip_residual(MC_METHOD), samples=MC_SAMPLES, alpha=MC_ALPHA, seed=MC_SEED)
+@pytest.mark.parametrize("method", [MC_METHOD, MC_ADAPTIVE], ids=lambda m: m.describe())
+def test_mc_lossless_test_rejects_the_planted_bug(method):
+    # the companion: same pair, alpha, seed and sample size; recorded p-values 2.6e-160 (static),
+    # 4.3e-139 (adaptive)
+    bad = lossless_test(MC_PAIR, _skip_residual(method), samples=MC_SAMPLES, alpha=MC_ALPHA, seed=MC_SEED)
     assert not bad.lossless, bad.p_value
 
 

@@ -6,8 +6,17 @@ deterministically (at most K - 1 of them) and fills the other slots with draws w
 replacement from the draft's tail, scored by a proxy that does not read the draws. The walk
 verifies a node with ``ot-wor`` (:func:`rheotheory.verify.rules.ot_wor`): the samples by
 recursive rejection, then the residual draw continues into a deterministic sibling holding it.
-At T = 0 (``greedy=eagle``) the EAGLE tree of the same size runs instead: a greedy target
-accepts only its arg-max, which deterministic slots hold more often than samples.
+
+What runs depends on the target temperature T (:meth:`AdaptiveMethod.at_temperature`, the three
+regimes of docs/theory.md section 2.7):
+
+- T = 0 (``greedy=eagle``): the EAGLE tree of the same size; a greedy target accepts only its
+  arg-max, which deterministic slots hold more often than samples;
+- 0 < T < ``sampled_from`` (``below=rheo``): RheoSampling's tree as the ``rheo-tuned`` preset
+  fixes it (one head slot, one tail sample, fillers, ``ot``);
+- T >= ``sampled_from``: no head, every slot sampled without replacement, and Traversal
+  Verification (``traversal``), which the certifier finds exactly lossless on these trees and
+  lossy on trees with deterministic children, even visiting the samples first (``traversal-ot``).
 """
 
 from __future__ import annotations
@@ -17,11 +26,24 @@ from fractions import Fraction
 from typing import ClassVar
 
 from ..errors import TreeError
-from ..trees.adaptive import DEFAULT_THRESHOLD, HEAD_RULES, PROXIES, AdaptiveConfig, build_adaptive
+from ..trees.adaptive import (DEFAULT_THRESHOLD, HEAD_RULES, PROXIES, SAMPLE_ACCEPT, SAMPLE_DECAY, AdaptiveConfig,
+                              build_adaptive)
 from .dynamic import DynamicMethod, EagleMethod, budget_option, depth_option, top_k_option
-from .registry import Method, option, register
+from .registry import Method, option, register, resolve
 
-__all__ = ["AdaptiveMethod"]
+__all__ = ["AdaptiveMethod", "DEFAULT_SAMPLED_FROM", "DEFAULT_EAGLE_BELOW", "BELOW_PRESET"]
+
+#: ``sampled_from``: from this target temperature on, every slot is sampled and verified by Traversal
+#: Verification (V = 32k grid, seed 0: at T >= 1 that tree was above every other method in most cells;
+#: at T = 0.75 rheo-tuned's tree was significantly better at low mismatch, and it ties at high).
+DEFAULT_SAMPLED_FROM = "1"
+
+#: ``eagle_below``: for 0 < T below this the EAGLE tree runs (V = 32k grid, seed 0: EAGLE was the best
+#: method or tied with it at T = 0.25 in every cell; at T = 0.5 rheo-tuned's tree was best at low mismatch).
+DEFAULT_EAGLE_BELOW = "0.5"
+
+#: ``below=rheo``: the preset whose tree runs for eagle_below <= T < sampled_from.
+BELOW_PRESET = "rheo-tuned"
 
 
 def _head_value(text):
@@ -48,6 +70,38 @@ def _threshold_value(text) -> str:
     return str(text)
 
 
+def _band_value(name):
+    """A parser for a temperature bound of a regime: a decimal string > 0, or ``off`` (plain data)."""
+
+    def parse(text) -> str:
+        if isinstance(text, str) and text.strip().lower() == "off":
+            return "off"
+        try:
+            v = float(text)
+        except (TypeError, ValueError):
+            raise TreeError(f"{name} must be a number > 0 or off, got {text!r}") from None
+        if not v > 0 or v != v or v == float("inf"):
+            raise TreeError(f"{name} must be a finite number > 0 or off, got {text!r}")
+        return format(v, "g")
+
+    return parse
+
+
+def _unit_fraction_value(name):
+    """A parser for a fraction field in (0, 1], kept as text (plain data, exact)."""
+
+    def parse(text) -> str:
+        try:
+            v = Fraction(str(text))
+        except (TypeError, ValueError, ZeroDivisionError):
+            raise TreeError(f"{name} must be a number in (0, 1], got {text!r}") from None
+        if not 0 < v <= 1:
+            raise TreeError(f"{name} must lie in (0, 1], got {text!r}")
+        return str(text)
+
+    return parse
+
+
 def _temperature_value(text) -> str:
     """``t_hat`` as a decimal string > 0 (plain data)."""
     try:
@@ -69,6 +123,8 @@ class AdaptiveMethod(DynamicMethod):
                               "slots sampled without replacement from the tail, ot-wor verification")
     #: ``ot-wor`` is the rule for several sampled siblings; ``onehot`` is lossless on any tree;
     #: ``sequential`` (= rrs-wor with the head checked first) is admitted for the certifier.
+    #: The tree-level ``traversal`` is admitted with ``head=0`` only (every slot sampled), and
+    #: ``traversal-ot`` as the lossy negative control (docs/theory.md section 7.1).
     verifiers: ClassVar[tuple[str, ...]] = ("ot-wor", "onehot", "sequential")
 
     top_k: int = top_k_option()
@@ -85,28 +141,58 @@ class AdaptiveMethod(DynamicMethod):
     t_hat: str = option("1", help="T of the predicted target p-hat = norm(q^(1/T)); sweeps and decoding set "
                               "it to the target temperature (at_temperature)", parse=_temperature_value,
                               label="T-hat", metavar="T")
+    accept: str = option(str(SAMPLE_ACCEPT), help="tail proxy: the first sample of an expansion scores its "
+                         "parent times this times the tail mass", parse=_unit_fraction_value("accept"), metavar="A")
+    decay: str = option(str(SAMPLE_DECAY), help="tail and predicted proxies: each later sample of an expansion "
+                        "scores this times the one before", parse=_unit_fraction_value("decay"), metavar="R")
     greedy: str = option("eagle", help="tree at T = 0: eagle (all slots deterministic) or same",
                          choices=("eagle", "same"))
+    eagle_below: str = option(DEFAULT_EAGLE_BELOW, help="for 0 < T < this target temperature the EAGLE tree runs "
+                              "(as at T = 0 with greedy=eagle); off: never", parse=_band_value("eagle_below"),
+                              metavar="T")
+    below: str = option("rheo", help=f"tree for eagle_below <= T < sampled_from: rheo (the {BELOW_PRESET} preset's "
+                        "RheoSampling tree at the same size) or same (this family's head rule)",
+                        choices=("rheo", "same"))
+    sampled_from: str = option(DEFAULT_SAMPLED_FROM, help="from this target temperature on: head 0 (every slot "
+                               "sampled without replacement), the tail proxy and Traversal Verification; off: never",
+                               parse=_band_value("sampled_from"), metavar="T")
 
     def validate(self) -> None:
         object.__setattr__(self, "head", _head_value(self.head))
         object.__setattr__(self, "threshold", _threshold_value(self.threshold))
         object.__setattr__(self, "t_hat", _temperature_value(self.t_hat))
+        object.__setattr__(self, "accept", _unit_fraction_value("accept")(self.accept))
+        object.__setattr__(self, "decay", _unit_fraction_value("decay")(self.decay))
+        object.__setattr__(self, "sampled_from", _band_value("sampled_from")(self.sampled_from))
+        object.__setattr__(self, "eagle_below", _band_value("eagle_below")(self.eagle_below))
         if self.greedy not in ("same", "eagle"):
             raise TreeError(f"greedy must be same or eagle, got {self.greedy!r}")
+        if self.below not in ("rheo", "same"):
+            raise TreeError(f"below must be rheo or same, got {self.below!r}")
+        if self.verifier == "traversal" and (self.head != 0 or self.proxy != "tail"):
+            raise TreeError(f"verifier traversal applies to adaptive trees with head 0 only and the tail proxy "
+                            f"(every slot sampled, a shape that reads no token; otherwise it is lossy, "
+                            f"docs/theory.md section 7.1), got head={self.head} proxy={self.proxy}")
         super().validate()  # positive sizes and the builder's own checks
 
     def config(self) -> AdaptiveConfig:
         return AdaptiveConfig(self.top_k, self.depth, self.budget, head=self.head,
                               threshold=Fraction(self.threshold), proxy=self.proxy,
-                              temperature=float(self.t_hat))
+                              temperature=float(self.t_hat), sample_accept=Fraction(self.accept),
+                              sample_decay=Fraction(self.decay))
 
     def build_tree(self, pair, cfg, chooser, cache):
         return build_adaptive(pair, cfg, chooser, cache)
 
     def at_temperature(self, temperature: float) -> Method:
-        if temperature == 0 and self.greedy == "eagle":
+        """The method run at target temperature T: the regimes of the module docstring."""
+        if (temperature == 0 and self.greedy == "eagle") or \
+                (0 < temperature and self.eagle_below != "off" and temperature < float(self.eagle_below)):
             return EagleMethod(top_k=self.top_k, depth=self.depth, budget=self.budget)
+        if temperature > 0 and self.sampled_from != "off" and temperature >= float(self.sampled_from):
+            return self.fit(head=0, proxy="tail", verifier="traversal", t_hat=_temperature_value(temperature))
+        if temperature > 0 and self.below == "rheo":
+            return resolve(BELOW_PRESET, size=(self.top_k, self.depth, self.budget))
         if temperature > 0 and (self.head == "predicted" or self.proxy == "predicted"):
             return self.fit(t_hat=_temperature_value(temperature))
         return self
@@ -114,4 +200,7 @@ class AdaptiveMethod(DynamicMethod):
     def known_lossy(self) -> str | None:
         if self.proxy == "true" and self.verifier != "onehot":
             return "the true proxy lets the sampled tokens' identities decide which nodes survive the prune"
+        if self.verifier == "traversal-ot" and self.head != 0:
+            return ("traversal-ot on trees with deterministic children: the certifier finds it lossy "
+                    "(docs/theory.md section 7.1)")
         return None

@@ -36,8 +36,8 @@ preset("static-wor", "static",
 preset("chain", "chain", "standard speculative sampling: one sampled chain of D tokens, sequential verification",
        verifier="sequential")
 preset("rheo-adaptive", "adaptive",
-       "adaptive RheoSampling: per expansion the head size m maximising the per-node acceptance predicted for "
-       "p-hat = norm(q^(1/T)) when T < 1 (m = 0 when T >= 1), the other K-m slots sampled without replacement "
-       "from the tail (tail-mass proxy), ot-wor verification, the EAGLE tree at T = 0 (docs/theory.md "
-       "section 2.7)",
-       head="predicted", proxy="tail", greedy="eagle", verifier="ot-wor")
+       "adaptive RheoSampling, one tree per temperature band at the same node budget (docs/theory.md section "
+       "2.7): the EAGLE tree for T < 0.5; rheo-tuned's tree (head 1, tail proxy, OT) for 0.5 <= T < 1; from T = 1 "
+       "on, every slot sampled without replacement (head 0, tail proxy) and Traversal Verification",
+       head="predicted", proxy="tail", greedy="eagle", eagle_below="0.5", below="rheo", sampled_from="1",
+       verifier="ot-wor")

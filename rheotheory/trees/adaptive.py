@@ -90,6 +90,8 @@ class AdaptiveConfig:
     threshold: Fraction = DEFAULT_THRESHOLD  # theta of the threshold head rule, in [0, 1]
     proxy: str = "predicted"  # score of the slots, one of PROXIES
     temperature: float = 1.0  # T of the predicted target norm(q^(1/T)) (head and proxy "predicted")
+    sample_accept: Fraction = SAMPLE_ACCEPT  # tail proxy: the first sample's factor (an assumed acceptance)
+    sample_decay: Fraction = SAMPLE_DECAY  # tail and predicted proxies: factor between successive samples
 
     def __post_init__(self):
         for name in ("top_k", "depth", "budget"):
@@ -105,6 +107,10 @@ class AdaptiveConfig:
             raise TreeError(f"temperature must be a number > 0, got {self.temperature!r}")
         if self.proxy not in PROXIES:
             raise TreeError(f"unknown proxy {self.proxy!r}; choose from {', '.join(PROXIES)}")
+        for name in ("sample_accept", "sample_decay"):
+            v = getattr(self, name)
+            if not isinstance(v, Fraction) or not 0 < v <= 1:
+                raise TreeError(f"{name} must be a fraction in (0, 1], got {v!r}")
 
 
 def predicted_target(q, temperature: float) -> np.ndarray:
@@ -203,7 +209,8 @@ def head_size(q, ranked, cfg: AdaptiveConfig, p_hat=None) -> int:
     return next(m for m, a in enumerate(acc) if a >= best - HEAD_TIE_TOL)
 
 
-def _proxies(rule: str, q, ranked, m: int, mass, s: int, one, p_hat=None) -> list:
+def _proxies(rule: str, q, ranked, m: int, mass, s: int, one, p_hat=None, accept=SAMPLE_ACCEPT,
+             decay=SAMPLE_DECAY) -> list:
     """The construction scores pi_{v,1..s} of the sampled slots (non-increasing), rule != true."""
     out = []
     first = None
@@ -217,12 +224,12 @@ def _proxies(rule: str, q, ranked, m: int, mass, s: int, one, p_hat=None) -> lis
         first = float(np.minimum(p_hat[keep], tail_q[keep] / float(mass)).sum())
     for j in range(s):
         if rule == "tail":
-            f = SAMPLE_ACCEPT * SAMPLE_DECAY ** j
+            f = accept * decay ** j
             w = mass * (f if laws.is_exact(q) else float(f))
         elif rule == "next":
             w = q[ranked[m + j]] if m + j < len(ranked) else q[ranked[-1]] * 0
         elif rule == "predicted":
-            w = first * float(SAMPLE_DECAY) ** j
+            w = first * float(decay) ** j
         else:
             raise AssertionError(rule)
         if out and out[-1] < w:  # NOTE: never outrank an earlier member of the group
@@ -267,7 +274,7 @@ def build_adaptive(pair, cfg: AdaptiveConfig, chooser: Chooser, cache: Expansion
                 idx = tree.add(v, SAMPLED, None, group=group)
                 tree.nodes[idx].score = node.score * q[tree.resolve(idx, chooser)]
         else:
-            for w in _proxies(cfg.proxy, q, ranked, m, mass, s, one, p_hat):
+            for w in _proxies(cfg.proxy, q, ranked, m, mass, s, one, p_hat, cfg.sample_accept, cfg.sample_decay):
                 tree.add(v, SAMPLED, node.score * w, group=group)
         return list(node.children)
 

@@ -45,6 +45,7 @@ from .lp_optimum import LPSizeError, TreeOptimum, tree_optimum  # noqa: E402  (d
 # Tree-level verifier modules: importing one registers it (one line per module).
 from . import block  # noqa: E402,F401  (registration)
 from . import traversal  # noqa: E402,F401  (registration)
+from . import traversal_ot  # noqa: E402,F401  (registration)
 
 __all__ = [
     "TreeOptimum",

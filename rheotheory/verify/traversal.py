@@ -51,8 +51,8 @@ everything the verifier has seen; the certifier checks where that holds (section
 by removing the rejected token (siblings drawn without replacement, its "sequence-level
 RRSw"); here the next sibling is tested against its own member law, which is that update for
 a without-replacement group and the unchanged draft for an i.i.d. group (the sequence-level
-analogue of RRS). Registered for the sampled families (chains, static trees, multichains),
-where the certifier finds it exactly lossless.
+analogue of RRS). Registered for the sampled families (chains, static trees, multichains,
+adaptive RheoSampling with head 0), where the certifier finds it exactly lossless.
 
 >>> import numpy as np
 >>> from fractions import Fraction as F
@@ -81,9 +81,11 @@ __all__ = ["TraversalVerifier", "TRAVERSAL", "TRAVERSAL_FAMILIES"]
 
 #: The method families Traversal Verification is registered for: sampled trees (the paper's
 #: setting), each certified exactly lossless on random instances by
-#: ``proofs/tree_level_verifiers.py`` (``proofs/REPORT_tree_level.md``). Dynamic trees with
-#: deterministic children (``eagle``, ``rheo``) are outside the paper and are not admitted.
-TRAVERSAL_FAMILIES = ("chain", "static", "multichain")
+#: ``proofs/tree_level_verifiers.py`` (``proofs/REPORT_tree_level.md``), and adaptive RheoSampling
+#: with head 0, where every slot is sampled (the family refuses it with a head;
+#: ``simulations/certify_adaptive.py``). Dynamic trees with deterministic children (``eagle``,
+#: ``rheo``) are outside the paper and are not admitted.
+TRAVERSAL_FAMILIES = ("chain", "static", "multichain", "adaptive")
 
 
 class TraversalVerifier(TreeVerifier):
