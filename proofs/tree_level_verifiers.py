@@ -202,7 +202,8 @@ def report(results: list, seeds_label: str, counterexamples: list) -> str:
         lines.append("")
     lines += ["Registration (`rheotheory/verify/block.py`, `rheotheory/verify/traversal.py`): `block` for "
               f"{', '.join(verifier_families('block'))}; `traversal` for {', '.join(verifier_families('traversal'))}: "
-              "the sampled trees of the paper's setting, lossless on every instance above. `eagle` and `rheo next` "
+              "the sampled trees of the paper's setting, lossless on every instance above (`adaptive` with head 0 "
+              "and the tail proxy only, certified by `simulations/certify_adaptive.py`). `eagle` and `rheo next` "
               "trees have deterministic children, outside arXiv 2505.12398, and are not registered even where no "
               "instance here is lossy (on `eagle` its tau equals `onehot`'s on every instance, on `rheo next` it is "
               "below `ot`'s on average); `rheo tail` and `rheo min-best-tail` are lossy (below), as `sequential` is there "
