@@ -59,58 +59,45 @@ def _head_value(text):
     return v
 
 
-def _threshold_value(text) -> str:
-    """``threshold`` as a decimal or fraction string in [0, 1] (kept as text: plain data, exact)."""
-    try:
-        v = Fraction(str(text))
-    except (TypeError, ValueError, ZeroDivisionError):
-        raise TreeError(f"threshold must be a number in [0, 1], got {text!r}") from None
-    if not 0 <= v <= 1:
-        raise TreeError(f"threshold must lie in [0, 1], got {text!r}")
-    return str(text)
-
-
-def _band_value(name):
-    """A parser for a temperature bound of a regime: a decimal string > 0, or ``off`` (plain data)."""
-
-    def parse(text) -> str:
-        if isinstance(text, str) and text.strip().lower() == "off":
-            return "off"
-        try:
-            v = float(text)
-        except (TypeError, ValueError):
-            raise TreeError(f"{name} must be a number > 0 or off, got {text!r}") from None
-        if not v > 0 or v != v or v == float("inf"):
-            raise TreeError(f"{name} must be a finite number > 0 or off, got {text!r}")
-        return format(v, "g")
-
-    return parse
-
-
-def _unit_fraction_value(name):
-    """A parser for a fraction field in (0, 1], kept as text (plain data, exact)."""
+def _fraction_value(name: str, open_below: bool):
+    """A parser for a fraction field in [0, 1] (``open_below``: (0, 1]), kept as text (plain data, exact)."""
+    span = "(0, 1]" if open_below else "[0, 1]"
 
     def parse(text) -> str:
         try:
             v = Fraction(str(text))
         except (TypeError, ValueError, ZeroDivisionError):
-            raise TreeError(f"{name} must be a number in (0, 1], got {text!r}") from None
-        if not 0 < v <= 1:
-            raise TreeError(f"{name} must lie in (0, 1], got {text!r}")
+            raise TreeError(f"{name} must be a number in {span}, got {text!r}") from None
+        if not (0 < v <= 1 if open_below else 0 <= v <= 1):
+            raise TreeError(f"{name} must lie in {span}, got {text!r}")
         return str(text)
 
     return parse
 
 
-def _temperature_value(text) -> str:
-    """``t_hat`` as a decimal string > 0 (plain data)."""
-    try:
-        v = float(text)
-    except (TypeError, ValueError):
-        raise TreeError(f"t_hat must be a number > 0, got {text!r}") from None
-    if not v > 0 or v != v or v == float("inf"):
-        raise TreeError(f"t_hat must be a finite number > 0, got {text!r}")
-    return format(v, "g")
+def _temperature_value(name: str, off: bool = False):
+    """A parser for a temperature field: a decimal string > 0 (plain data), or ``off`` if allowed."""
+    what = "a finite number > 0" + (" or off" if off else "")
+
+    def parse(text) -> str:
+        if off and isinstance(text, str) and text.strip().lower() == "off":
+            return "off"
+        try:
+            v = float(text)
+        except (TypeError, ValueError):
+            raise TreeError(f"{name} must be {what}, got {text!r}") from None
+        if not v > 0 or v != v or v == float("inf"):
+            raise TreeError(f"{name} must be {what}, got {text!r}")
+        return format(v, "g")
+
+    return parse
+
+
+#: The parsers of the fields below (each field's rule lives here once).
+_PARSE = {"threshold": _fraction_value("threshold", False), "accept": _fraction_value("accept", True),
+          "decay": _fraction_value("decay", True), "t_hat": _temperature_value("t_hat"),
+          "eagle_below": _temperature_value("eagle_below", off=True),
+          "sampled_from": _temperature_value("sampled_from", off=True)}
 
 
 @register
@@ -135,36 +122,32 @@ class AdaptiveMethod(DynamicMethod):
                              "with q >= threshold), or a fixed integer m <= K-1 (at most K-1 in every case)",
                              label="head", parse=_head_value, metavar="M")
     threshold: str = option(str(DEFAULT_THRESHOLD), help="draft probability at which auto places a token "
-                            "deterministically", parse=_threshold_value, metavar="THETA")
+                            "deterministically", parse=_PARSE["threshold"], metavar="THETA")
     proxy: str = option("predicted", help="slot scores: predicted (path probabilities under p-hat), tail, next, "
                         "or true (lossy negative control)", choices=PROXIES)
     t_hat: str = option("1", help="T of the predicted target p-hat = norm(q^(1/T)); sweeps and decoding set "
-                              "it to the target temperature (at_temperature)", parse=_temperature_value,
+                              "it to the target temperature (at_temperature)", parse=_PARSE["t_hat"],
                               label="T-hat", metavar="T")
     accept: str = option(str(SAMPLE_ACCEPT), help="tail proxy: the first sample of an expansion scores its "
-                         "parent times this times the tail mass", parse=_unit_fraction_value("accept"), metavar="A")
+                         "parent times this times the tail mass", parse=_PARSE["accept"], metavar="A")
     decay: str = option(str(SAMPLE_DECAY), help="tail and predicted proxies: each later sample of an expansion "
-                        "scores this times the one before", parse=_unit_fraction_value("decay"), metavar="R")
+                        "scores this times the one before", parse=_PARSE["decay"], metavar="R")
     greedy: str = option("eagle", help="tree at T = 0: eagle (all slots deterministic) or same",
                          choices=("eagle", "same"))
     eagle_below: str = option(DEFAULT_EAGLE_BELOW, help="for 0 < T < this target temperature the EAGLE tree runs "
-                              "(as at T = 0 with greedy=eagle); off: never", parse=_band_value("eagle_below"),
+                              "(as at T = 0 with greedy=eagle); off: never", parse=_PARSE["eagle_below"],
                               metavar="T")
     below: str = option("rheo", help=f"tree for eagle_below <= T < sampled_from: rheo (the {BELOW_PRESET} preset's "
                         "RheoSampling tree at the same size) or same (this family's head rule)",
                         choices=("rheo", "same"))
     sampled_from: str = option(DEFAULT_SAMPLED_FROM, help="from this target temperature on: head 0 (every slot "
                                "sampled without replacement), the tail proxy and Traversal Verification; off: never",
-                               parse=_band_value("sampled_from"), metavar="T")
+                               parse=_PARSE["sampled_from"], metavar="T")
 
     def validate(self) -> None:
         object.__setattr__(self, "head", _head_value(self.head))
-        object.__setattr__(self, "threshold", _threshold_value(self.threshold))
-        object.__setattr__(self, "t_hat", _temperature_value(self.t_hat))
-        object.__setattr__(self, "accept", _unit_fraction_value("accept")(self.accept))
-        object.__setattr__(self, "decay", _unit_fraction_value("decay")(self.decay))
-        object.__setattr__(self, "sampled_from", _band_value("sampled_from")(self.sampled_from))
-        object.__setattr__(self, "eagle_below", _band_value("eagle_below")(self.eagle_below))
+        for name, parse in _PARSE.items():
+            object.__setattr__(self, name, parse(getattr(self, name)))
         if self.greedy not in ("same", "eagle"):
             raise TreeError(f"greedy must be same or eagle, got {self.greedy!r}")
         if self.below not in ("rheo", "same"):
@@ -190,11 +173,11 @@ class AdaptiveMethod(DynamicMethod):
                 (0 < temperature and self.eagle_below != "off" and temperature < float(self.eagle_below)):
             return EagleMethod(top_k=self.top_k, depth=self.depth, budget=self.budget)
         if temperature > 0 and self.sampled_from != "off" and temperature >= float(self.sampled_from):
-            return self.fit(head=0, proxy="tail", verifier="traversal", t_hat=_temperature_value(temperature))
+            return self.fit(head=0, proxy="tail", verifier="traversal", t_hat=_PARSE["t_hat"](temperature))
         if temperature > 0 and self.below == "rheo":
             return resolve(BELOW_PRESET, size=(self.top_k, self.depth, self.budget))
         if temperature > 0 and (self.head == "predicted" or self.proxy == "predicted"):
-            return self.fit(t_hat=_temperature_value(temperature))
+            return self.fit(t_hat=_PARSE["t_hat"](temperature))
         return self
 
     def known_lossy(self) -> str | None:
