@@ -26,9 +26,11 @@ the family's own head rules, verified as registered, then the negative controls:
     python simulations/certify_adaptive.py --instances 5          # a quick look
     python simulations/certify_adaptive.py --cell-seconds 120     # cap each cell's time
 
-``--cell-seconds`` stops a cell after the instance in flight once that many seconds have passed;
-its row then says how many instances ran (``instances``), so the table never claims more than
-was certified.
+``--cell-seconds`` stops a cell after the instance in flight once that many seconds have passed,
+and ``--max-branches`` at an instance whose enumeration grows past that many construction branches
+(the ``true`` proxy draws every sample at creation, so its enumeration can explode); the row then
+says how many instances ran (``instances``) and why it stopped (``stopped``), so the table never
+claims more than was certified.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from rheotheory import certify, make_method, random_pair
+from rheotheory.errors import RheoError
 
 GRID = [(V, K, D) for V in (3, 4, 5) for K in (2, 3, 4) for D in (2, 3)]
 
@@ -58,27 +61,33 @@ VARIANTS = {
 }
 
 FIELDS = ("V", "K", "D", "N", "variant", "description", "instances", "lossless", "max_deviation",
-          "max_deviation_float", "worst_seed", "seconds")
+          "max_deviation_float", "worst_seed", "seconds", "stopped")
 
 
 def cell(args):
-    V, K, D, variant, n, cap = args
+    V, K, D, variant, n, cap, max_branches = args
     family, fields, _ = VARIANTS[variant]
     method = make_method(family, top_k=K, depth=D, budget=2 * K, **fields)
     lossless, done, worst, worst_seed = 0, 0, 0, None
     t0 = time.perf_counter()
+    stopped = ""
     for seed in range(n):
-        cert = certify(random_pair(V, D, seed=seed), method)
+        try:
+            cert = certify(random_pair(V, D, seed=seed), method, max_branches=max_branches)
+        except RheoError:  # NOTE: over --max-branches: the cell ends there, and says so
+            stopped = f"seed {seed} over {max_branches} branches"
+            break
         done += 1
         if cert.lossless:
             lossless += 1
         elif cert.max_deviation > worst:
             worst, worst_seed = cert.max_deviation, seed
         if cap and time.perf_counter() - t0 > cap:
+            stopped = f"--cell-seconds after {done}"
             break
     return dict(V=V, K=K, D=D, N=2 * K, variant=variant, description=method.describe(), instances=done,
                 lossless=lossless, max_deviation=str(worst), max_deviation_float=float(worst),
-                worst_seed=worst_seed, seconds=round(time.perf_counter() - t0, 2))
+                worst_seed=worst_seed, seconds=round(time.perf_counter() - t0, 2), stopped=stopped)
 
 
 def main():
@@ -86,10 +95,12 @@ def main():
     ap.add_argument("--instances", type=int, default=50)
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--cell-seconds", type=float, default=0, help="stop a cell after this long (0: never)")
+    ap.add_argument("--max-branches", type=int, default=200_000,
+                    help="stop a cell at an instance whose enumeration exceeds this many construction branches")
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "certify_adaptive.csv"))
     args = ap.parse_args()
-    jobs = [(V, K, D, va, args.instances, args.cell_seconds) for (V, K, D), va in itertools.product(GRID, args.variants)]
+    jobs = [(V, K, D, va, args.instances, args.cell_seconds, args.max_branches) for (V, K, D), va in itertools.product(GRID, args.variants)]
     jobs.sort(key=lambda j: -(j[0] ** j[2]) * j[1])  # the slow cells first
     rows = []
     with ProcessPoolExecutor(args.workers) as ex:

@@ -166,7 +166,7 @@ MC_ALPHA, MC_SEED, MC_SAMPLES = 0.01, 5, 4000
 MC_PAIR = SyntheticPair(1000, seed=3, mismatch=2.2)
 MC_METHOD = make_method("static", budget=4, depth=2, sampling="iid", verifier="traversal")
 #: rheo-adaptive as run at T >= sampled_from: head 0, samples without replacement, traversal.
-MC_ADAPTIVE = make_method("adaptive", top_k=3, depth=2, budget=5, head=0, verifier="traversal")
+MC_ADAPTIVE = make_method("adaptive", top_k=3, depth=2, budget=5, head=0, proxy="tail", verifier="traversal")
 
 
 @pytest.mark.parametrize("method", [MC_METHOD, make_method("chain", depth=3, verifier="block"), MC_ADAPTIVE],
