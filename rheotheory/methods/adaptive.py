@@ -7,16 +7,17 @@ replacement from the draft's tail, scored by a proxy that does not read the draw
 verifies a node with ``ot-wor`` (:func:`rheotheory.verify.rules.ot_wor`): the samples by
 recursive rejection, then the residual draw continues into a deterministic sibling holding it.
 
-What runs depends on the target temperature T (:meth:`AdaptiveMethod.at_temperature`, the three
-regimes of docs/theory.md section 2.7):
+What runs depends on the target temperature T (:meth:`AdaptiveMethod.at_temperature`, the bands
+of docs/theory.md section 2.7; the preset's edges are 0.5 and 1):
 
-- T = 0 (``greedy=eagle``): the EAGLE tree of the same size; a greedy target accepts only its
-  arg-max, which deterministic slots hold more often than samples;
-- 0 < T < ``sampled_from`` (``below=rheo``): RheoSampling's tree as the ``rheo-tuned`` preset
-  fixes it (one head slot, one tail sample, fillers, ``ot``);
-- T >= ``sampled_from``: no head, every slot sampled without replacement, and Traversal
-  Verification (``traversal``), which the certifier finds exactly lossless on these trees and
-  lossy on trees with deterministic children, even visiting the samples first (``traversal-ot``).
+- T = 0 (``greedy=eagle``) and 0 < T < ``eagle_below``: the EAGLE tree of the same size; a sharp
+  target accepts mostly its arg-max, which deterministic slots hold more often than samples;
+- ``eagle_below`` <= T < ``sampled_from`` (``below=rheo``): RheoSampling's tree as the
+  ``rheo-tuned`` preset fixes it (one head slot, one tail sample, fillers, ``ot``);
+- T >= ``sampled_from``: no head, the tail proxy (a shape that reads no token), every slot sampled
+  without replacement, and Traversal Verification (``traversal``), which the certifier finds
+  exactly lossless on these trees and lossy on trees with deterministic children, even visiting
+  the samples first (``traversal-ot``).
 """
 
 from __future__ import annotations
