@@ -12,8 +12,7 @@ from rheotheory.decode.engine import (AUTOREGRESSIVE, DEFAULT_DRAFT_TOP_K, GREED
                                       SPARSE_DRAFT_MIN_VOCAB, DecodeConfig, decode, draft_law, target_law)
 from rheotheory.errors import InstanceError, LawError  # noqa: E402
 from rheotheory.methods import make_method, resolve  # noqa: E402
-from rheotheory.verify.block import residual_step  # noqa: E402
-from rheotheory.verify.traversal import TraversalVerifier  # noqa: E402
+from rheotheory.verify.traversal import SkipResidualTraversal  # noqa: E402
 from rheotheory.stats import prefix_cells  # noqa: E402
 
 #: Significance level of the chi-square lossless tests (fixed seeds: the outcome is reproducible).
@@ -224,13 +223,6 @@ def test_lossless_with_a_sparse_draft(pair32):
     assert res.p_value > ALPHA, f"chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}"
 
 
-class _SkipResidualTraversal(TraversalVerifier):
-    """Planted bug: after a rejected child the parent keeps its target law, not the residual."""
-
-    name = "traversal-skip-residual"
-    state_after_rejection = staticmethod(lambda a, P, Q: (residual_step(a, P, Q)[0], P))
-
-
 def test_lossless_adaptive_all_sampled_with_traversal(pair32):
     """rheo-adaptive as run at T = 1 (head 0, K=2 D=2 N=4, Traversal Verification through the
     torch engine): alpha = 1e-3, seed LOSSLESS_SEED + 4, N = 400 runs x 2 prompts, T = 1.
@@ -242,7 +234,7 @@ def test_lossless_adaptive_all_sampled_with_traversal(pair32):
     assert res.df >= 10
     assert res.p_value > ALPHA, f"chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}"
     bad = lossless_test(pair32, LOSSLESS_PROMPTS, method, cfg, N_PER_PROMPT, LOSSLESS_SEED + 4,
-                        verifier=_SkipResidualTraversal())
+                        verifier=SkipResidualTraversal())
     assert bad.p_value < ALPHA, f"planted bug not caught: chi2 = {bad.statistic:.1f}, df = {bad.df}"
 
 

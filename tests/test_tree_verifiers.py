@@ -20,8 +20,8 @@ from rheotheory.methods import FAMILIES
 from rheotheory.stats import lossless_test
 from rheotheory.synthetic import SyntheticPair
 from rheotheory.verify import TREE_VERIFIERS, EnumerateBranch, verifier_families
-from rheotheory.verify.block import BLOCK, residual_step
-from rheotheory.verify.traversal import TRAVERSAL, TraversalVerifier
+from rheotheory.verify.block import BLOCK
+from rheotheory.verify.traversal import TRAVERSAL, SkipResidualTraversal
 
 PROOFS = Path(__file__).resolve().parent.parent / "proofs"
 
@@ -139,14 +139,6 @@ def test_block_refuses_a_branching_tree():
     p = np.array([F(1, 2), F(1, 2)], dtype=object)
     with pytest.raises(VerifierError, match="chain"):
         list(BLOCK.outcomes(tree.finish(), lambda node, u: p, EnumerateBranch()))
-
-
-class SkipResidualTraversal(TraversalVerifier):
-    """Planted bug: after a rejected child the parent keeps its target law instead of the residual
-    norm((a P - Q)+) (the tree-level analogue of decode.checks.ot_skip_residual)."""
-
-    name = "traversal-skip-residual"
-    state_after_rejection = staticmethod(lambda a, P, Q: (residual_step(a, P, Q)[0], P))
 
 
 def _skip_residual(method):

@@ -77,7 +77,7 @@ from __future__ import annotations
 from .walk import Outcome, TreeVerifier, draw_pending, register_tree_verifier
 from .block import _one, member_law, ratio_weight, residual_step, root_emission
 
-__all__ = ["TraversalVerifier", "TRAVERSAL", "TRAVERSAL_FAMILIES"]
+__all__ = ["TraversalVerifier", "TRAVERSAL", "TRAVERSAL_FAMILIES", "SkipResidualTraversal"]
 
 #: The method families Traversal Verification is registered for: sampled trees (the paper's
 #: setting), each certified exactly lossless on random instances by
@@ -161,3 +161,12 @@ class TraversalVerifier(TreeVerifier):
 
 #: The registered Traversal Verification.
 TRAVERSAL = register_tree_verifier(TraversalVerifier(), families=TRAVERSAL_FAMILIES)
+
+
+class SkipResidualTraversal(TraversalVerifier):
+    """A planted bug for the negative controls of lossless tests (never registered): after a
+    rejected child the parent keeps its target law instead of the residual norm((a P - Q)+), the
+    tree-level analogue of :func:`rheotheory.decode.checks.ot_skip_residual`."""
+
+    name = "traversal-skip-residual"
+    state_after_rejection = staticmethod(lambda a, P, Q: (residual_step(a, P, Q)[0], P))
