@@ -1,0 +1,98 @@
+"""Provenance of a results file: the command, commit, seed, package versions, wall time and machine
+that produced it, so every published number can be traced to the run that made it.
+
+A recipe (a committed script with fixed arguments and seed) writes its results file(s) and then
+calls :func:`write_provenance` once per file; the record lands beside it as
+``<results file>.provenance.json``.
+
+>>> rec = provenance(seed=3, started=None, command=["python", "x.py"])
+>>> rec["seed"], rec["command"], "python" in rec["packages"]
+(3, 'python x.py', True)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+__all__ = ["PACKAGES", "provenance", "write_provenance", "provenance_path"]
+
+#: Packages whose versions can change a number this project publishes.
+PACKAGES = ("rheotheory", "numpy", "scipy", "sympy", "pot", "torch", "transformers")
+
+#: Environment variable a run sets to say where it was measured when that is not a quiet machine
+#: of the project's CI kind (e.g. "shared 2-core machine, other jobs running").
+MACHINE_NOTE_ENV = "RHEO_MACHINE_NOTE"
+
+
+def _commit() -> str:
+    """The commit of the working tree (``+dirty`` when it has uncommitted changes), or "unknown"."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                             timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (sha + ("+dirty" if dirty else "")) if sha else "unknown"
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def provenance(seed=None, started: float | None = None, command: list[str] | None = None,
+               machine_note: str | None = None, **extra) -> dict:
+    """One provenance record (plain JSON data).
+
+    Parameters
+    ----------
+    seed : the recipe's seed (any JSON value; ``None`` for a deterministic recipe).
+    started : ``time.time()`` when the run began; gives ``wall_seconds``.
+    command : argv of the run (default ``sys.argv`` with the interpreter named ``python``).
+    machine_note : where the numbers were measured when that is not a quiet machine of the
+        project's CI kind; default: the ``RHEO_MACHINE_NOTE`` environment variable.
+    extra : more fields (e.g. ``recipe``, ``arguments``).
+    """
+    argv = command if command is not None else ["python", *sys.argv]
+    note = machine_note if machine_note is not None else os.environ.get(MACHINE_NOTE_ENV, "")
+    rec = {
+        "command": shlex.join(argv),
+        "commit": _commit(),
+        "seed": seed,
+        "packages": _versions(),
+        "wall_seconds": None if started is None else round(time.time() - started, 1),
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": {"system": platform.system(), "machine": platform.machine(),
+                    "processor": platform.processor() or "", "cpus": os.cpu_count(),
+                    "note": note},
+    }
+    rec.update(extra)
+    return rec
+
+
+def provenance_path(results_file) -> Path:
+    """Where the provenance of ``results_file`` lives: ``<results file>.provenance.json``."""
+    p = Path(results_file)
+    return p.with_name(p.name + ".provenance.json")
+
+
+def write_provenance(results_file, seed=None, started: float | None = None, **kwargs) -> Path:
+    """Write the provenance record of ``results_file`` beside it and return its path."""
+    path = provenance_path(results_file)
+    path.write_text(json.dumps(provenance(seed=seed, started=started, **kwargs), indent=2) + "\n")
+    return path
