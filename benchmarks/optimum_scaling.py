@@ -15,7 +15,7 @@ import time
 
 from rheotheory import random_pair, resolve
 from rheotheory.errors import RheoError
-from rheotheory.verify import tree_optimum
+from rheotheory.lp_optimum import tree_optimum
 
 #: (V, method spec, (K, D, N)) in growing size.
 CASES = [

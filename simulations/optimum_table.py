@@ -6,7 +6,7 @@ multichain: W = 2 chains of D = 2; static: the greedy shape of N = 4 nodes, dept
 ``--instances`` random toy pairs (``random_pair(V, 2, seed)``, seeds 0..n-1, the same pairs for
 every family):
 
-- the tree-level optimum of the family's trees (:func:`rheotheory.verify.lp_optimum`), exact
+- the tree-level optimum of the family's trees (:func:`rheotheory.lp_optimum.tree_optimum`), exact
   rationals (the rational re-check must succeed; the script reports how many did);
 - every verifier the family admits (``Method.admitted_verifiers()``: per-node rules and the
   registered tree-level verifiers) that applies to the tree, certified exactly: its tau as a
@@ -40,7 +40,7 @@ from tqdm import tqdm
 
 from rheotheory import certify, random_pair, resolve
 from rheotheory.errors import VerifierError
-from rheotheory.verify.lp_optimum import tree_optimum
+from rheotheory.lp_optimum import tree_optimum
 
 VOCABS = (3, 4, 5)
 #: (K, D, N): small enough that every LP stays below a few thousand variables at V = 5.

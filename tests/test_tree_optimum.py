@@ -1,4 +1,4 @@
-"""The tree-level optimum (rheotheory.verify.lp_optimum, docs/theory.md section 7.2).
+"""The tree-level optimum (rheotheory.lp_optimum, docs/theory.md section 7.2).
 
 Known answers, exact: one draft (speculative sampling is optimal), one level of sampled children
 (the per-node optimum of section 3.6), a deterministic tree (one-hot is optimal); every lossless
@@ -21,7 +21,7 @@ from rheotheory.errors import VerifierError
 from rheotheory.exact import lossless_check
 from rheotheory.verify import TREE_VERIFIERS
 from rheotheory.verify.optimum import optimum_sets, set_law_iid, set_law_wor
-from rheotheory.verify.lp_optimum import LPSizeError, concrete_trees, solve_rational, tree_optimum
+from rheotheory.lp_optimum import LPSizeError, concrete_trees, solve_rational, tree_optimum
 
 SEEDS = range(4)
 
@@ -220,7 +220,7 @@ def test_cli_rejects_an_inapplicable_verifier(capsys):
 def test_exact_only_when_the_recheck_succeeds(monkeypatch, patch):
     """A broken float support (no column qualifies: each tree keeps its largest entry only) or a
     skipped re-check gives exact=False, HiGHS's float, and still a rigorous rational upper bound."""
-    from rheotheory.verify import lp_optimum
+    from rheotheory import lp_optimum
 
     pair, method = random_pair(3, 1, seed=0), make_method("chain", depth=1)
     true = tree_optimum(pair, method)

@@ -22,7 +22,7 @@ def _names(text: str) -> list[str]:
 
 
 def register(sub) -> None:
-    from ..verify.lp_optimum import MAX_LP_CONSTRAINTS, MAX_LP_VARIABLES
+    from ..lp_optimum import MAX_LP_CONSTRAINTS, MAX_LP_VARIABLES
 
     c = sub.add_parser("optimum", help="tree-level optimum: the best tokens per step any lossless verifier "
                        "reaches on a method's trees",
@@ -50,7 +50,7 @@ def run(args) -> int:
     from ..exact import certify
     from ..laws import format_number
     from ..verify import tree_verifier
-    from ..verify.lp_optimum import tree_optimum
+    from ..lp_optimum import tree_optimum
 
     method = method_from_args(args, size="toy")
     exact = not args.use_float

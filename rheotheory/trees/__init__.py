@@ -2,9 +2,10 @@
 
 from .dynamic import FILLERS, PROXIES, DynamicConfig, ExpansionCache, build_dynamic
 from .static import SAMPLING_MODES, build_static, chain_shape, parse_shape
-from .tree import NeedChoice, Node, RandomChooser, ReplayChooser, SampleGroup, Tree
+from .tree import Candidate, NeedChoice, Node, RandomChooser, ReplayChooser, SampleGroup, Tree
 
 __all__ = [
+    "Candidate",
     "Tree",
     "Node",
     "SampleGroup",

@@ -23,9 +23,9 @@ import numpy as np
 
 from .. import laws
 from ..errors import TreeError
-from ..verify.rules import Candidate
 
 __all__ = [
+    "Candidate",
     "Node",
     "SampleGroup",
     "Tree",
@@ -40,6 +40,15 @@ __all__ = [
 ]
 
 ROOT, DET, SAMPLED, FILLER = "root", "det", "sampled", "filler"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One child presented to a verifier (docs/theory.md section 3.1): its token, and the member
+    law it was drawn from if it was sampled."""
+
+    token: int  # the child's token id
+    law: object = None  # None: deterministic; else the law it was drawn from, # [vocab]
 
 
 class Chooser(Protocol):

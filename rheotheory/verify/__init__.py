@@ -1,5 +1,6 @@
 """Verifiers: per-node transition laws, the walk that makes them tree verifiers, and the
-per-node optimal-transport optimum."""
+per-node optimal-transport optimum. (The tree-level LP optimum, which consumes the exact
+enumeration, sits above it: :mod:`rheotheory.lp_optimum`.)"""
 
 from .optimum import (
     optimum_linprog,
@@ -40,17 +41,12 @@ from .walk import (
     verifier_families,
 )
 
-from .lp_optimum import LPSizeError, TreeOptimum, tree_optimum  # noqa: E402  (docs/theory.md section 7.2)
-
 # Tree-level verifier modules: importing one registers it (one line per module).
 from . import block  # noqa: E402,F401  (registration)
 from . import traversal  # noqa: E402,F401  (registration)
 from . import traversal_ot  # noqa: E402,F401  (registration)
 
 __all__ = [
-    "TreeOptimum",
-    "LPSizeError",
-    "tree_optimum",
     "draw_pending",
     "Candidate",
     "Transition",

@@ -45,6 +45,7 @@ import numpy as np
 
 from .. import laws
 from ..errors import VerifierError
+from ..trees.tree import Candidate  # the child type is the tree's; a verifier reads it
 
 __all__ = [
     "Candidate",
@@ -60,14 +61,6 @@ __all__ = [
     "acceptance",
     "output_law",
 ]
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One child presented to a verifier."""
-
-    token: int  # the child's token id
-    law: object = None  # None: deterministic; else the law it was drawn from, # [vocab]
 
 
 @dataclass
