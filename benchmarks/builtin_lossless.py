@@ -7,11 +7,15 @@ chi-square test (:func:`rheotheory.decode.checks.lossless_test`; cells and pooli
 skip-residual verifier (``ot_skip_residual``) must reject. The output is the README table.
 
     python3 benchmarks/builtin_lossless.py --n 400 --seed 20260601
+    python3 benchmarks/builtin_lossless.py --out benchmarks/results/builtin_lossless.csv   # also a CSV
+
+The README table is rendered from that CSV (recipe ``builtin_lossless`` of ``simulations/recipes.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import time
 
 import torch
@@ -46,6 +50,7 @@ def main() -> None:
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--only", default=None, metavar="NAMES",
                     help="comma-separated row names to run (default: every row)")
+    ap.add_argument("--out", default=None, metavar="CSV", help="also write one row per method to this CSV")
     args = ap.parse_args()
     torch.set_num_threads(1)
     pair = load_builtin_pair()
@@ -70,10 +75,20 @@ def main() -> None:
         variants = [v for v in variants if v[0] in wanted]
     print(f"built-in pair; T = {args.temperature:g}; prompts {PROMPTS!r}; N = {args.n} per prompt; "
           f"seed {args.seed}; alpha = {ALPHA:g}")
+    rows = []
     for name, method, verifier in variants:
         t0 = time.perf_counter()
         res = lossless_test(pair, PROMPTS, method, cfg, args.n, args.seed, verifier=verifier)
         print(f"{name:<30} {method.describe()}\n{'':<30} {res.report(ALPHA)} ({time.perf_counter() - t0:.0f} s)")
+        rows.append(dict(method=name, description=method.describe(), planted=verifier is not None,
+                         chi2=round(res.statistic, 4), df=res.df, p_value=f"{res.p_value:.6g}", runs=res.n,
+                         alpha=ALPHA, rejected="-> reject " in res.report(ALPHA),
+                         seconds=round(time.perf_counter() - t0, 1)))
+    if args.out:
+        with open(args.out, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
 
 
 if __name__ == "__main__":

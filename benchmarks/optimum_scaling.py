@@ -6,11 +6,15 @@ gives the LP size (concrete trees, variables, constraints) and the largest wall-
 seeds, with how many optima were proved exact. Cases beyond the LP caps are reported as refused.
 
     python3 benchmarks/optimum_scaling.py              # every case, 2 seeds each
+    python3 benchmarks/optimum_scaling.py --quick --out x.csv   # the smallest cases, also as CSV
+
+The README table is rendered from the CSV (recipe ``optimum_scaling`` of ``simulations/recipes.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import time
 
 from rheotheory import random_pair, resolve
@@ -30,11 +34,14 @@ CASES = [
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=2, help="instances per case (default 2; the table shows the max time)")
+    ap.add_argument("--quick", action="store_true", help="only the cases of V = 3")
+    ap.add_argument("--out", default=None, metavar="CSV", help="also write the table to this CSV")
     args = ap.parse_args()
+    rows = []
     head = f"{'V':>2} {'method':<48} {'trees':>6} {'vars':>7} {'rows':>6} {'exact':>5} {'max s':>7}"
     print(head)
     print("-" * len(head))
-    for V, spec, size in CASES:
+    for V, spec, size in [c for c in CASES if c[0] == 3 or not args.quick]:
         method = resolve(spec, size=size)
         worst, exact, last = 0.0, 0, None
         try:
@@ -45,9 +52,18 @@ def main() -> None:
                 exact += last.exact
         except RheoError as e:
             print(f"{V:>2} {method.describe()[:48]:<48} refused: {e}")
+            rows.append(dict(V=V, method=method.describe(), trees="refused", variables="", rows="",
+                             exact="", max_seconds=""))
             continue
+        rows.append(dict(V=V, method=method.describe(), trees=last.trees, variables=last.variables,
+                         rows=last.constraints, exact=f"{exact}/{args.seeds}", max_seconds=round(worst, 2)))
         print(f"{V:>2} {method.describe()[:48]:<48} {last.trees:>6} {last.variables:>7} {last.constraints:>6} "
               f"{exact:>2}/{args.seeds:<2} {worst:>7.2f}")
+    if args.out:
+        with open(args.out, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
 
 
 if __name__ == "__main__":

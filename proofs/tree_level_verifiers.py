@@ -18,7 +18,7 @@ and saved as ``proofs/counterexamples/<verifier>-<family>.json``. The Markdown r
 to ``proofs/REPORT_tree_level.md`` and printed.
 
     python proofs/tree_level_verifiers.py              # the full table (a few minutes, 2 workers)
-    python proofs/tree_level_verifiers.py --seeds 1    # a quick look (no files written)
+    python proofs/tree_level_verifiers.py --seeds 1    # a quick look (no files written without --out)
 """
 
 from __future__ import annotations
@@ -219,7 +219,8 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=None, help="seeds per (V, size) for every family "
                     "(default: the SEEDS table; a value other than the default writes no files)")
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
-    ap.add_argument("--out", default=str(HERE / "REPORT_tree_level.md"))
+    ap.add_argument("--out", default=None, help="where the report goes (default proofs/REPORT_tree_level.md, "
+                    "written only at the default --seeds unless --out is given)")
     args = ap.parse_args(argv)
     jobs = [(ci, si, V, seed) for ci, cell in enumerate(CELLS) for si in range(len(cell.sizes)) for V in VOCABS
             for seed in range(args.seeds or SEEDS[cell.family])]
@@ -245,8 +246,8 @@ def main(argv=None):
     label = ", ".join(f"{f} {s} seeds per (V, size)" for f, s in SEEDS.items()) if write else \
         f"{args.seeds} seeds per (V, size)"
     text = report(results, label, counterexamples)
-    if write:
-        Path(args.out).write_text(text, encoding="utf-8")
+    if write or args.out:
+        Path(args.out or HERE / "REPORT_tree_level.md").write_text(text, encoding="utf-8")
     sys.stdout.write(text)
 
 

@@ -22,15 +22,21 @@ the family's own head rules, verified as registered, then the negative controls:
   Verification visiting the samples first, docs/theory.md section 7.1);
 - ``true-proxy`` (expected lossy): the samples scored by their own draft probability.
 
-    python simulations/certify_adaptive.py                        # 50 instances per cell
+    python simulations/certify_adaptive.py                        # 50 instances per cell: the published table
     python simulations/certify_adaptive.py --instances 5          # a quick look
     python simulations/certify_adaptive.py --cell-seconds 120     # cap each cell's time
+
+The published table (``simulations/results/certify_adaptive.csv`` and ``.md``, recipe
+``certify_adaptive`` of ``simulations/recipes.py``) is the first command: every cell is a pure
+function of (V, K, D, variant, instances, max branches), so it is the same on every machine. The
+Markdown is rendered from the CSV by the renderer that also fills the README.
 
 ``--cell-seconds`` stops a cell after the instance in flight once that many seconds have passed,
 and ``--max-branches`` at an instance whose enumeration grows past that many construction branches
 (the ``true`` proxy draws every sample at creation, so its enumeration can explode); the row then
 says how many instances ran (``instances``) and why it stopped (``stopped``), so the table never
-claims more than was certified.
+claims more than was certified. A time cap makes the counts depend on the machine's speed, so it
+is for looking, not for the published table.
 """
 
 from __future__ import annotations
@@ -41,6 +47,9 @@ import itertools
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+from recipes import certify_adaptive_md  # simulations/recipes.py: the one renderer of this table
 
 from rheotheory import certify, make_method, random_pair
 from rheotheory.errors import RheoError
@@ -117,23 +126,10 @@ def main():
         w.writeheader()
         w.writerows(rows)
     md = os.path.splitext(args.out)[0] + ".md"
-    cols = [v for v in order if v in args.variants]
-    lines = [f"Lossless instances / instances certified (exact rationals, N = 2K, seeds 0..n-1; "
-             f"--instances {args.instances}, --cell-seconds {args.cell_seconds:g}). "
-             "Expected lossy: " + ", ".join(v for v in cols if not VARIANTS[v][2]) + ".", "",
-             "| V K D | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
-    for V, K, D in GRID:
-        by = {r["variant"]: r for r in rows if (r["V"], r["K"], r["D"]) == (V, K, D)}
-        lines.append(f"| {V} {K} {D} | " + " | ".join(f"{by[c]['lossless']}/{by[c]['instances']}" for c in cols) + " |")
-    tot = {c: (sum(r["lossless"] for r in rows if r["variant"] == c), sum(r["instances"] for r in rows if r["variant"] == c))
-           for c in cols}
-    lines.append("| total | " + " | ".join(f"{a}/{b}" for a, b in tot.values()) + " |")
-    worst = {c: max((r for r in rows if r["variant"] == c), key=lambda r: r["max_deviation_float"]) for c in cols}
-    lines += ["", "Largest deviation per variant: " + "; ".join(
-        f"{c}: {w['max_deviation']} (V={w['V']} K={w['K']} D={w['D']} seed {w['worst_seed']})" for c, w in worst.items())]
+    text = certify_adaptive_md(Path(args.out).parent, Path(args.out).name)
     with open(md, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+        f.write(text + "\n")
+    print(text)
 
 
 if __name__ == "__main__":

