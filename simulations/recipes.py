@@ -99,7 +99,10 @@ class Recipe:
                            (self.quick if quick else self.steps))
 
     def present(self, folder: Path) -> bool:
-        return all((folder / o).is_file() for o in self.outputs)
+        """Whether every results file is there with its provenance (written last, after the file)."""
+        from rheotheory.provenance import provenance_path
+
+        return all((folder / o).is_file() and provenance_path(folder / o).is_file() for o in self.outputs)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -162,9 +165,10 @@ def certify_summary_md(folder: Path) -> str:
         for v in CERTIFY_VERIFIERS:
             sel = [r for r in rows if r["proxy"] == p and r["verifier"] == v]
             n, ok = sum(int(r["instances"]) for r in sel), sum(int(r["lossless"]) for r in sel)
-            line.append(f"lossless ({n} of {n})" if ok == n else f"**lossy** ({n - ok} of {n})")
+            line.append(f"lossless on {n} of {n}" if ok == n else f"**lossy** on {n - ok} of {n}")
         body.append(line)
-    return md_table(["proxy"] + [f"`{v}`" for v in CERTIFY_VERIFIERS], body)
+    return ("Random instances (`certify_table.csv`):\n\n"
+            + md_table(["proxy"] + [f"`{v}`" for v in CERTIFY_VERIFIERS], body))
 
 
 def certify_adaptive_md(folder: Path, name: str = "certify_adaptive.csv") -> str:
@@ -277,7 +281,7 @@ def bench_md(folder: Path, name: str, speed: bool = True, ci: bool = True) -> st
         f" {'steps':>6}" + (f" {'tok/s':>8} {'speed-up':>9}" if speed else "")
     lines = [head]
     for r in rows:
-        line = f"{r['method']:16} {num(r['temperature']):>3} {r['nodes']:6.1f} {r['tokens_per_step']:9.3f}"
+        line = f"{r['name']:16} {num(r['temperature']):>3} {r['nodes_per_step']:6.1f} {r['tokens_per_step']:9.3f}"
         if ci:
             lo, hi = r["tokens_per_step_ci95"]
             line += f" [{lo:.3f}, {hi:.3f}]".rjust(18)
@@ -334,7 +338,7 @@ RECIPES: list[Recipe] = [
            tables={"optimum_summary": optimum_summary_md}),
     Recipe("tree_level_verifiers", "proofs", ("REPORT_tree_level.md",),
            steps=(step("python proofs/tree_level_verifiers.py"),),
-           quick=(step("python proofs/tree_level_verifiers.py --seeds 1"),),
+           quick=(step("python proofs/tree_level_verifiers.py --seeds 1 --out {out}/REPORT_tree_level.md"),),
            seconds=300, quick_seconds=30, seed="instances random_pair(V, D, seed), fixed seed ranges",
            tables={"tree_level_exact": tree_level_md}),
     Recipe("sweep_v32k_tree_level", SIM, ("sweep_v32k_tree_level.csv", "sweep_v32k_tree_level.png"),

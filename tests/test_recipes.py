@@ -1,0 +1,88 @@
+"""The published tables are what the committed results files render to (simulations/recipes.py).
+
+No recomputation: each marked block of README.md and docs/*.md is rendered from the committed
+results files and compared with the text between its markers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("recipes", ROOT / "simulations" / "recipes.py")
+recipes = sys.modules.setdefault("recipes", importlib.util.module_from_spec(_spec))
+_spec.loader.exec_module(recipes)
+
+
+def test_every_marked_table_matches_its_results():
+    problems = recipes.check()
+    assert not problems, ("README/docs tables differ from their committed results; run "
+                          "`python simulations/recipes.py render` (or the recipe) and commit:\n" + "\n".join(problems))
+
+
+def test_the_documents_have_marked_tables():
+    names = [m["name"] for doc in recipes.documents() for m in recipes.MARKER.finditer(doc.read_text())]
+    assert len(names) >= 10, names
+    unknown = set(names) - set(recipes.tables())
+    assert not unknown, f"markers naming no registered table: {sorted(unknown)}"
+
+
+def test_a_changed_cell_is_caught(tmp_path):
+    """The check can fail: one digit changed in a rendered table of a copy of the repository's docs."""
+    (tmp_path / "docs").mkdir()
+    for doc in recipes.documents():
+        shutil.copy(doc, tmp_path / doc.relative_to(ROOT))
+    for r in recipes.RECIPES:  # the results the tables read, with their provenance
+        src = ROOT / r.folder
+        for o in r.outputs:
+            for f in (src / o, src / (o + ".provenance.json")):
+                if f.is_file():
+                    (tmp_path / r.folder).mkdir(parents=True, exist_ok=True)
+                    shutil.copy(f, tmp_path / r.folder / f.name)
+    assert recipes.check(tmp_path) == []
+    readme = tmp_path / "README.md"
+    text = readme.read_text()
+    start = text.index("<!-- results:optimum_summary -->")
+    cell = text.index("0.989", start)
+    readme.write_text(text[:cell] + "0.988" + text[cell + 5:])
+    problems = recipes.check(tmp_path)
+    assert len(problems) == 1 and "optimum_summary" in problems[0] and "0.988" in problems[0], problems
+
+
+def test_registry_is_well_formed():
+    names = [r.name for r in recipes.RECIPES]
+    assert len(names) == len(set(names))
+    recipes.tables()  # raises on a table registered twice
+    for r in recipes.RECIPES:
+        assert r.outputs and r.steps and r.quick and r.seconds > 0 and r.quick_seconds > 0, r.name
+        assert r.folder in ("simulations/results", "benchmarks/results", "proofs"), r.name
+        for s in r.quick:  # the quick size writes into its output folder, never the committed one
+            named = [a for a in s.argv if any(o in a for o in r.outputs) or a.endswith((".csv", ".json", ".md"))]
+            assert all(a.startswith("{out}") for a in named), (r.name, s)
+            assert "{out}" in " ".join(s.argv) or s.stdout, (r.name, s)
+
+
+def test_committed_results_carry_provenance():
+    for r in recipes.RECIPES:
+        folder = ROOT / r.folder
+        for o in r.outputs:
+            if (folder / o).is_file() and (folder / (o + ".provenance.json")).is_file():
+                rec = json.loads((folder / (o + ".provenance.json")).read_text())
+                assert rec["command"] and "machine" in rec and rec.get("recipe") == r.name, (r.name, o)
+
+
+def test_quick_refuses_the_committed_folder():
+    r = recipes.by_name()["certify_table"]
+    with pytest.raises(SystemExit, match="never writes into the committed folder"):
+        recipes.run(r, quick=True, out=ROOT / r.folder)
+
+
+def test_an_unknown_table_is_an_error():
+    with pytest.raises(KeyError, match="no recipe renders"):
+        recipes.render_text("<!-- results:nope -->\nx\n<!-- /results:nope -->\n")
