@@ -19,6 +19,7 @@ at temperature T. Cost = one cached single-token pass of the draft / of the targ
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 
 import numpy as np
@@ -64,6 +65,7 @@ def main() -> None:
     ap.add_argument("--temperatures", default="1,0.5")
     ap.add_argument("--repeats", type=int, default=5, help="timings of the cost ratio (median)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out", default=None, metavar="JSON", help="also write the table and its rows to this file")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     base = load_smollm2(draft="layers:1")
@@ -81,6 +83,8 @@ def main() -> None:
     print(f"held-out target samples: {len(seqs)} ({args.samples} per prompt x {len(SMOL_PROMPTS)} prompts, "
           f"{args.tokens} tokens, T = 1, seed {SEED}); {n_pos} positions")
     head = f"{'draft':<16} " + " ".join(f"{'accept T=' + format(t, 'g'):>13}" for t in temps)
+    table = [head + f" {'draft ms':>9} {'target ms':>10} {'cost':>6}"]
+    rows = []
     print(head + f" {'draft ms':>9} {'target ms':>10} {'cost':>6}  description")
     for spec in args.drafts.split(","):
         pair = load_smollm2(draft=spec)
@@ -90,8 +94,17 @@ def main() -> None:
         t_d = statistics.median(d for _, d, _ in times)
         for name, k in variants:
             acc = [acceptance(pair, seqs, starts, T, k) for T in temps]
-            print(f"{name:<16} " + " ".join(f"{a:>13.3f}" for a in acc)
-                  + f" {t_d * 1e3:>9.2f} {t_t * 1e3:>10.2f} {t_d / t_t:>6.3f}  {pair.manifest['draft']}")
+            line = f"{name:<16} " + " ".join(f"{a:>13.3f}" for a in acc) + \
+                f" {t_d * 1e3:>9.2f} {t_t * 1e3:>10.2f} {t_d / t_t:>6.3f}"
+            print(line + f"  {pair.manifest['draft']}")
+            table.append(line)
+            rows.append(dict(draft=name, description=pair.manifest["draft"], sparse_top_k=k,
+                             acceptance={format(T, "g"): a for T, a in zip(temps, acc)},
+                             draft_seconds=t_d, target_seconds=t_t, cost=t_d / t_t))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"samples": len(seqs), "positions": n_pos, "seed": SEED, "tokens": args.tokens,
+                       "threads": args.threads, "table": table, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

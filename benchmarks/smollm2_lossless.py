@@ -13,6 +13,7 @@ verifier (``ot_skip_residual``, on rheo) must reject.
 from __future__ import annotations
 
 import argparse
+import csv
 import time
 
 import torch
@@ -35,6 +36,7 @@ def main() -> None:
     ap.add_argument("--methods", default="chain,static-wor,eagle,rheo,rheo-tuned")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--skip-biased", action="store_true", help="do not run the planted-bug companion")
+    ap.add_argument("--out", default=None, metavar="CSV", help="also write one row per method to this CSV")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     pair = load_smollm2(draft=args.draft)
@@ -46,10 +48,20 @@ def main() -> None:
     variants = [(spec, m, None) for spec, m in methods]
     if not args.skip_biased:
         variants.append(("rheo + ot_skip_residual (planted bug)", resolve("rheo", size=(2, 2, 4)), ot_skip_residual))
+    rows = []
     for name, method, verifier in variants:
         t0 = time.perf_counter()
         res = lossless_test_large_vocab(pair, prompts, method, cfg, args.n, args.seed, verifier=verifier)
         print(f"{name:<38} {res.report(ALPHA)} ({time.perf_counter() - t0:.0f} s)", flush=True)
+        rows.append(dict(method=name, description=method.describe(), planted=verifier is not None,
+                         chi2=round(res.statistic, 4), df=res.df, p_value=f"{res.p_value:.6g}", runs=res.n,
+                         alpha=ALPHA, rejected="-> reject " in res.report(ALPHA),
+                         seconds=round(time.perf_counter() - t0, 1)))
+    if args.out:
+        with open(args.out, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
 
 
 if __name__ == "__main__":

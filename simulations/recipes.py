@@ -408,20 +408,19 @@ RECIPES: list[Recipe] = [
                json.loads((f / "smollm2_draft_table.json").read_text())["table"])}),
     Recipe("smollm2_bench", BENCH, ("smollm2_bench.json",),
            steps=(step("python benchmarks/smollm2_bench.py --top-k 3 --depth 4 --budget 8 --max-new-tokens 32 "
-                       "--methods autoregressive,chain,static-wor,eagle,rheo-tuned --threads 2 --json",
-                       stdout="smollm2_bench.json"),),
+                       "--methods autoregressive,chain,static-wor,eagle,rheo-tuned --threads 2 --json {out}/smollm2_bench.json"),),
            quick=(step("python benchmarks/smollm2_bench.py --top-k 3 --depth 4 --budget 8 --max-new-tokens 4 "
-                       "--repeats 1 --temperatures 1 --methods autoregressive,chain --threads 1 --json",
-                       stdout="smollm2_bench.json"),),
+                       "--min-steps 2 --prompts 1 --temperatures 1 --methods autoregressive,chain --threads 1 "
+                       "--json {out}/smollm2_bench.json"),),
            seconds=5400, quick_seconds=120, seed=0, needs=SMOL_NEEDS,
            tables={"smollm2_bench": lambda f: bench_md(f, "smollm2_bench.json")}),
     Recipe("smollm2_bench_adaptive", BENCH, ("smollm2_bench_adaptive.json",),
            steps=(step("python benchmarks/smollm2_bench.py --temperatures 1 --methods "
                        "autoregressive,chain,static-wor,eagle,rheo,rheo-tuned,rheo-adaptive --top-k 3 --depth 4 "
-                       "--budget 8 --max-new-tokens 32 --threads 1 --json", stdout="smollm2_bench_adaptive.json"),),
+                       "--budget 8 --max-new-tokens 32 --threads 1 --json {out}/smollm2_bench_adaptive.json"),),
            quick=(step("python benchmarks/smollm2_bench.py --temperatures 1 --methods autoregressive,rheo-adaptive "
-                       "--top-k 3 --depth 4 --budget 8 --max-new-tokens 4 --repeats 1 --threads 1 --json",
-                       stdout="smollm2_bench_adaptive.json"),),
+                       "--top-k 3 --depth 4 --budget 8 --max-new-tokens 4 --min-steps 2 --prompts 1 --threads 1 "
+                       "--json {out}/smollm2_bench_adaptive.json"),),
            seconds=3600, quick_seconds=120, seed=0, needs=SMOL_NEEDS,
            tables={"smollm2_bench_adaptive": lambda f: bench_md(f, "smollm2_bench_adaptive.json", speed=False)}),
     Recipe("smollm2_lossless", BENCH, ("smollm2_lossless.csv",),
@@ -429,6 +428,20 @@ RECIPES: list[Recipe] = [
            quick=(step("python benchmarks/smollm2_lossless.py --n 5 --seed 20261129 --out {out}/smollm2_lossless.csv"),),
            seconds=7200, quick_seconds=300, seed=20261129, needs=SMOL_NEEDS,
            tables={"smollm2_lossless": lambda f: lossless_md(f, "smollm2_lossless.csv")}),
+    Recipe("smollm2_lossless_600", BENCH, ("smollm2_lossless_600.csv",),
+           steps=(step("python benchmarks/smollm2_lossless.py --n 600 --seed 20261129 --methods chain,rheo,rheo-tuned "
+                       "--out {out}/smollm2_lossless_600.csv"),),
+           quick=(step("python benchmarks/smollm2_lossless.py --n 5 --seed 20261129 --methods chain "
+                       "--out {out}/smollm2_lossless_600.csv"),),
+           seconds=10800, quick_seconds=300, seed=20261129, needs=SMOL_NEEDS,
+           tables={"smollm2_lossless_600": lambda f: lossless_md(f, "smollm2_lossless_600.csv")}),
+    Recipe("smollm2_lossless_int4", BENCH, ("smollm2_lossless_int4.csv",),
+           steps=(step("python benchmarks/smollm2_lossless.py --n 200 --seed 20261129 --draft int4 --methods rheo "
+                       "--out {out}/smollm2_lossless_int4.csv"),),
+           quick=(step("python benchmarks/smollm2_lossless.py --n 5 --seed 20261129 --draft int4 --methods rheo "
+                       "--out {out}/smollm2_lossless_int4.csv"),),
+           seconds=3600, quick_seconds=300, seed=20261129, needs=SMOL_NEEDS,
+           tables={"smollm2_lossless_int4": lambda f: lossless_md(f, "smollm2_lossless_int4.csv")}),
 ]
 
 
