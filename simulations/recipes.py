@@ -279,7 +279,9 @@ def bench_md(folder: Path, name: str, speed: bool = True, ci: bool = True) -> st
     rows = data["rows"]
     head = f"{'method':16} {'T':>3} {'nodes':>6} {'tok/step':>9}" + (f" {'95% CI':>17}" if ci else "") + \
         f" {'steps':>6}" + (f" {'tok/s':>8} {'speed-up':>9}" if speed else "")
-    lines = [head]
+    lines = [f"one cached pass: target {data['target_pass_s'] * 1e3:.2f} ms, draft {data['draft_pass_s'] * 1e3:.2f} ms "
+             f"(cost ratio {data['cost_ratio']:.2f}); {data['prompts']} prompts x {data['max_new_tokens']} tokens x "
+             f"{data['repeats']} passes", head] if "target_pass_s" in data else [head]
     for r in rows:
         line = f"{r['name']:16} {num(r['temperature']):>3} {r['nodes_per_step']:6.1f} {r['tokens_per_step']:9.3f}"
         if ci:
@@ -298,6 +300,14 @@ def lossless_md(folder: Path, name: str) -> str:
     body = [[r["method"], f"{float(r['chi2']):.1f}", f"{float(r['p_value']):.3g}", r["df"],
              "**rejected**" if r["rejected"] == "True" else "no rejection"] for r in rows]
     return md_table(["method", "chi2", "p", "df", "verdict"], body)
+
+
+def builtin_acceptance_md(folder: Path) -> str:
+    d = json.loads((folder / "builtin_acceptance.json").read_text())
+    return md_table(["single-draft acceptance 1 - TV, T = 1", "built-in draft"], [
+        ["validation positions of the training text (`tiny_pair.json`)", f"{d['validation_acceptance']:.3f}"],
+        [f"text sampled from the target ({d['samples']} samples x {d['tokens']} tokens, seed {d['seed']}, "
+         f"{d['positions']} positions)", f"{d['sampled_text_acceptance']:.3f}"]])
 
 
 def optimum_scaling_md(folder: Path) -> str:
@@ -378,6 +388,20 @@ RECIPES: list[Recipe] = [
                        "--temperatures 1 --json", stdout="bench_builtin.json"),),
            seconds=150, quick_seconds=15, seed=0,
            tables={"bench_builtin": lambda f: bench_md(f, "bench_builtin.json")}),
+    Recipe("builtin_acceptance", BENCH, ("builtin_acceptance.json",),
+           steps=(step("python benchmarks/builtin_acceptance.py --samples 4 --tokens 100 --seed 0 "
+                       "--out {out}/builtin_acceptance.json"),),
+           quick=(step("python benchmarks/builtin_acceptance.py --samples 1 --tokens 10 --seed 0 "
+                       "--out {out}/builtin_acceptance.json"),),
+           seconds=30, quick_seconds=10, seed=0,
+           tables={"builtin_acceptance": builtin_acceptance_md}),
+    Recipe("bench_builtin_chain1", BENCH, ("bench_builtin_chain1.json",),
+           steps=(step("python -m rheotheory.cli bench --methods chain --depth 1 --temperatures 1 --repeats 3 --seed 0 "
+                       "--threads 1 --json", stdout="bench_builtin_chain1.json"),),
+           quick=(step("python -m rheotheory.cli bench --methods chain --depth 1 --temperatures 1 --repeats 1 --seed 0 "
+                       "--threads 1 --max-new-tokens 10 --json", stdout="bench_builtin_chain1.json"),),
+           seconds=60, quick_seconds=10, seed=0,
+           tables={"bench_builtin_chain1": lambda f: bench_md(f, "bench_builtin_chain1.json")}),
     Recipe("bench_builtin_model_size", BENCH, ("bench_builtin_model_size.json",),
            steps=(step("python -m rheotheory.cli bench --top-k 4 --depth 6 --budget 20 --repeats 2 --seed 0 "
                        "--threads 1 --json", stdout="bench_builtin_model_size.json"),),
