@@ -158,8 +158,9 @@ def main() -> None:
     ap.add_argument("--executor", choices=EXECUTORS, default="process", help="where runs go (default process)")
     ap.add_argument("--scheduler", default=None, metavar="ADDRESS", help="dask scheduler or Ray cluster address")
     ap.add_argument("--workers", type=int, default=1, help="processes or local workers (default 1: this process)")
-    ap.add_argument("--out", default=str(RESULTS / "calibration.json"), metavar="FILE",
-                    help="JSON to write (default simulations/results/calibration.json; not written with --quick)")
+    ap.add_argument("--out", default=None, metavar="FILE",
+                    help="JSON to write (default simulations/results/calibration.json, not written with --quick "
+                    "unless --out is given)")
     args = ap.parse_args()
     runs = 20 if args.quick else 200
     samples, steps, sizes = 1000, 400, [2000, 8000]
@@ -172,7 +173,7 @@ def main() -> None:
     plan = dict(runs=runs, samples=samples, power=power, power_runs=power_runs, sizes=sizes, steps=steps,
                 cover_tau=cover_tau)
     tasks = build_tasks(**plan)
-    out = Path(args.out)
+    out = Path(args.out or RESULTS / "calibration.json")
     log_path = out.with_name(out.stem + "-quick" + out.suffix) if args.quick else out
     try:
         log = run_logged(RowLog(log_path, {"program": "calibration", "alpha": ALPHA, **plan}, LOG_FIELDS,
@@ -188,7 +189,7 @@ def main() -> None:
     res = tables(log.rows, **plan)
     res["seconds"] = round(time.perf_counter() - t0, 1)
     print_tables(res)
-    if not args.quick:
+    if not args.quick or args.out:
         with atomic_open(out) as f:
             f.write(json.dumps(res, indent=1) + "\n")
     log.finish()

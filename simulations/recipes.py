@@ -310,6 +310,22 @@ def builtin_acceptance_md(folder: Path) -> str:
          f"{d['positions']} positions)", f"{d['sampled_text_acceptance']:.3f}"]])
 
 
+def showcase_calibration_md(folder: Path) -> str:
+    """The README showcase's p-values over its seeds, from ``showcase_calibration.json``."""
+    d = json.loads((folder / "showcase_calibration.json").read_text())
+    s, runs = d["summary"], d["runs"]
+    seed0 = next((r for r in runs if r["seed"] == 0), None)
+    rows = [[f"length {x['length']}", f"{x['ks_p_value']:.2f}", x["rejections"]["0.01"], x["rejections"]["0.001"],
+             " ".join(map(str, x["histogram_10_bins"]))] for x in s["per_length"]]
+    c = s["combined"]
+    rows.append(["combined (Bonferroni)", f"{c['ks_p_value']:.1e}", c["rejections"]["0.01"], c["rejections"]["0.001"],
+                 " ".join(map(str, c["histogram_10_bins"]))])
+    low = ", ".join(f"seed {seed}: {p:.2g}" for p, seed in s["lowest_seeds"][:3])
+    return (f"{s['runs']} runs, seeds {s['seeds'][0]}..{s['seeds'][1]}"
+            + (f"; seed 0: p = {seed0['p_value']}" if seed0 else "") + f"; lowest p-values: {low}.\n\n"
+            + md_table(["p-value", "KS p vs U(0,1)", "runs p <= 0.01", "runs p <= 0.001", "histogram, 10 bins"], rows))
+
+
 def optimum_scaling_md(folder: Path) -> str:
     rows = read_csv(folder / "optimum_scaling.csv")
     lines = [f"{'V':>2} {'method':48} {'trees':>6} {'vars':>7} {'rows':>6} {'exact':>5} {'max s':>7}"]
@@ -319,10 +335,6 @@ def optimum_scaling_md(folder: Path) -> str:
     return code_block(lines)
 
 
-def showcase_calibration_md(folder: Path) -> str:
-    d = json.loads((folder / "showcase_calibration.json").read_text())
-    keys = [k for k in d if not isinstance(d[k], (list, dict))]
-    return md_table(["field", "value"], [[k, d[k]] for k in keys])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -375,6 +387,25 @@ RECIPES: list[Recipe] = [
                        "--out {out}/sweep_adaptive_vs_best.csv")),
            seconds=7200, quick_seconds=40, seed=2,
            tables={"adaptive_vs_best": adaptive_vs_best_md}),
+    Recipe("showcase_calibration", SIM, ("showcase_calibration.json",),
+           steps=(step("python simulations/showcase_calibration.py --seeds 200 --workers 2 "
+                       "--out {out}/showcase_calibration.json"),),
+           quick=(step("python simulations/showcase_calibration.py --seeds 2 --workers 1 "
+                       "--out {out}/showcase_calibration.json"),),
+           seconds=2700, quick_seconds=60, seed="seeds 0..199",
+           tables={"showcase_calibration": showcase_calibration_md}),
+    Recipe("calibration", SIM, ("calibration.json",),
+           steps=(step("python simulations/calibration.py --out {out}/calibration.json"),),
+           quick=(step("python simulations/calibration.py --quick --out {out}/calibration.json"),),
+           seconds=1000, quick_seconds=120, seed="run s of a setup uses seed s"),
+    Recipe("sweep_v50", SIM, ("sweep_v50.csv", "sweep_v50.png"),
+           steps=(step("python simulations/sweep_evidence.py small --out {out}"),),
+           quick=(step("python simulations/sweep_evidence.py small --steps 2 --workers 1 --out {out}"),),
+           seconds=1800, quick_seconds=60, seed=0),
+    Recipe("sweep_v32k", SIM, ("sweep_v32k.csv", "sweep_v32k.png"),
+           steps=(step("python simulations/sweep_evidence.py large --out {out}"),),
+           quick=(step("python simulations/sweep_evidence.py large --steps 2 --workers 1 --out {out}"),),
+           seconds=3600, quick_seconds=120, seed=0),
     Recipe("builtin_lossless", BENCH, ("builtin_lossless.csv",),
            steps=(step("python benchmarks/builtin_lossless.py --n 400 --seed 20260601 "
                        "--out {out}/builtin_lossless.csv"),),
