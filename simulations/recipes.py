@@ -587,8 +587,9 @@ def run(recipe: Recipe, quick: bool = False, out: Path | None = None) -> Path:
     The full size writes into the committed folder unless ``out`` is given; the quick size writes
     into ``out`` or a fresh temporary folder, never into the committed one.
     """
-    from rheotheory.provenance import write_provenance
+    from rheotheory.provenance import provenance, write_provenance
 
+    commit = provenance()["commit"]  # the code that runs: the commit when the run starts
     committed = (ROOT / recipe.folder).resolve()
     if out is None:
         out = Path(tempfile.mkdtemp(prefix=f"rheo-{recipe.name}-")) if quick else committed
@@ -616,7 +617,7 @@ def run(recipe: Recipe, quick: bool = False, out: Path | None = None) -> Path:
         if not (out / o).is_file():
             raise SystemExit(f"recipe {recipe.name} did not write {o}")
         write_provenance(out / o, seed=recipe.seed, started=started, command=command, recipe=recipe.name,
-                         size="quick" if quick else "full")
+                         size="quick" if quick else "full", commit=commit)
     return out
 
 
