@@ -23,7 +23,8 @@ import torch
 
 from rheotheory.decode.bench import (bench_methods, cost_ratio, default_repeats, format_table, pass_costs,
                                      run_bench, table_json)
-from rheotheory.decode.smollm import DEFAULT_DRAFT, SMOL_PROMPTS, load_smollm2
+from rheotheory.decode.smollm import SMOL_PROMPTS
+from rheotheory.decode.smollm_pair import DEFAULT_DRAFT, load_smollm2
 
 
 def main() -> None:

@@ -27,7 +27,8 @@ import torch
 
 from rheotheory.decode.bench import cost_ratio
 from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode, reads_features
-from rheotheory.decode.smollm import SMOL_PROMPTS, load_smollm2
+from rheotheory.decode.smollm import SMOL_PROMPTS
+from rheotheory.decode.smollm_pair import load_smollm2
 
 SEED = 777  # the held-out samples' seed (training used 20261130 and 20261131)
 

@@ -20,7 +20,8 @@ import torch
 
 from rheotheory.decode.checks import ot_skip_residual
 from rheotheory.decode.engine import DecodeConfig
-from rheotheory.decode.smollm import DEFAULT_DRAFT, SMOL_PROMPTS, load_smollm2, lossless_test_large_vocab
+from rheotheory.decode.smollm import SMOL_PROMPTS, lossless_test_large_vocab
+from rheotheory.decode.smollm_pair import DEFAULT_DRAFT, load_smollm2
 from rheotheory.methods import resolve
 
 #: Significance level.

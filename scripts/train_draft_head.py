@@ -23,11 +23,12 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from rheotheory.decode.draft_head import SMOLLM2_HEAD_DIR, DraftHead, HeadConfig, save_head
+from rheotheory.decode.draft_head import DraftHead, HeadConfig, save_head
 from rheotheory.decode.train_head import (HeadTrainConfig, build_text, check_llama_like, draft_vocabulary,
                                           evaluate_head, extract, init_from_target, sample_prompts, sample_sequences,
                                           text_sequences, train_head)
 from rheotheory.decode.smollm import SmolConfig
+from rheotheory.decode.smollm_pair import SMOLLM2_HEAD_DIR
 from rheotheory.errors import InstanceError
 
 

