@@ -280,11 +280,6 @@ def _simpler_laws(law):
         yield c
 
 
-def _complexity(pair: ToyPair, method: Method) -> tuple:
-    dens = sum(_denominator(v) for t in (pair.target, pair.draft) for v in t.values())
-    return (pair.vocab_size, method.depth, getattr(method, "top_k", 0), getattr(method, "budget", 0), dens)
-
-
 def shrink(pair: ToyPair, method: Method, max_rounds: int = 20):
     """Greedy shrinking of a lossy (pair, method); returns (pair, method, cert, certifications)."""
     cert = is_lossy(pair, method)

@@ -25,7 +25,6 @@ import numpy as np
 from .errors import LawError
 
 __all__ = [
-    "as_law",
     "exact_law",
     "float_law",
     "is_exact",
@@ -194,13 +193,6 @@ def float_law(values: Iterable) -> np.ndarray:
     """A float64 law from numbers, strings or Fractions; not validated."""
     return np.array([float(parse_number(v, False)) if isinstance(v, str) else float(v) for v in values],
                     dtype=np.float64)
-
-
-def as_law(values, exact: bool, name: str = "law", vocab_size: int | None = None) -> np.ndarray:
-    """Convert ``values`` to a validated law of the requested number type."""
-    arr = exact_law(values) if exact else float_law(values)
-    check_law(arr, name=name, vocab_size=vocab_size)
-    return arr
 
 
 #: Float laws must sum to 1 within this tolerance (exact laws must sum to exactly 1).

@@ -378,7 +378,3 @@ def sweep_to_files(cfg: SweepConfig, out_dir, stem: str = "sweep", progress: boo
                    f"seed {cfg.seed}")
     log.finish()
     return SweepOutputs(rows, str(csv_path), png_path, time.perf_counter() - t0)
-
-
-def config_dict(cfg: SweepConfig) -> dict:
-    return asdict(cfg)

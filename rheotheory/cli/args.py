@@ -17,7 +17,7 @@ from ..methods import FAMILIES, PRESETS, TREE_SIZES, Method, field_options, reso
 __all__ = ["EXIT_BAD_INPUT", "EXIT_INTERRUPTED", "Parser", "int_range", "float_range", "float_list",
            "comma_list", "spec_arg", "file_stem", "temperature_arg", "vocab_arg", "add_method_arguments",
            "method_from_args", "method_overrides", "MAX_SEED", "MAX_SYNTHETIC_VOCAB", "MAX_WORK", "NODE_OVERHEAD",
-           "add_seed", "threads_arg",
+           "threads_arg",
            "add_max_entries", "add_max_work", "add_progress", "check_work", "mc_work", "check_fits_vocab", "check_out_file",
            "progress_bar"]
 
@@ -173,10 +173,6 @@ TEMPERATURE_RANGE = "0 = greedy, else >= 1e-3"
 def threads_arg(text: str) -> int:
     """CPU threads: 1..the machine's cores."""
     return int_range(1, os.cpu_count() or 1)(text)
-
-
-def add_seed(ap, default: int = 0, help: str = "seed") -> None:
-    ap.add_argument("--seed", type=seed_arg, default=default, help=f"{help} (0..2^63-1, default {default})")
 
 
 def _flag_type(name: str, meta: dict):
