@@ -25,7 +25,6 @@ Two tools, used by ``rheo sweep`` and the long ``simulations/`` scripts:
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import os
@@ -90,6 +89,8 @@ def atomic_open(path, mode: str = "w", **kwargs):
 
 def config_hash(config: dict) -> str:
     """SHA-256 of the canonical JSON of ``config`` (sorted keys)."""
+    import hashlib  # NOTE: here, not at the top: OpenSSL's load is a start-up cost of every command
+
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
 
 

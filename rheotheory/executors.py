@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from contextlib import contextmanager
 
 from .errors import RheoError
@@ -157,6 +157,9 @@ def open_executor(kind: str = "process", workers: int = 1, scheduler: str | None
         if workers == 1:
             ex: Executor = SerialExecutor()
         else:
+            # NOTE: imported here: its module loads multiprocessing, which every command would pay for
+            from concurrent.futures import ProcessPoolExecutor
+
             ex = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
         try:
             yield ex

@@ -16,7 +16,7 @@ MAX_REPEATS = 1000
 
 
 def register(sub) -> None:
-    from ..decode.bench import DEFAULT_BENCH_METHODS, MIN_BENCH_STEPS
+    from ..decode.defaults import DEFAULT_BENCH_METHODS, MIN_BENCH_STEPS
 
     b = sub.add_parser("bench", help="tokens/step, tokens/s and speed-up of each method (built-in pair)",
                        description="Decode fixed prompts with autoregressive sampling and each method at the "

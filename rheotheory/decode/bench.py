@@ -16,14 +16,11 @@ import torch
 
 from ..methods import resolve
 from ..montecarlo import mean_ci
+from .defaults import DEFAULT_BENCH_METHODS, MIN_BENCH_STEPS
 from .engine import AUTO_DRAFT_TOP_K, AUTOREGRESSIVE, DecodeConfig, decode
 
 __all__ = ["BenchRow", "BENCH_PROMPTS", "DEFAULT_BENCH_METHODS", "MIN_BENCH_STEPS", "default_repeats", "bench_methods",
            "run_bench", "format_table", "table_json", "cost_ratio", "pass_costs"]
-
-#: Fewest speculative steps a row should have by default: enough that the 95% interval of tokens
-#: per step (about +-0.1 at s = 0.8 over 250 steps) separates methods that differ by a few tenths.
-MIN_BENCH_STEPS = 200
 
 
 def default_repeats(methods, n_prompts: int, max_new_tokens: int, min_steps: int = MIN_BENCH_STEPS) -> int:
@@ -50,8 +47,6 @@ BENCH_PROMPTS = (
     "\"\"\"Return the ",
 )
 
-#: Methods `rheo bench` compares by default (preset names; the first is the speed-up baseline).
-DEFAULT_BENCH_METHODS = ("autoregressive", "chain", "static-iid", "eagle", "rheo-tuned")
 
 
 def bench_methods(specs=DEFAULT_BENCH_METHODS, size="builtin", **overrides) -> list[tuple[str, object]]:
