@@ -273,8 +273,16 @@ def tree_level_md(folder: Path) -> str:
     return md_table([head[i] for i in keep], [[r[i] for i in keep] for r in data])
 
 
+def machine_note(path: Path) -> str:
+    """The provenance's machine note of a results file ("" when none, or no provenance)."""
+    from rheotheory.provenance import provenance_path
+
+    p = provenance_path(path)
+    return json.loads(p.read_text()).get("machine", {}).get("note", "") if p.is_file() else ""
+
+
 def bench_md(folder: Path, name: str, speed: bool = True, ci: bool = True) -> str:
-    """A ``rheo bench --json`` output as the console table."""
+    """A ``rheo bench --json`` output as the console table (with the machine note of its provenance)."""
     data = json.loads((folder / name).read_text())
     rows = data["rows"]
     head = f"{'method':16} {'T':>3} {'nodes':>6} {'tok/step':>9}" + (f" {'95% CI':>17}" if ci else "") + \
@@ -291,6 +299,9 @@ def bench_md(folder: Path, name: str, speed: bool = True, ci: bool = True) -> st
         if speed:
             line += f" {r['tokens_per_second']:8.1f} {r['speedup']:8.2f}x"
         lines.append(line)
+    note = machine_note(folder / name)
+    if note and speed:
+        lines.append(f"measured on: {note} (tok/s and speed-up depend on the load)")
     return code_block(lines)
 
 
