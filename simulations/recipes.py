@@ -343,6 +343,9 @@ def optimum_scaling_md(folder: Path) -> str:
     for r in rows:
         lines.append(f"{r['V']:>2} {r['method'][:48]:48} {r['trees']:>6} {r['variables']:>7} {r['rows']:>6} "
                      f"{r['exact']:>5} {float(r['max_seconds']):7.2f}")
+    note = machine_note(folder / "optimum_scaling.csv")
+    if note:
+        lines.append(f"measured on: {note} (the seconds depend on the load)")
     return code_block(lines)
 
 
@@ -398,6 +401,25 @@ RECIPES: list[Recipe] = [
                        "--out {out}/sweep_adaptive_vs_best.csv")),
            seconds=7200, quick_seconds=40, seed=2,
            tables={"adaptive_vs_best": adaptive_vs_best_md}),
+    Recipe("sweep_adaptive_design_seed0", SIM, ("sweep_adaptive_design_seed0.csv", "sweep_adaptive_design_seed0.png"),
+           steps=(step("python -m rheotheory.cli sweep --vocab 32000 --sparse 128 --mismatch low high "
+                       "--temperatures 0 0.25 0.5 0.75 1 1.25 1.5 --trees 4,4,16 10,6,60 --seed 0 --steps 1000 "
+                       "--workers 2 --max-work 1e13 --methods eagle rheo rheo-tuned static-wor chain rheo-adaptive "
+                       "static-wor:verifier=traversal --out {out} --stem sweep_adaptive_design_seed0"),),
+           quick=(step("python -m rheotheory.cli sweep --vocab 32000 --sparse 128 --mismatch low --temperatures 1 "
+                       "--trees 4,4,16 --seed 0 --steps 5 --workers 1 --methods static-wor rheo-adaptive "
+                       "--out {out} --stem sweep_adaptive_design_seed0"),),
+           seconds=7200, quick_seconds=20, seed=0),
+    Recipe("sweep_adaptive_tuning_seed1", SIM, ("sweep_adaptive_tuning_seed1.csv",),
+           steps=(step("python -m rheotheory.cli sweep --vocab 32000 --sparse 128 --mismatch low high "
+                       "--temperatures 1 1.25 1.5 --trees 4,4,16 10,6,60 --seed 1 --steps 300 --workers 2 "
+                       "--max-work 1e13 --no-plot --methods static-wor rheo-adaptive rheo-adaptive:accept=1/2 "
+                       "rheo-adaptive:accept=1/2:decay=3/4 rheo-adaptive:accept=9/10 rheo-adaptive:decay=1/4 "
+                       "rheo-adaptive:decay=3/4 --out {out} --stem sweep_adaptive_tuning_seed1"),),
+           quick=(step("python -m rheotheory.cli sweep --vocab 32000 --sparse 128 --mismatch low --temperatures 1 "
+                       "--trees 4,4,16 --seed 1 --steps 5 --workers 1 --no-plot --methods static-wor rheo-adaptive "
+                       "--out {out} --stem sweep_adaptive_tuning_seed1"),),
+           seconds=1800, quick_seconds=20, seed=1),
     Recipe("showcase_calibration", SIM, ("showcase_calibration.json",),
            steps=(step("python simulations/showcase_calibration.py --seeds 200 --workers 2 "
                        "--out {out}/showcase_calibration.json"),),
