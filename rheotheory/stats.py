@@ -23,7 +23,18 @@ the data. With :math:`m` = ``min_expected`` (default :data:`DEFAULT_MIN_EXPECTED
 3. **the pooling rule** (:func:`chi_square`, applied to any list of cells): the cells whose
    expected count is below :math:`m` are pooled into one cell; if that pooled cell is itself
    below :math:`m`, it is merged into the other cell of smallest expected count (the first in
-   cell order on a tie). The cells always partition the sample space, so nothing is dropped.
+   cell order on a tie). The cells always partition the sample space, so nothing is dropped;
+4. **impossible outcomes**: a cell of target probability exactly 0 with a positive count is an
+   outcome the target cannot produce, and the test rejects outright (:math:`X^2 = \infty`,
+   ``p = 0``) before any pooling.
+
+**One rejection convention** (:func:`rejects`): a test at level :math:`\alpha` rejects iff
+:math:`p < \alpha`. Every verdict of the package (:attr:`LosslessTest.lossless`,
+:meth:`ChiSquare.rejects`, :meth:`ChiSquare.report`) and every statistical test of the suite
+reads it from there.
+
+Samples against an exact law of outcomes (the walk and step-law tests) go through
+:func:`chi_square_law`: one cell per outcome of the law, steps 3-4 unchanged.
 
 Step 2 keeps a rare continuation of a frequent prefix inside that prefix's own cell, so the
 law of the first tokens keeps its full weight; for a flat law (``l = 1``) steps 2 and 3 are the
@@ -33,14 +44,17 @@ usual rule of thumb. Only the frequent prefixes need a conditional law, so a tes
 The per-length p-values of :func:`lossless_test` are dependent; their Bonferroni combination
 ``min(1, L * min_l p_l)`` (the smallest level at which Holm's procedure rejects some length)
 keeps the false-rejection rate at most ``alpha`` up to the chi-square approximation.
-``simulations/calibration.py`` measures it and the power.
+``simulations/calibration.py`` measures it and the power against the ``true`` proxy;
+``simulations/power_table.py`` states every Monte-Carlo test's power as the smallest total
+variation it detects with probability 0.9 (docs/theory.md section 6.5).
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field, fields
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -50,7 +64,7 @@ from .montecarlo import mean_ci, sample_outputs
 from .trees import RandomChooser
 
 __all__ = ["ChiSquare", "LengthTest", "LosslessTest", "PrefixCells", "prefix_cells", "pair_laws", "chi_square",
-           "combine", "bonferroni", "extend_outputs", "chi_square_by_length", "lossless_test",
+           "chi_square_law", "rejects", "combine", "bonferroni", "extend_outputs", "chi_square_by_length", "lossless_test",
            "DEFAULT_MIN_EXPECTED", "DEFAULT_ALPHA"]
 
 #: Smallest expected count of a chi-square cell (Cochran's rule of thumb for the chi-square
@@ -69,12 +83,25 @@ PROB_SUM_ATOL = 1e-6
 #: Name of the cell that pools the cells under ``min_expected`` (step 3).
 POOLED = "(pooled rare cells)"
 
+#: Name of the cell of :func:`chi_square_law` that holds the sampled outcomes the law does not list.
+OUTSIDE = "(outside the law)"
+
 #: Seed-sequence tag of the completion stream of :func:`lossless_test` (the step stream uses
 #: other tags).
 _COMPLETION_TAG = 7
 
 #: Conditional target laws of a list of prefixes of equal length: ``prefixes -> # [len(prefixes), V]``.
 NextLaws = Callable[[list], np.ndarray]
+
+
+def rejects(p_value: float, alpha: float) -> bool:
+    """The one rejection convention of the package: a test at level ``alpha`` rejects iff
+    ``p_value < alpha``.
+
+    >>> rejects(0.001, 0.01), rejects(0.01, 0.01), rejects(0.5, 0.01)
+    (True, False, False)
+    """
+    return bool(p_value < alpha)
 
 
 @dataclass(frozen=True)
@@ -93,9 +120,13 @@ class ChiSquare:
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
+    def rejects(self, alpha: float) -> bool:
+        """Whether the test rejects at level ``alpha`` (:func:`rejects`: iff p < alpha)."""
+        return rejects(self.p_value, alpha)
+
     def report(self, alpha: float) -> str:
         """One line: statistic, degrees of freedom, p-value, N and the verdict at ``alpha``."""
-        verdict = "reject" if self.p_value < alpha else "no rejection"
+        verdict = "reject" if self.rejects(alpha) else "no rejection"
         return (f"chi2 = {self.statistic:8.1f}  df = {self.df:4d}  p = {self.p_value:.3g}  N = {self.n}  "
                 f"-> {verdict} at alpha = {alpha:g}")
 
@@ -111,7 +142,7 @@ class LengthTest(ChiSquare):
 class LosslessTest:
     """Verdict of :func:`lossless_test` (plain data)."""
 
-    lossless: bool  # True: the test did not reject at level alpha
+    lossless: bool  # True: the test did not reject at level alpha (p >= alpha, :func:`rejects`)
     p_value: float  # Bonferroni-combined over the lengths
     alpha: float
     samples: int  # sampled steps n
@@ -149,7 +180,10 @@ def chi_square(observed, probs, min_expected: float = DEFAULT_MIN_EXPECTED, name
     over the ``k`` cells left by the pooling rule: the cells with :math:`E_c <` ``min_expected``
     are pooled into one cell; if that pooled cell is itself under ``min_expected``, it is merged
     into the other cell of smallest expected count (the first on a tie). With a single cell left
-    there is nothing to test: :math:`X^2 = 0`, ``df = 0``, ``p = 1``.
+    there is nothing to test: :math:`X^2 = 0`, ``df = 0``, ``p = 1``. A cell of probability
+    exactly 0 with a positive count (an impossible outcome) rejects outright, before pooling:
+    :math:`X^2 = \infty`, ``p = 0``, ``df`` = cells given :math:`- 1`. The test rejects at
+    level :math:`\alpha` iff :math:`p < \alpha` (:func:`rejects`).
 
     Parameters
     ----------
@@ -182,6 +216,11 @@ def chi_square(observed, probs, min_expected: float = DEFAULT_MIN_EXPECTED, name
 
     >>> chi_square([50, 30, 20, 0], [0.5, 0.3, 0.18, 0.02]).statistic
     0.0
+
+    One count on an outcome of probability 0 rejects, however small the cell:
+
+    >>> chi_square([60, 39, 1], [0.6, 0.4, 0.0]).p_value
+    0.0
     """
     obs = np.asarray(observed, dtype=np.float64)  # [k]
     pi = np.asarray(probs, dtype=np.float64)  # [k]
@@ -195,6 +234,10 @@ def chi_square(observed, probs, min_expected: float = DEFAULT_MIN_EXPECTED, name
     if n == 0:
         raise RheoError("no observations")
     names = [str(i) for i in range(len(obs))] if names is None else list(names)
+    impossible = np.flatnonzero((pi == 0) & (obs > 0))
+    if impossible.size:  # step 4: an outcome the target cannot produce was observed
+        j = int(impossible[0])
+        return ChiSquare(math.inf, len(obs) - 1, 0.0, int(n), len(obs), names[j], int(obs[j]), 0.0)
     exp = n * pi / pi.sum()  # [k]; NOTE: renormalised, so that sum(exp) == n up to round-off
     small = exp < min_expected
     if small.any():
@@ -217,6 +260,46 @@ def chi_square(observed, probs, min_expected: float = DEFAULT_MIN_EXPECTED, name
     return ChiSquare(stat, df, _chi2_sf(stat, df), int(n), len(obs), names[j], int(obs[j]), float(exp[j]))
 
 
+def chi_square_law(samples: Sequence, law: Mapping, min_expected: float = DEFAULT_MIN_EXPECTED) -> ChiSquare:
+    """Pearson's test (:func:`chi_square`) of sampled outcomes against an exact law of outcomes.
+
+    One cell per outcome of ``law`` (its key order), pooled by the rule of :func:`chi_square`;
+    sampled outcomes ``law`` does not list form one more cell of probability 0, so that any of
+    them rejects outright (step 4 of the module docstring).
+
+    Parameters
+    ----------
+    samples : sequence of hashable
+        The sampled outcomes (e.g. the tuples Z of sampled steps).
+    law : mapping outcome -> probability
+        The exact law (floats or Fractions), summing to 1.
+    min_expected : float
+        Smallest expected count of a cell after pooling.
+
+    Examples
+    --------
+    >>> chi_square_law(["a"] * 50 + ["b"] * 50, {"a": 0.5, "b": 0.5}).statistic
+    0.0
+    >>> chi_square_law(["a"] * 50 + ["c"], {"a": 0.5, "b": 0.5}).worst_cell
+    '(outside the law)'
+    """
+    counts = Counter(samples)
+    keys = list(law)
+    obs = [counts.pop(z, 0) for z in keys]  # [cells]
+    probs = [float(law[z]) for z in keys]  # [cells]
+    names = [str(z) for z in keys]
+    if counts:  # NOTE: outcomes the law does not list; probability 0, so any of them rejects
+        obs.append(sum(counts.values()))
+        probs.append(0.0)
+        names.append(OUTSIDE)
+    return chi_square(obs, probs, min_expected, names)
+
+
+def _contribution(t: ChiSquare) -> float:
+    """The worst cell's contribution to X^2 (infinite for an impossible outcome)."""
+    return math.inf if t.expected == 0 else (t.observed - t.expected) ** 2 / t.expected
+
+
 def combine(tests: Sequence[ChiSquare], labels: Sequence[str] | None = None) -> ChiSquare:
     r"""One test from independent ones (different prompts): :math:`X^2 = \sum_j X^2_j`,
     ``df`` :math:`= \sum_j \mathrm{df}_j`; the worst cell is the one of largest contribution,
@@ -226,9 +309,10 @@ def combine(tests: Sequence[ChiSquare], labels: Sequence[str] | None = None) -> 
     labels = [str(i) for i in range(len(tests))] if labels is None else list(labels)
     stat = float(sum(t.statistic for t in tests))
     df = int(sum(t.df for t in tests))
-    j = max(range(len(tests)), key=lambda i: (tests[i].observed - tests[i].expected) ** 2 / tests[i].expected)
+    j = max(range(len(tests)), key=lambda i: _contribution(tests[i]))
     w = tests[j]
-    return ChiSquare(stat, df, _chi2_sf(stat, df) if df > 0 else 1.0, sum(t.n for t in tests),
+    p = 0.0 if math.isinf(stat) else _chi2_sf(stat, df) if df > 0 else 1.0
+    return ChiSquare(stat, df, p, sum(t.n for t in tests),
                      sum(t.cells for t in tests), f"{labels[j]!r}: {w.worst_cell}", w.observed, w.expected)
 
 
@@ -301,12 +385,13 @@ def prefix_cells(next_laws: NextLaws, n: int, max_len: int,
         nxt = []
         for u, pl in zip(level, laws):
             pu = frequent[u]
-            ys = np.flatnonzero(pl * (n * pu) >= min_expected)
-            for y in ys.tolist():
+            big = pl * (n * pu) >= min_expected  # [V]
+            for y in np.flatnonzero(big).tolist():
                 frequent[u + (y,)] = pu * float(pl[y])
                 nxt.append(u + (y,))
-            # NOTE: clipped at 0: round-off can make 1 - sum(frequent) slightly negative.
-            rare[u] = pu * max(0.0, 1.0 - float(pl[ys].sum()))
+            # NOTE: summed, not 1 - sum(frequent): exactly 0 iff every rare token has probability
+            # 0, so that step 4 (an impossible outcome rejects) never fires on round-off.
+            rare[u] = pu * float(pl[~big].sum())
         level = nxt
     return PrefixCells(int(n), int(max_len), float(min_expected), frequent, rare)
 
@@ -357,7 +442,7 @@ def lossless_test(pair, method: Method, samples: int = 2000, alpha: float = DEFA
     Each output Z is completed to ``L = D + 1`` tokens (:func:`extend_outputs`), the law of its
     first ``l`` tokens is tested for ``l = 1..L`` (:func:`chi_square_by_length`) and the p-values
     are combined by :func:`bonferroni`. Reproducible from ``seed``; ``lossless`` is True when the
-    combined p-value exceeds ``alpha``. ``progress`` is called with 1 after each sampled step.
+    combined p-value does not reject at ``alpha`` (:func:`rejects`: reject iff p < alpha). ``progress`` is called with 1 after each sampled step.
     """
     _check(samples, alpha, min_expected)
     pair = pair.to_float() if getattr(pair, "exact", False) else pair
@@ -371,4 +456,4 @@ def lossless_test(pair, method: Method, samples: int = 2000, alpha: float = DEFA
     tests = chi_square_by_length(pair, seqs, L, min_expected)
     pv = bonferroni([t.p_value for t in tests])
     tau, lo, hi = mean_ci([len(z) for z in outs])
-    return LosslessTest(pv > alpha, pv, float(alpha), int(samples), tau, lo, hi, tuple(tests))
+    return LosslessTest(not rejects(pv, alpha), pv, float(alpha), int(samples), tau, lo, hi, tuple(tests))

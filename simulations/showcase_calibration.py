@@ -20,7 +20,8 @@ U(0, 1) of (a) each length's p-values and (b) the combined (Bonferroni) p-value.
 What to expect when the method is lossless: each length's Pearson p-value is close to uniform
 (chi-square approximation with pooled cells); the Bonferroni combination min(1, L min_l p_l) is
 conservative, P(p <= a) <= a, so its KS test against the uniform rejects towards large p-values
-(a point mass at 1), while P(p <= alpha) stays at or below alpha.
+(a point mass at 1), while the rejection rate P(p < alpha) (the package's convention,
+``rheotheory.stats.rejects``) stays at or below alpha.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def summarise(runs: list[dict]) -> dict:
         "combined": {"ks_statistic": float(ks.statistic), "ks_p_value": float(ks.pvalue),
                      "histogram_10_bins": np.histogram(p, bins=10, range=(0, 1))[0].tolist(),
                      "p_equal_1": int((p >= 1.0).sum()), "min": float(p.min()),
-                     "rejections": {str(a): int((p <= a).sum()) for a in ALPHAS}},
+                     "rejections": {str(a): int((p < a).sum()) for a in ALPHAS}},
         "per_length": [],
         "lowest_seeds": sorted(((float(r["p_value"]), r["seed"]) for r in runs))[:5],
         "seconds_per_run": float(np.mean([r["seconds"] for r in runs])),
@@ -94,7 +95,7 @@ def summarise(runs: list[dict]) -> dict:
         k = sps.kstest(per[:, l], "uniform")
         out["per_length"].append({"length": l + 1, "ks_statistic": float(k.statistic), "ks_p_value": float(k.pvalue),
                                   "histogram_10_bins": np.histogram(per[:, l], bins=10, range=(0, 1))[0].tolist(),
-                                  "rejections": {str(a): int((per[:, l] <= a).sum()) for a in ALPHAS}})
+                                  "rejections": {str(a): int((per[:, l] < a).sum()) for a in ALPHAS}})
     return out
 
 

@@ -184,7 +184,7 @@ def test_lossless_first_two_tokens(pair):
     res = smollm.lossless_test_large_vocab(pair, LOSSLESS_PROMPTS, SMALL_RHEO, DecodeConfig(temperature=1.0),
                                            N_PER_PROMPT, LOSSLESS_SEED)
     assert res.df >= 5
-    assert res.p_value > ALPHA, f"chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}"
+    assert not res.rejects(ALPHA), f"chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}"
 
 
 @pytest.mark.slow
@@ -193,7 +193,7 @@ def test_biased_verifier_is_rejected(pair):
     """Companion: the same test (alpha, seed, N) rejects a verifier that skips the residual."""
     res = smollm.lossless_test_large_vocab(pair, LOSSLESS_PROMPTS, SMALL_RHEO, DecodeConfig(temperature=1.0),
                                            N_PER_PROMPT, LOSSLESS_SEED, verifier=ot_skip_residual)
-    assert res.p_value < ALPHA, f"planted bug not caught: chi2 = {res.statistic:.1f}, df = {res.df}"
+    assert res.rejects(ALPHA), f"planted bug not caught: chi2 = {res.statistic:.1f}, df = {res.df}"
 
 
 @pytest.mark.slow
@@ -224,7 +224,7 @@ def test_lossless_with_the_trained_head(head_pair):
     res = smollm.lossless_test_large_vocab(head_pair, LOSSLESS_PROMPTS, SMALL_RHEO, cfg, HEAD_N_PER_PROMPT,
                                            LOSSLESS_SEED)
     assert res.df >= 5
-    assert res.p_value > ALPHA, f"chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}"
+    assert not res.rejects(ALPHA), f"chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}"
     bad = smollm.lossless_test_large_vocab(head_pair, LOSSLESS_PROMPTS, SMALL_RHEO, cfg, HEAD_N_PER_PROMPT,
                                            LOSSLESS_SEED, verifier=ot_skip_residual)
-    assert bad.p_value < ALPHA, f"planted bug not caught: chi2 = {bad.statistic:.1f}, df = {bad.df}"
+    assert bad.rejects(ALPHA), f"planted bug not caught: chi2 = {bad.statistic:.1f}, df = {bad.df}"

@@ -5,7 +5,6 @@ answer must fail.
 """
 
 import math
-from collections import Counter
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ from scipy import stats as sps
 from rheotheory import make_method, certify, random_pair
 from rheotheory.errors import RheoError
 from rheotheory.montecarlo import node_optimum, run_steps, sample_outputs
-from rheotheory.stats import chi_square
+from rheotheory.stats import chi_square_law
 from rheotheory.synthetic import SyntheticPair
 from rheotheory.verify import Candidate, ot_value
 
@@ -35,16 +34,6 @@ METHODS = [
 ]
 
 
-def chi_square_vs_law(samples, law: dict) -> float:
-    """p-value of the project's chi-square test (stats.chi_square, its pooling rule) of sampled
-    tuples against an exact law; an output the law gives probability 0 rejects outright (p = 0)."""
-    counts = Counter(samples)
-    if set(counts) - {z for z, w in law.items() if w > 0}:
-        return 0.0
-    keys = list(law)
-    return chi_square([counts.get(z, 0) for z in keys], [float(law[z]) for z in keys]).p_value
-
-
 @pytest.mark.parametrize("method", METHODS, ids=lambda m: m.describe())
 def test_mc_step_law_matches_exact(method):
     # Monte-Carlo draws of Z vs the exact step law of the enumerator: alpha 1e-3, 2500 samples, seed 11
@@ -53,7 +42,8 @@ def test_mc_step_law_matches_exact(method):
     res = run_steps(PAIR, method, SAMPLES, seed=SEED, records=recs)
     outs = [r.z for r in recs]
     assert outs[:50] == sample_outputs(PAIR, method, 50, seed=SEED)  # one stream per seed
-    assert chi_square_vs_law(outs, cert.z_law) > ALPHA
+    chi = chi_square_law(outs, cert.z_law)  # the package's one rule: rare cells pooled, reject iff p < alpha
+    assert not chi.rejects(ALPHA), chi.report(ALPHA)
     # tau: the exact value lies in the 99.9% interval of the MC mean
     se = (res.tau_high - res.tau) / 1.959963984540054
     assert abs(res.tau - float(cert.tokens_per_step)) <= sps.norm.isf(ALPHA / 2) * se
@@ -63,7 +53,8 @@ def test_mc_rejects_a_different_method_law():
     # the companion: samples of eagle tested against rheo's exact law must be rejected
     eagle, rheo = METHODS[0], METHODS[1]
     outs = sample_outputs(PAIR, eagle, SAMPLES, seed=SEED)
-    assert chi_square_vs_law(outs, certify(PAIR, rheo).z_law) < ALPHA
+    res = chi_square_law(outs, certify(PAIR, rheo).z_law)
+    assert res.rejects(ALPHA), res.report(ALPHA)
 
 
 def test_seeds_reproduce_results():

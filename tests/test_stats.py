@@ -2,7 +2,8 @@
 (a partition; the flat rule is their length-1 case), and the Monte-Carlo lossless test: lossless
 methods pass, the lossy control is caught, seeds reproduce, bad arguments give clear errors.
 
-Every test states alpha, the seed and the sample size. The calibration over >= 200 null runs
+Every test states alpha, the seed and the sample size, and rejects iff p < alpha (``stats.rejects``,
+the one convention). The calibration over >= 200 null runs
 and the power study are in ``simulations/calibration.py`` (and the slow test below).
 """
 
@@ -11,8 +12,8 @@ import pytest
 
 from rheotheory import make_method, certify, random_pair
 from rheotheory.errors import RheoError
-from rheotheory.stats import (POOLED, ChiSquare, LengthTest, bonferroni, chi_square, chi_square_by_length,
-                              combine, extend_outputs, lossless_test, pair_laws, prefix_cells)
+from rheotheory.stats import (OUTSIDE, POOLED, ChiSquare, LengthTest, bonferroni, chi_square, chi_square_by_length,
+                              chi_square_law, combine, extend_outputs, lossless_test, pair_laws, prefix_cells, rejects)
 from rheotheory.synthetic import SyntheticPair
 
 ALPHA = 0.01
@@ -48,6 +49,39 @@ def test_chi_square_pools_rare_cells():
     # a single cell left: nothing to test
     res = chi_square([97, 3], [0.99, 0.01])
     assert (res.statistic, res.df, res.p_value, res.cells) == (0.0, 0, 1.0, 1)
+
+
+def test_one_rejection_convention():
+    # reject iff p < alpha: at p == alpha the test does not reject, and every verdict agrees
+    assert rejects(0.0099, 0.01) and not rejects(0.01, 0.01) and not rejects(1.0, 0.01)
+    res = chi_square([45, 40, 15], [0.5, 0.4, 0.1])  # p = exp(-1.5) = 0.223
+    assert res.rejects(0.2232) and not res.rejects(res.p_value) and "no rejection" in res.report(res.p_value)
+    assert "-> reject" in res.report(0.2232)
+    # the verdict of the Monte-Carlo lossless test, at alpha equal to its own p-value (300 samples, seed 9)
+    p = lossless_test(LOSSY_PAIR, LOSSLESS, samples=300, seed=9).p_value
+    assert 0 < p < 1 and lossless_test(LOSSY_PAIR, LOSSLESS, samples=300, alpha=p, seed=9).lossless
+
+
+def test_an_impossible_outcome_rejects_outright():
+    # one count on a cell of probability 0 (expected 0): p = 0 before any pooling; a zero count there is pooled
+    res = chi_square([60, 39, 1], [0.6, 0.4, 0.0], names=["a", "b", "c"])
+    assert (res.p_value, res.statistic, res.worst_cell, res.observed, res.expected) == (0.0, np.inf, "c", 1, 0.0)
+    assert res.rejects(1e-300)
+    assert chi_square([60, 40, 0], [0.6, 0.4, 0.0]).statistic == 0.0
+    # it survives combination over prompts
+    c = combine([chi_square([45, 40, 15], [0.5, 0.4, 0.1]), res], labels=["ok", "bad"])
+    assert c.p_value == 0.0 and c.worst_cell == "'bad': c"
+
+
+def test_chi_square_law_is_chi_square_on_the_outcomes():
+    law = {"a": 0.5, "b": 0.3, "c": 0.18, "d": 0.02}
+    samples = ["a"] * 50 + ["b"] * 30 + ["c"] * 16 + ["d"] * 4
+    got = chi_square_law(samples, law)
+    assert got == chi_square([50, 30, 16, 4], list(law.values()), names=list(law))  # same cells, same pooling
+    # an outcome the law does not list (or gives probability 0) rejects
+    bad = chi_square_law(samples + ["e"], law)
+    assert bad.p_value == 0.0 and bad.worst_cell == OUTSIDE
+    assert chi_square_law(samples + ["z"], {**law, "z": 0.0}).p_value == 0.0
 
 
 def test_chi_square_bad_input():
@@ -110,13 +144,13 @@ def test_control_is_lossy_and_reference_lossless_exactly():
 def test_lossy_control_is_rejected():
     # alpha 0.01, 4000 samples, seed 0: the `true` proxy (exact deviation 0.043) is caught
     res = lossless_test(LOSSY_PAIR, LOSSY, samples=4000, alpha=ALPHA, seed=0)
-    assert not res.lossless and res.p_value < ALPHA
+    assert not res.lossless and rejects(res.p_value, ALPHA)
 
 
 def test_lossless_method_is_not_rejected():
     # alpha 0.01, 4000 samples, seed 0, same instance and tree size as the lossy control
     res = lossless_test(LOSSY_PAIR, LOSSLESS, samples=4000, alpha=ALPHA, seed=0)
-    assert res.lossless and res.p_value > ALPHA
+    assert res.lossless and not rejects(res.p_value, ALPHA)
     assert len(res.per_length) == LOSSLESS.depth + 1
     assert all(isinstance(t, LengthTest) for t in res.per_length)
     assert [t["length"] for t in res.to_dict()["per_length"]] == [1, 2, 3]
@@ -137,14 +171,14 @@ def test_exact_target_samples_pass_and_wrong_law_fails():
     pair = random_pair(3, 2, seed=2, exact=False)
     rng = np.random.default_rng(1)
     good = extend_outputs(pair, [()] * 3000, 3, rng)
-    assert bonferroni([t.p_value for t in chi_square_by_length(pair, good, 3)]) > ALPHA
+    assert not rejects(bonferroni([t.p_value for t in chi_square_by_length(pair, good, 3)]), ALPHA)
 
     class DraftAsTarget:
         def p(self, u):
             return pair.q(u)
 
     bad = extend_outputs(DraftAsTarget(), [()] * 3000, 3, rng)
-    assert bonferroni([t.p_value for t in chi_square_by_length(pair, bad, 3)]) < ALPHA
+    assert rejects(bonferroni([t.p_value for t in chi_square_by_length(pair, bad, 3)]), ALPHA)
 
 
 def test_cells_partition_the_sequences():

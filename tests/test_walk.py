@@ -5,20 +5,22 @@ its grid unchanged) and the exact tests; here: the sampled walk against the exac
 same finished trees (unresolved sampled leaves included), with a planted-bug companion, the
 single inverse-CDF rule, and a tree-level verifier plugged in through the interface.
 
-Statistical checks: Pearson chi-square, alpha = ALPHA, seed SEED, SAMPLES draws per tree.
+Statistical checks: the package's Pearson chi-square (rheotheory.stats.chi_square_law, rare cells
+pooled by its one rule), alpha = ALPHA (reject iff p < alpha), seed SEED, SAMPLES draws per tree;
+their power is in docs/theory.md section 6.5.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from scipy import stats as sps
 
 from rheotheory import certify, make_method, random_pair
 from rheotheory.errors import LawError
 from rheotheory.exact import enumerate_classes
 from rheotheory.laws import inverse_cdf
 from rheotheory.montecarlo import sample_outputs
+from rheotheory.stats import DEFAULT_MIN_EXPECTED, chi_square_law
 from rheotheory.trees import RandomChooser
 from rheotheory.verify import (EnumerateBranch, Outcome, PerNodeWalk, SampleBranch, Transition, TreeVerifier,
                                as_tree_verifier, get_verifier, sample_outcome, sequential, tree_verifier)
@@ -28,8 +30,8 @@ ALPHA = 1e-3
 #: Sampled walks per tree, and the seed of their generator.
 SAMPLES = 3000
 SEED = 7
-#: Cells with a smaller expected count are pooled into one.
-MIN_EXPECTED = 5.0
+#: Cells with a smaller expected count are pooled (the package's one rule, rheotheory.stats).
+MIN_EXPECTED = DEFAULT_MIN_EXPECTED
 
 PAIR = random_pair(4, 3, seed=3, mismatch=0.6).to_float()
 METHODS = [
@@ -58,24 +60,11 @@ def sampled(verifier, tree, n=SAMPLES, seed=SEED, pair=PAIR) -> list:
 
 
 def chi_square(samples, law: dict):
-    """Pearson's test of sampled outcomes against ``law``: (p-value, message with the worst cell)."""
-    n = len(samples)
-    counts: dict = {}
-    for z in samples:
-        counts[z] = counts.get(z, 0) + 1
-    cells = [z for z, w in law.items() if n * w >= MIN_EXPECTED]
-    obs = [counts.pop(z, 0) for z in cells]
-    exp = [n * law[z] for z in cells]
-    pooled_obs, pooled_exp = n - sum(obs), n - sum(exp)
-    if pooled_obs or pooled_exp >= MIN_EXPECTED:
-        cells.append("(pooled)")
-        obs.append(pooled_obs)
-        exp.append(max(pooled_exp, 1e-12))
-    obs, exp = np.asarray(obs), np.asarray(exp) * n / sum(exp)
-    stat, p = sps.chisquare(obs, exp)
-    worst = int(np.argmax((obs - exp) ** 2 / exp))
-    return float(p), (f"chi2 = {stat:.1f}, df = {len(obs) - 1}, p = {p:.3g}; worst cell {cells[worst]}: "
-                      f"observed {obs[worst]}, expected {exp[worst]:.1f}")
+    """The package's test (:func:`rheotheory.stats.chi_square_law`: its pooling rule, an outcome
+    outside the law rejects) of sampled outcomes against ``law``, and a failure message."""
+    res = chi_square_law(samples, law, MIN_EXPECTED)
+    return res, (f"chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}; worst cell {res.worst_cell}: "
+                 f"observed {res.observed}, expected {res.expected:.1f}")
 
 
 def heaviest_trees(method, k=2):
@@ -91,8 +80,8 @@ def test_sampled_walk_matches_the_exact_walk(method):
         law = exact_law(method.tree_verifier, tree)
         assert sum(law.values()) == pytest.approx(1.0, abs=1e-12)
         key = tree.canonical_key()
-        p, msg = chi_square(sampled(method.tree_verifier, tree), law)
-        assert p > ALPHA, msg
+        res, msg = chi_square(sampled(method.tree_verifier, tree), law)
+        assert not res.rejects(ALPHA), msg
         assert tree.canonical_key() == key, "sampling must not write draws into the tree"
 
 
@@ -107,8 +96,8 @@ def test_planted_wrong_rule_is_rejected():
     # companion: the same test (alpha, seed, N) rejects the walk of a rule that skips the residual
     method = METHODS[1]
     tree = heaviest_trees(method, 1)[0]
-    p, msg = chi_square(sampled(skip_residual, tree), exact_law(method.tree_verifier, tree))
-    assert p < ALPHA, "planted bug not caught: " + msg
+    res, msg = chi_square(sampled(skip_residual, tree), exact_law(method.tree_verifier, tree))
+    assert res.rejects(ALPHA), "planted bug not caught: " + msg
 
 
 def test_exact_walk_of_a_single_sampled_child():
