@@ -64,7 +64,7 @@ from .montecarlo import mean_ci, sample_outputs
 from .trees import RandomChooser
 
 __all__ = ["ChiSquare", "LengthTest", "LosslessTest", "PrefixCells", "prefix_cells", "pair_laws", "chi_square",
-           "chi_square_law", "rejects", "combine", "bonferroni", "extend_outputs", "chi_square_by_length", "lossless_test",
+           "chi_square_law", "pool_cells", "pooled_law", "rejects", "combine", "bonferroni", "extend_outputs", "chi_square_by_length", "lossless_test",
            "DEFAULT_MIN_EXPECTED", "DEFAULT_ALPHA"]
 
 #: Smallest expected count of a chi-square cell (Cochran's rule of thumb for the chi-square
@@ -167,6 +167,45 @@ def _chi2_sf(stat: float, df: int) -> float:
     return float(sps.chi2.sf(stat, df))
 
 
+def pool_cells(expected, min_expected: float = DEFAULT_MIN_EXPECTED) -> list[np.ndarray]:
+    """The pooling rule (module docstring, step 3) on expected counts: the groups of cell indices
+    that form the cells of the test, in test order.
+
+    The cells with expected count at least ``min_expected`` stay, in their order; the others are
+    pooled into one cell placed last; if that pooled cell is itself under ``min_expected`` it is
+    merged into the kept cell of smallest expected count (the first on a tie). The groups
+    partition ``range(len(expected))``; no cell is dropped.
+
+    >>> [g.tolist() for g in pool_cells([50.0, 45.0, 2.0, 3.0])]
+    [[0], [1], [2, 3]]
+    >>> [g.tolist() for g in pool_cells([50.0, 30.0, 18.0, 2.0])]
+    [[0], [1], [2, 3]]
+    """
+    exp = np.asarray(expected, dtype=np.float64)  # [k]
+    small = exp < min_expected  # [k]
+    big = np.flatnonzero(~small)
+    groups = [np.array([i]) for i in big]
+    rare = np.flatnonzero(small)
+    if rare.size:
+        if not groups or float(exp[rare].sum()) >= min_expected:
+            groups.append(rare)
+        else:
+            j = int(np.argmin(exp[big]))  # first smallest kept cell
+            groups[j] = np.concatenate([groups[j], rare])
+    return groups
+
+
+def pooled_law(probs, n: int, min_expected: float = DEFAULT_MIN_EXPECTED) -> np.ndarray:
+    """The cell law the test of ``n`` observations against ``probs`` actually compares with:
+    ``probs`` summed over the groups of :func:`pool_cells` (used to state a test's power).
+
+    >>> pooled_law([0.5, 0.3, 0.18, 0.02], 100).round(12).tolist()
+    [0.5, 0.3, 0.2]
+    """
+    pi = np.asarray(probs, dtype=np.float64)  # [k]
+    return np.array([pi[g].sum() for g in pool_cells(n * pi / pi.sum(), min_expected)])
+
+
 def chi_square(observed, probs, min_expected: float = DEFAULT_MIN_EXPECTED, names=None) -> ChiSquare:
     r"""Pearson's chi-square test of observed counts against a law on cells, rare cells pooled.
 
@@ -239,18 +278,12 @@ def chi_square(observed, probs, min_expected: float = DEFAULT_MIN_EXPECTED, name
         j = int(impossible[0])
         return ChiSquare(math.inf, len(obs) - 1, 0.0, int(n), len(obs), names[j], int(obs[j]), 0.0)
     exp = n * pi / pi.sum()  # [k]; NOTE: renormalised, so that sum(exp) == n up to round-off
-    small = exp < min_expected
-    if small.any():
-        big = np.flatnonzero(~small)
-        o_pool, e_pool = float(obs[small].sum()), float(exp[small].sum())
-        obs, exp, names = obs[big], exp[big], [names[i] for i in big]
-        if e_pool >= min_expected or len(obs) == 0:
-            obs, exp, names = np.append(obs, o_pool), np.append(exp, e_pool), names + [POOLED]
-        else:
-            j = int(np.argmin(exp))  # first smallest
-            obs[j] += o_pool
-            exp[j] += e_pool
-            names[j] = f"{names[j]} + {POOLED}"
+    small = exp < min_expected  # [k]
+    groups = pool_cells(exp, min_expected)
+    obs = np.array([obs[g].sum() for g in groups])  # [k']
+    exp = np.array([exp[g].sum() for g in groups])  # [k']
+    names = [" + ".join([*(names[i] for i in g if not small[i]), *([POOLED] if small[g].any() else [])])
+             for g in groups]
     if len(obs) < 2:
         return ChiSquare(0.0, 0, 1.0, int(n), len(obs), names[0], int(obs[0]), float(exp[0]))
     contrib = (obs - exp) ** 2 / exp  # [k']
