@@ -19,11 +19,13 @@ the data. With :math:`m` = ``min_expected`` (default :data:`DEFAULT_MIN_EXPECTED
 2. for length ``l``, every frequent sequence of length ``l`` is a cell, and below every
    frequent prefix ``u`` shorter than ``l`` the sequences whose longest frequent prefix is
    ``u`` form one cell "``u *``" of probability
-   :math:`p(u)\,\bigl(1 - \sum_{y:\ uy\ \mathrm{frequent}} p(y \mid u)\bigr)`;
-3. **the pooling rule** (:func:`chi_square`, applied to any list of cells): the cells whose
-   expected count is below :math:`m` are pooled into one cell; if that pooled cell is itself
-   below :math:`m`, it is merged into the other cell of smallest expected count (the first in
-   cell order on a tie). The cells always partition the sample space, so nothing is dropped;
+   :math:`p(u) \sum_{y:\ uy\ \mathrm{not\ frequent}} p(y \mid u)` (summed over those tokens, so
+   exactly 0 when they all have probability 0);
+3. **the pooling rule** (:func:`pool_cells`, applied by :func:`chi_square` to any list of
+   cells): the cells whose expected count is below :math:`m` are pooled into one cell; if that
+   pooled cell is itself below :math:`m`, it is merged into the other cell of smallest expected
+   count (the first in cell order on a tie). The cells always partition the sample space, so
+   nothing is dropped;
 4. **impossible outcomes**: a cell of target probability exactly 0 with a positive count is an
    outcome the target cannot produce, and the test rejects outright (:math:`X^2 = \infty`,
    ``p = 0``) before any pooling.
@@ -64,8 +66,8 @@ from .montecarlo import mean_ci, sample_outputs
 from .trees import RandomChooser
 
 __all__ = ["ChiSquare", "LengthTest", "LosslessTest", "PrefixCells", "prefix_cells", "pair_laws", "chi_square",
-           "chi_square_law", "pool_cells", "pooled_law", "rejects", "combine", "bonferroni", "extend_outputs", "chi_square_by_length", "lossless_test",
-           "DEFAULT_MIN_EXPECTED", "DEFAULT_ALPHA"]
+           "chi_square_law", "pool_cells", "pooled_law", "rejects", "combine", "bonferroni", "extend_outputs",
+           "chi_square_by_length", "lossless_test", "DEFAULT_MIN_EXPECTED", "DEFAULT_ALPHA"]
 
 #: Smallest expected count of a chi-square cell (Cochran's rule of thumb for the chi-square
 #: approximation); rarer cells are pooled (module docstring, steps 1-3).
