@@ -337,6 +337,17 @@ def showcase_calibration_md(folder: Path) -> str:
             + md_table(["p-value", "KS p vs U(0,1)", "runs p <= 0.01", "runs p <= 0.001", "histogram, 10 bins"], rows))
 
 
+def power_table_md(folder: Path) -> str:
+    """Every Monte-Carlo test's power, from ``power_table.csv`` (docs/theory.md section 6.5)."""
+    rows = read_csv(folder / "power_table.csv")
+    body = [[r["test"], r["cases"], r["N"], r["alpha"], r["level"], r["df"], r["tv_detected_090"],
+             r["simulated_power"], r["tv_simulated_090"], r["pooled_mass"], r["slow"]] for r in rows]
+    return ("Smallest total-variation deviation detected with probability 0.9 (`power_table.csv`; "
+            "weakest case of each test).\n\n"
+            + md_table(["test", "cases", "N", "alpha", "level", "df", "TV detected w.p. 0.9 (any deviation)",
+                        "simulated power there", "TV detected w.p. 0.9 (simulated)", "pooled mass", "slow"], body))
+
+
 def optimum_scaling_md(folder: Path) -> str:
     rows = read_csv(folder / "optimum_scaling.csv")
     lines = [f"{'V':>2} {'method':48} {'trees':>6} {'vars':>7} {'rows':>6} {'exact':>5} {'max s':>7}"]
@@ -431,6 +442,12 @@ RECIPES: list[Recipe] = [
            steps=(step("python simulations/calibration.py --out {out}/calibration.json"),),
            quick=(step("python simulations/calibration.py --quick --out {out}/calibration.json"),),
            seconds=1000, quick_seconds=120, seed="run s of a setup uses seed s"),
+    Recipe("power_table", SIM, ("power_table.csv",),
+           steps=(step("python simulations/power_table.py --runs 2000 --seed 0 --out {out}/power_table.csv"),),
+           quick=(step("python simulations/power_table.py --runs 50 --seed 0 --skip-smollm "
+                       "--out {out}/power_table.csv"),),
+           seconds=900, quick_seconds=240, seed=0, needs=SMOL_NEEDS,
+           tables={"power_table": power_table_md}),
     Recipe("sweep_v50", SIM, ("sweep_v50.csv", "sweep_v50.png"),
            steps=(step("python simulations/sweep_evidence.py small --out {out}"),),
            quick=(step("python simulations/sweep_evidence.py small --steps 2 --workers 1 --out {out}"),),
