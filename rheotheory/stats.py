@@ -477,7 +477,8 @@ def lossless_test(pair, method: Method, samples: int = 2000, alpha: float = DEFA
     Each output Z is completed to ``L = D + 1`` tokens (:func:`extend_outputs`), the law of its
     first ``l`` tokens is tested for ``l = 1..L`` (:func:`chi_square_by_length`) and the p-values
     are combined by :func:`bonferroni`. Reproducible from ``seed``; ``lossless`` is True when the
-    combined p-value does not reject at ``alpha`` (:func:`rejects`: reject iff p < alpha). ``progress`` is called with 1 after each sampled step.
+    combined p-value does not reject at ``alpha`` (:func:`rejects`: reject iff p < alpha).
+    ``progress`` is called with 1 after each sampled step.
     """
     _check(samples, alpha, min_expected)
     pair = pair.to_float() if getattr(pair, "exact", False) else pair

@@ -334,7 +334,8 @@ def showcase_calibration_md(folder: Path) -> str:
     low = ", ".join(f"seed {seed}: {p:.2g}" for p, seed in s["lowest_seeds"][:3])
     return (f"{s['runs']} runs, seeds {s['seeds'][0]}..{s['seeds'][1]}"
             + (f"; seed 0: p = {seed0['p_value']}" if seed0 else "") + f"; lowest p-values: {low}.\n\n"
-            + md_table(["p-value", "KS p vs U(0,1)", "runs p < 0.01 (rejected)", "runs p < 0.001 (rejected)", "histogram, 10 bins"], rows))
+            + md_table(["p-value", "KS p vs U(0,1)", "runs p < 0.01 (rejected)", "runs p < 0.001 (rejected)",
+                        "histogram, 10 bins"], rows))
 
 
 def power_table_md(folder: Path) -> str:
