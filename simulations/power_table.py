@@ -273,9 +273,9 @@ def rows_real_models(skip_smollm: bool) -> list[Row]:
     if not skip_smollm:
         import test_decode_smollm as ts
 
-        from rheotheory.decode import smollm
+        from rheotheory.decode.smollm_pair import load_smollm2
 
-        smol = smollm.load_smollm2(draft="int4")
+        smol = load_smollm2(draft="int4")  # the target, the same for the int4 and head drafts
         for test, n in (("test_decode_smollm::test_lossless_first_two_tokens / test_biased_verifier_is_rejected",
                          ts.N_PER_PROMPT),
                         ("test_decode_smollm::test_lossless_with_the_trained_head", ts.HEAD_N_PER_PROMPT)):
