@@ -29,7 +29,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1] / PACKAGE
 #: may depend on it.
 FLOORS = (
     ("base", ("errors", "laws", "executors", "checkpoint", "provenance")),
-    ("instances and trees", ("pairs", "synthetic", "trees")),
+    ("instances and trees", ("pairs", "synthetic", "prompts", "trees")),
     ("verifiers", ("verify",)),
     ("methods", ("methods",)),
     ("evaluations", ("exact", "montecarlo")),
