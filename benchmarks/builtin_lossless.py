@@ -21,11 +21,10 @@ import time
 import torch
 
 from rheotheory.decode.builtin import load_builtin_pair
-from rheotheory.decode.checks import lossless_test, ot_skip_residual
+from rheotheory.decode.checks import lossless_test
 from rheotheory.decode.engine import DecodeConfig
-from rheotheory.verify.block import residual_step
-from rheotheory.verify.traversal import TraversalVerifier
 from rheotheory.methods import make_method, resolve
+from rheotheory.testing.mutants import SkipResidualTraversal, ot_skip_residual
 
 #: Significance level.
 ALPHA = 1e-3
@@ -33,14 +32,6 @@ ALPHA = 1e-3
 PROMPTS = ("def fib(", "import ")
 #: The static tree of the table: the greedy shape of 5 nodes and depth 2.
 STATIC_SHAPE = [[0], [1], [0, 0], [0, 1], [1, 0]]
-
-
-class SkipResidualTraversal(TraversalVerifier):
-    """Planted bug for the tree-level verifiers: after a rejected child the parent keeps its
-    target law instead of the residual norm((a P - Q)+)."""
-
-    name = "traversal-skip-residual"
-    state_after_rejection = staticmethod(lambda a, P, Q: (residual_step(a, P, Q)[0], P))
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from rheotheory.decode.checks import ot_skip_residual
+from rheotheory.testing.mutants import ot_skip_residual
 from rheotheory.decode.engine import DecodeConfig
 from rheotheory.decode.smollm import SMOL_PROMPTS, lossless_test_large_vocab
 from rheotheory.decode.smollm_pair import DEFAULT_DRAFT, load_smollm2

@@ -423,4 +423,6 @@ def to_exact(law: np.ndarray, max_denominator: int = EXACT_DENOMINATOR) -> np.nd
 
 def to_float(law: np.ndarray) -> np.ndarray:
     """Float64 copy of an exact or float law."""
+    if getattr(law, "dtype", object) != object:
+        return np.array(law, dtype=np.float64)  # NOTE: vectorised; the loop below is for Fractions
     return np.array([float(x) for x in law], dtype=np.float64)

@@ -7,12 +7,12 @@ torch = pytest.importorskip("torch")
 
 from rheotheory.decode.bench import BENCH_PROMPTS  # noqa: E402
 from rheotheory.decode.builtin import load_builtin_pair  # noqa: E402
-from rheotheory.decode.checks import TESTED_TOKENS, lossless_test, next_token_laws, ot_skip_residual  # noqa: E402
+from rheotheory.decode.checks import TESTED_TOKENS, lossless_test, next_token_laws  # noqa: E402
 from rheotheory.decode.engine import (AUTOREGRESSIVE, DEFAULT_DRAFT_TOP_K, GREEDY_DRAFT_TEMPERATURE,  # noqa: E402
                                       SPARSE_DRAFT_MIN_VOCAB, DecodeConfig, decode, draft_law, target_law)
 from rheotheory.errors import InstanceError, LawError  # noqa: E402
 from rheotheory.methods import make_method, resolve  # noqa: E402
-from rheotheory.verify.traversal import SkipResidualTraversal  # noqa: E402
+from rheotheory.testing.mutants import SkipResidualTraversal, ot_skip_residual  # noqa: E402
 from rheotheory.stats import prefix_cells  # noqa: E402
 
 #: Significance level of the chi-square lossless tests (fixed seeds: the outcome is reproducible).
@@ -226,7 +226,7 @@ def test_lossless_with_a_sparse_draft(pair32):
 def test_lossless_adaptive_all_sampled_with_traversal(pair32):
     """rheo-adaptive as run at T = 1 (head 0, K=2 D=2 N=4, Traversal Verification through the
     torch engine): alpha = 1e-3, seed LOSSLESS_SEED + 4, N = 400 runs x 2 prompts, T = 1.
-    Companion: the same test with the planted traversal bug (tests/test_tree_verifiers.py) rejects."""
+    Companion: the same test with the planted traversal bug (rheotheory.testing.mutants) rejects."""
     method = resolve("rheo-adaptive", size=(2, 2, 4)).at_temperature(1.0)
     assert (method.head, method.verifier) == (0, "traversal")
     cfg = DecodeConfig(temperature=1.0)

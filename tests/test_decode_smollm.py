@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 from rheotheory.cli import main  # noqa: E402
 from rheotheory.decode import smollm, smollm_pair  # noqa: E402
-from rheotheory.decode.checks import ot_skip_residual  # noqa: E402
+from rheotheory.testing.mutants import ot_skip_residual  # noqa: E402
 from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode  # noqa: E402
 from rheotheory.decode.models import chain_mask, tree_mask  # noqa: E402
 from rheotheory.errors import InstanceError  # noqa: E402

@@ -9,7 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from rheotheory.decode.checks import lossless_test, ot_skip_residual  # noqa: E402
+from rheotheory.decode.checks import lossless_test  # noqa: E402
+from rheotheory.testing.mutants import ot_skip_residual  # noqa: E402
 from rheotheory.decode.draft_head import DraftHead, HeadConfig, load_head, save_head, target_features  # noqa: E402
 from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode  # noqa: E402
 from rheotheory.decode.hf import HFLM  # noqa: E402

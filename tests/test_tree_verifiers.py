@@ -21,7 +21,8 @@ from rheotheory.stats import lossless_test
 from rheotheory.synthetic import SyntheticPair
 from rheotheory.verify import TREE_VERIFIERS, EnumerateBranch, verifier_families
 from rheotheory.verify.block import BLOCK
-from rheotheory.verify.traversal import TRAVERSAL, SkipResidualTraversal
+from rheotheory.testing.mutants import SkipResidualTraversal, planted
+from rheotheory.verify.traversal import TRAVERSAL
 
 PROOFS = Path(__file__).resolve().parent.parent / "proofs"
 
@@ -142,10 +143,7 @@ def test_block_refuses_a_branching_tree():
 
 
 def _skip_residual(method):
-    class Planted(type(method)):
-        tree_verifier = property(lambda self: SkipResidualTraversal())
-
-    return Planted(**method.fields())
+    return planted(method, SkipResidualTraversal())
 
 
 def test_planted_bug_is_lossy_exactly():

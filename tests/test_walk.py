@@ -21,8 +21,9 @@ from rheotheory.exact import enumerate_classes
 from rheotheory.laws import inverse_cdf
 from rheotheory.montecarlo import sample_outputs
 from rheotheory.stats import DEFAULT_MIN_EXPECTED, chi_square_law
+from rheotheory.testing.mutants import emit_target
 from rheotheory.trees import RandomChooser
-from rheotheory.verify import (EnumerateBranch, Outcome, PerNodeWalk, SampleBranch, Transition, TreeVerifier,
+from rheotheory.verify import (EnumerateBranch, Outcome, PerNodeWalk, SampleBranch, TreeVerifier,
                                as_tree_verifier, get_verifier, sample_outcome, sequential, tree_verifier)
 
 #: Level of the chi-square tests; the planted-bug companions must reject at the same level.
@@ -85,11 +86,8 @@ def test_sampled_walk_matches_the_exact_walk(method):
         assert tree.canonical_key() == key, "sampling must not write draws into the tree"
 
 
-def skip_residual(p, cands) -> Transition:
-    """Planted bug: the sequential rule without the residual (p is kept after a rejection)."""
-    tr = sequential(p, cands)
-    rest = 1 - sum(tr.cont)
-    return Transition(tr.cont, rest * p)
+#: Planted bug (rheotheory.testing.mutants): the sequential rule emitting from p, not the residual.
+skip_residual = emit_target(sequential)
 
 
 def test_planted_wrong_rule_is_rejected():

@@ -10,8 +10,8 @@ Speculative decoding is run ``n`` times from the prompt (:func:`first_tokens`) a
 are compared with that law by :meth:`rheotheory.stats.PrefixCells.chi_square` (rare cells pooled
 by the rule of :mod:`rheotheory.stats`). Statistics and degrees of freedom of several prompts
 add up (independent runs, :func:`rheotheory.stats.combine`). A method is lossless only if this
-law is the target's (docs/theory.md section 4). The companion :func:`ot_skip_residual` is a
-planted bug the same test must reject.
+law is the target's (docs/theory.md section 4). The planted bugs of
+:mod:`rheotheory.testing.mutants` (``verifier=``) are what the same test must reject.
 """
 
 from __future__ import annotations
@@ -21,12 +21,10 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from .. import laws
 from ..stats import DEFAULT_MIN_EXPECTED, ChiSquare, NextLaws, combine, prefix_cells
-from ..verify.rules import Transition, onehot
 from .engine import DecodeConfig, decode, target_law
 
-__all__ = ["TESTED_TOKENS", "ChiSquare", "next_token_laws", "first_tokens", "lossless_test", "ot_skip_residual"]
+__all__ = ["TESTED_TOKENS", "ChiSquare", "next_token_laws", "first_tokens", "lossless_test"]
 
 #: Number of generated tokens whose joint law is tested (the first two: enough for a tree of
 #: depth >= 1 to accept a draft token and emit a second one in the same step).
@@ -78,23 +76,3 @@ def lossless_test(pair, prompts, method, cfg: DecodeConfig, n_per_prompt: int, s
         tests.append(cells.chi_square(seqs, TESTED_TOKENS))
     return combine(tests, labels=list(prompts))
 
-
-def ot_skip_residual(p, cands) -> Transition:
-    """Negative control, known to be lossy: the OT rule, but after rejecting the sampled
-    candidate the next token is drawn from p itself instead of the residual norm((p - L)+).
-
-    Tests pass it as ``verifier=`` to check that :func:`lossless_test` rejects a planted bug.
-    """
-    sampled = [i for i, c in enumerate(cands) if c.law is not None]
-    if not sampled:
-        return onehot(p, cands)
-    i_s = sampled[0]
-    s = cands[i_s]
-    ls = s.law[s.token]
-    a = p[s.token] / ls if p[s.token] < ls else ls * 0 + 1  # min(1, p(s) / L(s))
-    emit = (1 - a) * p  # the bug: should be (1 - a) * norm((p - L)+)
-    cont = [p[0] * 0 for _ in cands]
-    cont[i_s] = a
-    for i, c in enumerate(cands):
-        cont[i] = cont[i] + emit[c.token]
-    return Transition(cont, laws.zero_at(emit, [c.token for c in cands]))

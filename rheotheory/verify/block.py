@@ -137,6 +137,13 @@ class BlockVerifier(TreeVerifier):
 
     name = "block"
 
+    #: ``(a, P, Q, x) -> a'``: the path weight of a child holding ``x`` (:func:`ratio_weight`).
+    path_weight = staticmethod(ratio_weight)
+    #: ``(a, P, Q) -> (h, P')``: the stop weight and emission law of a node below which the chain
+    #: was rejected (:func:`residual_step`). The planted bugs of :mod:`rheotheory.testing.mutants`
+    #: replace one of these two steps; the registered verifier never does.
+    state_after_rejection = staticmethod(residual_step)
+
     def __repr__(self) -> str:
         return "BlockVerifier()"
 
@@ -164,8 +171,7 @@ class BlockVerifier(TreeVerifier):
             yield from self._descend(tree, c, u, nodes + (c,), P + [target(c, u)], Q + [law], dw, kn, target,
                                      branch)
 
-    @staticmethod
-    def _verify(toks, nodes, P, Q, w, branch):
+    def _verify(self, toks, nodes, P, Q, w, branch):
         """The backward pass of arXiv 2403.10444, Algorithm 2, for one drafted chain.
 
         ``P``: # [gamma + 1, vocab] target laws, ``Q``: # [gamma, vocab] member laws.
@@ -173,12 +179,12 @@ class BlockVerifier(TreeVerifier):
         gamma = len(toks)
         a = [_one(P[0])]  # a_0 = 1
         for i in range(1, gamma + 1):
-            a.append(ratio_weight(a[-1], P[i - 1], Q[i - 1], toks[i - 1]))
+            a.append(self.path_weight(a[-1], P[i - 1], Q[i - 1], toks[i - 1]))
         for i in range(gamma, -1, -1):
             if i == gamma:
                 h, emit = a[gamma], P[gamma]  # the deepest node: accept with a_gamma, then the bonus token
             else:
-                h, emit = residual_step(a[i], P[i], Q[i])  # h_i and norm(R_i)
+                h, emit = self.state_after_rejection(a[i], P[i], Q[i])  # h_i and norm(R_i)
             if i == 0:
                 emit = root_emission(emit, P[0])
                 for y, wy in branch.choose(emit):

@@ -85,8 +85,12 @@ def _min1(a, b):
     return r if r < 1 else (r * 0 + 1)
 
 
-def sequential(p, cands: Sequence[Candidate]) -> Transition:
+def sequential(p, cands: Sequence[Candidate], residual=laws.residual) -> Transition:
     """Sequential verification: one-hot for deterministic, min(1, p/L) for sampled candidates.
+
+    ``residual(p, L)``, the law after a sampled candidate from ``L`` was rejected, is
+    :func:`rheotheory.laws.residual`; only the planted bugs of :mod:`rheotheory.testing.mutants`
+    replace it.
 
     One draft s ~ q (p target, q draft): averaged over s the output token has law p, and the
     acceptance is 1 - tv(p, q).
@@ -116,7 +120,7 @@ def sequential(p, cands: Sequence[Candidate]) -> Transition:
             a = _min1(cur[x], lx)
             cont.append(rest * a)
             rest = rest * (1 - a)
-            cur = laws.residual(cur, c.law)
+            cur = residual(cur, c.law)
     return Transition(cont, rest * cur)
 
 
@@ -157,8 +161,9 @@ def kseq_rho(p, q, k: int):
     beta(rho) = sum_x min(q(x), p(x)/rho). Returns a value in p's number type at which
     c(rho) <= rho holds (exactly, for exact laws).
     """
-    pf = laws.to_float(p)
     qf = laws.to_float(q)
+    keep = qf > 0  # NOTE: min(q, p / rho) is 0 off q's support; a sparse draft bisects over its support only
+    qf, pf = qf[keep], laws.to_float(p)[keep]
 
     def gap(rho):
         beta = float(np.minimum(qf, pf / rho).sum())
@@ -218,8 +223,10 @@ def kseq(p, cands: Sequence[Candidate]) -> Transition:
     return Transition(cont, rest * resid)
 
 
-def ot(p, cands: Sequence[Candidate]) -> Transition:
+def ot(p, cands: Sequence[Candidate], residual=laws.residual) -> Transition:
     """The optimal verifier for deterministic candidates plus at most one sampled candidate.
+
+    ``residual(p, L)`` is the law of ``Y`` after the rejection, as in :func:`sequential`.
 
     With p = q a single sampled draft is always accepted:
 
@@ -250,7 +257,7 @@ def ot(p, cands: Sequence[Candidate]) -> Transition:
     if not ls > 0:
         raise VerifierError(f"sampled candidate {s.token} has zero probability under its own law")
     a = _min1(p[s.token], ls)
-    r = laws.residual(p, s.law)  # law of Y after rejecting s, # [vocab]
+    r = residual(p, s.law)  # law of Y after rejecting s, # [vocab]
     rej = 1 - a
     cont = [p[0] * 0 for _ in cands]
     cont[i_s] = a
@@ -266,7 +273,7 @@ def ot(p, cands: Sequence[Candidate]) -> Transition:
     return Transition(cont, emit)
 
 
-def ot_wor(p, cands: Sequence[Candidate]) -> Transition:
+def ot_wor(p, cands: Sequence[Candidate], residual=laws.residual) -> Transition:
     r"""Deterministic candidates plus several sampled ones: recursive rejection first, then the
     residual draw continues into a deterministic candidate holding it (docs/theory.md section 2.7).
 
@@ -286,7 +293,7 @@ def ot_wor(p, cands: Sequence[Candidate]) -> Transition:
     :math:`p_j`), else :math:`Y` is emitted. Given the sampled tokens the output token's law is
     that of recursive rejection sampling, which does not depend on the deterministic candidates;
     averaged over :math:`s_i \sim L_i` (given :math:`s_{<i}`) it is :math:`p`. With one sampled
-    candidate this is :func:`ot`; with none, :func:`onehot`.
+    candidate this is :func:`ot`; with none, :func:`onehot`. ``residual`` as in :func:`sequential`.
 
     >>> p = laws.exact_law(["1/2", "1/4", "1/4", "0"])
     >>> L1 = laws.exact_law(["0", "1/2", "1/4", "1/4"])          # tail law outside G = {0}
@@ -312,7 +319,7 @@ def ot_wor(p, cands: Sequence[Candidate]) -> Transition:
         a = _min1(cur[c.token], lx)
         cont[i] = rest * a
         rest = rest * (1 - a)
-        cur = laws.residual(cur, c.law)
+        cur = residual(cur, c.law)
     emit = rest * cur  # [vocab] mass of Y after every sampled candidate was rejected
     taken = set(cands[i].token for i in sampled)
     for i, c in enumerate(cands):

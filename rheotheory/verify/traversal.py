@@ -77,7 +77,7 @@ from __future__ import annotations
 from .walk import Outcome, TreeVerifier, draw_pending, register_tree_verifier
 from .block import _one, member_law, ratio_weight, residual_step, root_emission
 
-__all__ = ["TraversalVerifier", "TRAVERSAL", "TRAVERSAL_FAMILIES", "SkipResidualTraversal"]
+__all__ = ["TraversalVerifier", "TRAVERSAL", "TRAVERSAL_FAMILIES"]
 
 #: The method families Traversal Verification is registered for: sampled trees (the paper's
 #: setting), each certified exactly lossless on random instances by
@@ -97,9 +97,12 @@ class TraversalVerifier(TreeVerifier):
 
     name = "traversal"
 
+    #: ``(a, P, Q, x) -> a_c``: the entry weight of a child holding ``x``
+    #: (:func:`~rheotheory.verify.block.ratio_weight`).
+    path_weight = staticmethod(ratio_weight)
     #: ``(a, P, Q) -> (a', P')``: a node's state after a child drawn from ``Q`` was rejected with its
-    #: subtree (:func:`~rheotheory.verify.block.residual_step`); a subclass replacing it is how the
-    #: tests plant a bug.
+    #: subtree (:func:`~rheotheory.verify.block.residual_step`). The planted bugs of
+    #: :mod:`rheotheory.testing.mutants` replace one of these steps; the registered verifier never does.
     state_after_rejection = staticmethod(residual_step)
 
     def __repr__(self) -> str:
@@ -131,7 +134,7 @@ class TraversalVerifier(TreeVerifier):
         for dw, kn in draw_pending(tree, pending, branch, known=known, w=w):
             x, Q = member_law(tree, c, kn, P)  # Q: # [vocab]
             uc = u + (x,)
-            r = yield from self._visit(tree, c, uc, nodes + (c,), ratio_weight(a, P, Q, x), target(c, uc), dw, kn,
+            r = yield from self._visit(tree, c, uc, nodes + (c,), self.path_weight(a, P, Q, x), target(c, uc), dw, kn,
                                        target, branch, p_root)
             if r:
                 # NOTE: continued per drawn value, never pooled: in a without-replacement group the
@@ -161,12 +164,3 @@ class TraversalVerifier(TreeVerifier):
 
 #: The registered Traversal Verification.
 TRAVERSAL = register_tree_verifier(TraversalVerifier(), families=TRAVERSAL_FAMILIES)
-
-
-class SkipResidualTraversal(TraversalVerifier):
-    """A planted bug for the negative controls of lossless tests (never registered): after a
-    rejected child the parent keeps its target law instead of the residual norm((a P - Q)+), the
-    tree-level analogue of :func:`rheotheory.decode.checks.ot_skip_residual`."""
-
-    name = "traversal-skip-residual"
-    state_after_rejection = staticmethod(lambda a, P, Q: (residual_step(a, P, Q)[0], P))

@@ -14,9 +14,9 @@ from fractions import Fraction
 import numpy as np
 from hypothesis import strategies as st
 
-from . import laws
-from .pairs import ToyPair, prefixes
-from .verify import Candidate
+from .. import laws
+from ..pairs import ToyPair, prefixes
+from ..verify import Candidate
 
 __all__ = ["hang_guard", "exact_laws", "law_pairs", "toy_pairs", "det_plus_sample", "iid_candidates", "wor_candidates",
            "methods"]
@@ -149,8 +149,8 @@ def methods(draw, families=None, max_depth: int = 2):
     """
     from hypothesis import assume
 
-    from .errors import RheoError
-    from .methods import FAMILIES, field_options, resolve
+    from ..errors import RheoError
+    from ..methods import FAMILIES, field_options, resolve
 
     name = draw(st.sampled_from(sorted(families or FAMILIES)))
     cls = FAMILIES[name]
