@@ -121,7 +121,8 @@ class AdaptiveMethod(DynamicMethod):
     head: int | str = option("predicted", help="deterministic head per expansion: predicted (the m with the best "
                              "per-node acceptance predicted for p-hat = norm(q^(1/T))), threshold (ranked tokens "
                              "with q >= threshold), or a fixed integer m <= K-1 (at most K-1 in every case)",
-                             label="head", parse=_head_value, metavar="M")
+                             label="head", parse=_head_value, metavar="M",
+                             examples=("predicted", "threshold", 0, 1, 2))
     threshold: str = option(str(DEFAULT_THRESHOLD), help="draft probability at which auto places a token "
                             "deterministically", parse=_PARSE["threshold"], metavar="THETA")
     proxy: str = option("predicted", help="slot scores: predicted (path probabilities under p-hat), tail, next, "

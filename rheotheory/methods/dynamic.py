@@ -111,7 +111,7 @@ class RheoMethod(DynamicMethod):
     depth: int = depth_option()
     budget: int = budget_option()
     head: int | str = option("K-1", help="deterministic head slots m per expansion: an integer, K-1 or K/2",
-                             label="head", parse=_head_value, metavar="M")
+                             label="head", parse=_head_value, metavar="M", examples=("K-1", "K/2", 0, 1, 2))
     proxy: str = option("next", help="score of the sampled slot", choices=PROXIES)
     fillers: str = option("rank", help="slots after the sampled one when m < K-1", choices=FILLERS)
     greedy: str = option("same", help="tree at T = 0: same, or eagle (all slots deterministic; a greedy "

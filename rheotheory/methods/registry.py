@@ -52,17 +52,20 @@ TREE_SIZES: dict[str, tuple[int, int, int]] = {
 
 
 def option(default=None, *, help: str, label: str | None = None, parse: Callable | None = None,
-           choices: tuple | None = None, metavar: str | None = None, search: tuple | None = None):
+           choices: tuple | None = None, metavar: str | None = None, search: tuple | None = None,
+           examples: tuple | None = None):
     """A family field with its command-line metadata.
 
     ``label`` names the field in :meth:`Method.describe` (default: the field name); ``parse``
     turns a command-line or spec-string value into the field's type (default: ``str``, or an
     integer for integer defaults); ``choices`` are the admitted values; ``search`` is the small
     inclusive range ``(lo, hi)`` the hypothesis strategies and the counterexample search draw
-    integers from. The flag is ``--`` + the field name with ``_`` as ``-``.
+    integers from; ``examples`` are values of a field with neither (e.g. a head rule or a small
+    integer) the hypothesis strategies draw from, invalid combinations filtered. The flag is ``--``
+    + the field name with ``_`` as ``-``.
     """
     return field(default=default, metadata=dict(help=help, label=label, parse=parse, choices=choices,
-                                                 metavar=metavar, search=search))
+                                                 metavar=metavar, search=search, examples=examples))
 
 
 def positive_int(text) -> int:

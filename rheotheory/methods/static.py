@@ -45,7 +45,9 @@ class StaticMethod(Method):
     verifiers: ClassVar[tuple[str, ...]] = ("rrs", "rrs-wor", "kseq", "sequential", "onehot", "ot")
 
     shape: tuple | None = option(None, help="JSON list of index paths, e.g. '[[0],[1],[0,0]]' (default: the "
-                                 "greedy shape of N nodes and depth <= D)", parse=_shape_value, metavar="PATHS")
+                                 "greedy shape of N nodes and depth <= D)", parse=_shape_value, metavar="PATHS",
+                                 examples=(None, ((0,), (0, 0)), ((0,), (1,), (0, 0)), ((0,), (0, 0), (0, 1)),
+                                           ((0,), (1,), (2,))))
     depth: int = option(None, help="deepest layer of the greedy shape", label="D", parse=positive_int, metavar="D")
     budget: int = option(None, help="nodes of the greedy shape", label="N", parse=positive_int, metavar="N")
     sampling: str = option(None, help="children i.i.d. or without replacement (default: wor for rrs-wor, else "

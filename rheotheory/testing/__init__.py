@@ -85,10 +85,12 @@ def law_pairs(draw, min_vocab: int = 2, max_vocab: int = 5, allow_zeros: bool = 
 
 
 @st.composite
-def toy_pairs(draw, min_vocab: int = 2, max_vocab: int = 4, max_horizon: int = 3, allow_zeros: bool = True):
-    """An exact :class:`~rheotheory.pairs.ToyPair` with random tables."""
+def toy_pairs(draw, min_vocab: int = 2, max_vocab: int = 4, max_horizon: int = 3, allow_zeros: bool = True,
+              min_horizon: int = 1):
+    """An exact :class:`~rheotheory.pairs.ToyPair` with random tables, horizon in
+    ``min_horizon..max_horizon``."""
     V = draw(st.integers(min_vocab, max_vocab))
-    H = draw(st.integers(1, max_horizon))
+    H = draw(st.integers(min_horizon, max(min_horizon, max_horizon)))
     target, draft = {}, {}
     for pre in prefixes(V, H):
         target[pre] = draw(exact_laws(V, allow_zeros=allow_zeros))
@@ -139,13 +141,15 @@ def wor_candidates(law, k: int):
 
 
 @st.composite
-def methods(draw, families=None, max_depth: int = 2):
+def methods(draw, families=None, max_depth: int = 2, verifiers=None, known_lossy: bool | None = None):
     """A :class:`~rheotheory.methods.Method` of a registered family, every field drawn from its
     :func:`~rheotheory.methods.option` metadata (``choices``, or integers in ``search``); draws
     the family rejects (e.g. a head larger than K - 1) are filtered out.
 
     Families come from the registry, so a new family is property-tested with no edit here.
-    Depths are capped at ``max_depth`` (exact enumeration stays small).
+    Depths are capped at ``max_depth`` (exact enumeration stays small). ``verifiers`` limits the
+    verifier to those names (each family draws from the ones it admits); ``known_lossy`` keeps
+    only methods flagged lossy (True) or not flagged (False) by ``Method.known_lossy``.
     """
     from hypothesis import assume
 
@@ -157,7 +161,9 @@ def methods(draw, families=None, max_depth: int = 2):
     fields = {}
     for field_name, meta in field_options(cls).items():
         if field_name == "verifier":
-            fields[field_name] = draw(st.sampled_from(cls.admitted_verifiers()))
+            admitted = [v for v in cls.admitted_verifiers() if verifiers is None or v in verifiers]
+            assume(admitted)
+            fields[field_name] = draw(st.sampled_from(admitted))
         elif meta.get("choices"):
             fields[field_name] = draw(st.sampled_from(meta["choices"]))
         elif meta.get("search"):
@@ -165,8 +171,12 @@ def methods(draw, families=None, max_depth: int = 2):
             if field_name == "depth":
                 hi = min(hi, max_depth)
             fields[field_name] = draw(st.integers(lo, max(lo, hi)))
+        elif meta.get("examples"):
+            fields[field_name] = draw(st.sampled_from(meta["examples"]))
     try:
         method = resolve({"family": name, **fields}, size=(2, min(2, max_depth), 4))
     except RheoError:
         assume(False)
+    if known_lossy is not None:
+        assume(bool(method.known_lossy()) == known_lossy)
     return method
