@@ -361,6 +361,14 @@ def optimum_scaling_md(folder: Path) -> str:
     return code_block(lines)
 
 
+def mutant_table_md(folder: Path) -> str:
+    """Every planted bug with the exact deviation and Monte-Carlo p-value that catch it."""
+    rows = read_csv(folder / "mutant_table.csv")
+    return md_table(["verifier", "mutant", "family", "exact max deviation", "deviates on", "MC p (mutant)",
+                     "MC p (real)", "MC pair, N, seed", "caught"],
+                    [[r["verifier"], r["mutant"], r["family"], f"{float(r['exact_mutant_max_deviation_float']):.3g}",
+                      r["exact_caught_on"], r["mc_p_mutant"], r["mc_p_real"],
+                      f"{r['mc_pair']}, N={r['mc_samples']}, seed {r['mc_seed']}", r["caught"]] for r in rows])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -548,6 +556,11 @@ RECIPES: list[Recipe] = [
                        "--out {out}/smollm2_lossless_int4.csv"),),
            seconds=3600, quick_seconds=300, seed=20261129, needs=SMOL_NEEDS,
            tables={"smollm2_lossless_int4": lambda f: lossless_md(f, "smollm2_lossless_int4.csv")}),
+    Recipe("mutant_table", SIM, ("mutant_table.csv", "mutant_table.md"),
+           steps=(step("python simulations/mutant_table.py --out {out}"),),
+           quick=(step("python simulations/mutant_table.py --out {out}"),),
+           seconds=300, quick_seconds=300, seed="exact: random_pair(3, D + 1, seed), seeds 0..2; Monte Carlo: seed 0",
+           tables={"mutant_table": mutant_table_md}),
 ]
 
 
