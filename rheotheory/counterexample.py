@@ -201,14 +201,15 @@ def _first_lossy(chunk):
 
 
 def search(method: Method, instances: int = 200, seed: int = 0, space: SearchSpace = SearchSpace(),
-           executor: Executor | None = None, workers: int = 1):
+           executor: Executor | None = None, workers: int = 1, progress=None):
     """Certify ``instances`` random instances; return (pair, method, cert, index) of the first lossy
     one, or None.
 
     With an ``executor`` (:func:`rheotheory.executors.open_executor`; ``workers`` sets how many
     chunks of :data:`SEARCH_CHUNK` instances are in flight) the certifications run in parallel,
     and the result is the same: the instances are drawn serially here, and the lossy one of
-    lowest index wins.
+    lowest index wins. ``progress`` (with an executor) is called with the number of instances of
+    each chunk certified.
     """
     if not isinstance(instances, int) or instances < 1:
         raise RheoError(f"instances must be a positive integer, got {instances!r}")
@@ -219,6 +220,8 @@ def search(method: Method, instances: int = 200, seed: int = 0, space: SearchSpa
     nxt = 0  # lowest chunk number not yet examined
     for c, hit in imap_unordered(executor, _first_lossy, chunks, window=CHUNKS_PER_WORKER * max(1, workers)):
         finished[c] = hit
+        if progress is not None:
+            progress(min(SEARCH_CHUNK, instances - c * SEARCH_CHUNK))
         while nxt in finished:
             hit = finished.pop(nxt)
             if hit is not None:
@@ -333,13 +336,14 @@ def shrink(pair: ToyPair, method: Method, max_rounds: int = 20):
 
 def find_counterexample(method: Method, instances: int = 200, seed: int = 0,
                         space: SearchSpace = SearchSpace(), do_shrink: bool = True,
-                        executor: Executor | None = None, workers: int = 1) -> CounterexampleResult:
+                        executor: Executor | None = None, workers: int = 1, progress=None) -> CounterexampleResult:
     """Search for a lossy instance and shrink it (see the module docstring).
 
-    The search runs on ``executor`` if one is given (see :func:`search`; same result); the
-    shrinking, a sequence of dependent steps, runs here.
+    The search runs on ``executor`` if one is given (see :func:`search`; same result, and
+    ``progress`` told of the instances certified); the shrinking, a sequence of dependent steps,
+    runs here.
     """
-    hit = search(method, instances, seed, space, executor=executor, workers=workers)
+    hit = search(method, instances, seed, space, executor=executor, workers=workers, progress=progress)
     if hit is None:
         return CounterexampleResult(False, instances, seed, certifications=instances)
     pair, m, cert, used = hit

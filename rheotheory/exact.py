@@ -37,8 +37,8 @@ from .methods import Method
 from .trees import NeedChoice, ReplayChooser, Tree
 from .verify.walk import EnumerateBranch, method_tree_verifier
 
-__all__ = ["TreeClass", "Enumeration", "Certificate", "enumerate_classes", "step_law", "lossless_check",
-           "prepare_pair", "certify", "FLOAT_LOSSLESS_TOL"]
+__all__ = ["TreeClass", "Enumeration", "Certificate", "enumerate_classes", "estimate_branches", "step_law",
+           "lossless_check", "prepare_pair", "certify", "FLOAT_LOSSLESS_TOL"]
 
 #: In float mode a method is reported lossless when its largest deviation is at most this.
 FLOAT_LOSSLESS_TOL = 1e-12
@@ -93,6 +93,8 @@ def enumerate_classes(pair, method: Method, progress=None, eager: bool = False,
     while stack:
         script, w = stack.pop()
         runs += 1
+        if progress is not None:
+            progress.update(1)
         if max_branches is not None and runs > max_branches:
             raise RheoError(f"enumeration exceeded {max_branches} construction branches; use a smaller "
                             "instance (V, K, D, N) or raise the limit")
@@ -116,9 +118,35 @@ def enumerate_classes(pair, method: Method, progress=None, eager: bool = False,
             c.weight = c.weight + w
             c.outcomes += n
             c.branches += 1
-        if progress is not None:
-            progress.update(1)
     return Enumeration(classes, outcomes, branches, total)
+
+
+def estimate_branches(pair, method: Method, probes: int = 64, seed: int = 0, reduce: bool = True) -> float:
+    """Knuth's estimate of the builder runs :func:`enumerate_classes` makes (the quantity its
+    ``max_branches`` caps), from ``probes`` random root-to-leaf walks of the construction tree.
+
+    Each walk follows uniformly drawn outcomes of every draw; the runs of one level are estimated
+    by the product of the supports met above it, and a walk's estimate is their sum (unbiased:
+    D. E. Knuth, "Estimating the efficiency of backtrack programs", 1975). A walk costs one
+    builder run per draw, so the estimate is cheap beside an enumeration it warns of.
+    """
+    pair = prepare_pair(pair, method, None)
+    build = method.builder(pair)
+    rng = np.random.default_rng(seed)
+    total = 0.0
+    for _ in range(probes):
+        script, width, runs = (), 1.0, 1.0
+        while True:
+            try:
+                build(ReplayChooser(script, skip_doomed=reduce))
+                break
+            except NeedChoice as nc:
+                support = [x for x in range(len(nc.law)) if nc.law[x] > 0]
+                width *= len(support)
+                runs += width
+                script += (support[int(rng.integers(len(support)))],)
+        total += runs
+    return total / probes
 
 
 def step_law(pair, method: Method, enum: Enumeration, progress=None) -> dict:
@@ -299,23 +327,26 @@ def prepare_pair(pair, method: Method, exact: bool | None = None):
     return pair
 
 
-def certify(pair, method: Method, exact: bool | None = None, progress: bool = False,
+def certify(pair, method: Method, exact: bool | None = None, progress=False,
             eager: bool = False, max_branches: int | None = None, reduce: bool = True) -> Certificate:
     """Exhaustively certify ``method`` on ``pair``.
 
     ``exact`` converts the pair to exact rationals (True) or float64 (False); None keeps its
-    number type. ``eager`` disables the analytic integration of sampled leaves and the skipped
-    doomed expansions, ``reduce=False`` only the latter (for checks); ``max_branches`` bounds the
-    enumeration (see :func:`enumerate_classes`).
+    number type. ``progress``: True draws tqdm bars; an object with ``update(n)`` (a caller's
+    bar) is told of every builder run, the unit of ``max_branches`` and of
+    :func:`estimate_branches`. ``eager`` disables the analytic integration of sampled leaves and
+    the skipped doomed expansions, ``reduce=False`` only the latter (for checks);
+    ``max_branches`` bounds the enumeration (see :func:`enumerate_classes`).
     """
     t0 = time.perf_counter()
     pair = prepare_pair(pair, method, exact)
     bar = None
-    if progress:
+    if progress is True:
         from tqdm import tqdm
 
         bar = tqdm(desc="construction branches", unit="br", leave=False)
-    enum = enumerate_classes(pair, method, progress=bar, eager=eager, max_branches=max_branches, reduce=reduce)
+    runs_bar = bar if progress is True else (None if progress is False or progress is None else progress)
+    enum = enumerate_classes(pair, method, progress=runs_bar, eager=eager, max_branches=max_branches, reduce=reduce)
     if bar is not None:
         bar.close()
         from tqdm import tqdm

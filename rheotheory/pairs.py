@@ -189,10 +189,32 @@ def check_table_size(vocab_size: int, horizon: int, max_entries: int = MAX_TABLE
     rows = table_rows(vocab_size, horizon, max_entries)
     if rows * vocab_size > max_entries:
         V, H = laws._show(vocab_size), laws._show(horizon)  # NOTE: f"{n}" fails beyond 4300 digits
-        need = (f"{rows} prefix rows x {V} tokens" if rows <= max_entries else f"more than {max_entries} prefix rows")
-        raise InstanceError(f"vocab_size {V} and horizon {H} need {need} per table, over the cap "
-                            f"of {max_entries} (MAX_TABLE_ENTRIES; raise it with --max-entries, or the max_entries parameter)")
+        raise InstanceError(f"vocab_size {V} and horizon {H} need {table_entries_text(vocab_size, horizon)} "
+                            f"probabilities per table (V x (V^0 + ... + V^H) prefix rows), over the cap of "
+                            f"{max_entries} (MAX_TABLE_ENTRIES; raise it with --max-entries, or the max_entries "
+                            "parameter)")
     return rows
+
+
+def table_entries_text(vocab_size: int, horizon: int) -> str:
+    """The probabilities of one table, V x (V^0 + ... + V^H): exact when short, else a power of ten
+    (never computing a huge power).
+
+    >>> table_entries_text(4, 3), table_entries_text(100000, 5), table_entries_text(2, 10**400)
+    ('340', 'about 10^30.0', 'more than 10^308')
+    """
+    try:
+        rows_log = math.log10(horizon + 1) if vocab_size == 1 else (
+            (horizon + 1) * math.log10(vocab_size) - math.log10(vocab_size - 1))
+        log = rows_log + math.log10(vocab_size)
+    except OverflowError:
+        return "more than 10^308"
+    if not math.isfinite(log):
+        return "more than 10^308"
+    if log < 15:
+        rows = horizon + 1 if vocab_size == 1 else (vocab_size ** (horizon + 1) - 1) // (vocab_size - 1)
+        return str(rows * vocab_size)
+    return f"about 10^{log:.1f}"
 
 
 @dataclass(frozen=True)

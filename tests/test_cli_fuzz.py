@@ -58,8 +58,8 @@ CASES = [
     (["mc", "--preset", "chain", "--proxy", "tail"], "--proxy does not apply to chain"),
     (["mc", "--shape", "[[0]]"], "--shape does not apply to rheo"),
     # sweep
-    (["sweep", "--temperatures", ""], "not a number"),
-    (["sweep", "--methods", ""], "must not be empty"),
+    (["sweep", "--temperatures", ""], "the list is empty"),
+    (["sweep", "--methods", ""], "the list is empty"),
     (["sweep", "--trees", "2000,3,8"], "exceeds the vocabulary"),
     (["sweep", "--trees", "1,2"], "K,D,N"),
     (["sweep", "--steps", str(10**8)], "--max-work"),

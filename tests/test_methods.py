@@ -130,7 +130,7 @@ def test_unknown_names_are_errors_never_a_fall_through():
         resolve("medusa", size="toy")
     with pytest.raises(RheoError, match="unknown method family"):
         make_method("static-iid")  # a preset, not a family
-    with pytest.raises(RheoError, match="--budget does not apply to chain"):
+    with pytest.raises(RheoError, match="chain has no field 'budget'; its fields: verifier, depth"):
         resolve("chain", size="toy", budget=4)
 
 

@@ -40,8 +40,8 @@ def test_method_specs():
     ("foo", "unknown method"),
     ("rheo:m=many", "head must be"),
     ("rheo:proxy=bogus", "is not one of"),
-    ("rheo:colour=red", "--colour does not apply to rheo"),
-    ("eagle:m=1", "--head does not apply to eagle"),
+    ("rheo:colour=red", "rheo has no field 'colour'"),
+    ("eagle:m=1", r"eagle has no field 'm' \(head\)"),
     ("rheo:m", "bad option"),
 ])
 def test_bad_specs(spec, match):

@@ -8,20 +8,30 @@ family's fields appear on every command without an edit here.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
+import sys
 
 from ..errors import RheoError
 from ..methods import FAMILIES, PRESETS, TREE_SIZES, Method, field_options, resolve
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_INTERRUPTED", "Parser", "int_range", "float_range", "float_list",
-           "comma_list", "spec_arg", "file_stem", "temperature_arg", "vocab_arg", "add_method_arguments",
-           "method_from_args", "method_overrides", "MAX_SEED", "MAX_SYNTHETIC_VOCAB", "MAX_WORK", "NODE_OVERHEAD",
-           "threads_arg",
-           "add_max_entries", "add_max_work", "add_progress", "check_work", "mc_work", "check_fits_vocab", "check_out_file",
-           "progress_bar"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_INTERRUPTED", "Parser", "int_range", "float_range", "split_list", "ListArg",
+           "add_list", "spec_arg", "file_stem", "temperature_arg", "vocab_arg", "add_method_arguments",
+           "method_from_args", "method_overrides", "method_at", "given_settings", "MAX_SEED", "MAX_SYNTHETIC_VOCAB",
+           "MAX_WORK", "NODE_OVERHEAD", "threads_arg", "add_max_entries", "add_max_work", "add_progress",
+           "check_work", "mc_work", "check_fits_vocab", "check_out_file", "progress_bar", "progress_on", "busy",
+           "announce", "EXIT_LOSSY", "EXIT_LOSSLESS", "EXIT_CODES", "WORK_PER_SECOND", "ANNOUNCE_SECONDS",
+           "format_seconds"]
 
+#: Exit codes of a command with a verdict (``certify``, ``mc``): a script or CI job can gate on them.
+EXIT_LOSSLESS = 0
+EXIT_LOSSY = 1
 EXIT_BAD_INPUT = 2
+
+#: The ``--help`` epilog of a command with a verdict.
+EXIT_CODES = (f"exit status: {EXIT_LOSSLESS} LOSSLESS, {EXIT_LOSSY} LOSSY, {EXIT_BAD_INPUT} bad input "
+              "(one line on stderr), 130 interrupted")
 
 #: Exit code after Ctrl-C (128 + SIGINT, as shells report it).
 EXIT_INTERRUPTED = 130
@@ -40,6 +50,10 @@ MAX_SYNTHETIC_VOCAB = 2**18
 #: costing V + NODE_OVERHEAD. Measured at about 1e8 units/s on one core (README showcase:
 #: 2000 steps, V = 32000, 2.1e9 units in 8 s), so the cap is about 15-20 minutes of one core.
 MAX_WORK = 10**11
+
+#: Units of :data:`MAX_WORK` one core does per second (measured, see above): turns a work
+#: estimate into the time a run announces.
+WORK_PER_SECOND = 1e8
 
 #: Fixed Python cost of one law in a sampled step, in law entries: the per-node time at V = 50
 #: and V = 32000 fits a + b V with a / b of about 1.4e4 (rounded up to 2^14).
@@ -68,7 +82,11 @@ def one_line(message: str) -> str:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line and exit code 2."""
+    """argparse, but a usage error is one line and exit code 2, and a list flag's help shows one form."""
+
+    def __init__(self, *a, **kw):
+        kw.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*a, **kw)
 
     def error(self, message):  # noqa: D401
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {one_line(message)}\n")
@@ -112,18 +130,82 @@ def float_range(lo: float | None = None, hi: float | None = None, lo_open: bool 
     return parse
 
 
-def comma_list(item):
-    """An argparse type: a non-empty comma-separated list of ``item`` values (no empty items)."""
+#: Brackets a list item may contain (a method spec's ``shape=[[0,1],[0]]``): separators inside
+#: them belong to the item.
+_BRACKETS = {"[": "]", "(": ")", "{": "}"}
 
-    def parse(text: str) -> list:
-        parts = [t.strip() for t in text.split(",")]
-        if not any(parts):
-            raise argparse.ArgumentTypeError("the list is empty")
-        if not all(parts):
-            raise argparse.ArgumentTypeError(f"{text!r} has an empty item")
-        return [item(t) for t in parts]
 
-    return parse
+def split_list(text: str) -> list[str]:
+    """The items of a list flag's text: separated by commas, white space or both (outside brackets).
+
+    >>> split_list("eagle, rheo chain,static:shape=[[0,1]]")
+    ['eagle', 'rheo', 'chain', 'static:shape=[[0,1]]']
+    """
+    items, cur, depth, after_comma = [], "", [], True
+    for ch in text:
+        if depth or (ch not in "," and not ch.isspace()):
+            cur += ch
+            if ch in _BRACKETS:
+                depth.append(_BRACKETS[ch])
+            elif depth and ch == depth[-1]:
+                depth.pop()
+            continue
+        if cur:
+            items.append(cur)
+            cur, after_comma = "", False
+        if ch == ",":
+            if after_comma:
+                raise argparse.ArgumentTypeError(f"{show(text)} has an empty item")
+            after_comma = True
+    if cur:
+        items.append(cur)
+    elif after_comma and items:
+        raise argparse.ArgumentTypeError(f"{show(text)} has an empty item")
+    if not items:
+        raise argparse.ArgumentTypeError("the list is empty")
+    return items
+
+
+class ListArg(argparse.Action):
+    """A list flag, one grammar for every command: items separated by commas, spaces or both
+    (``--methods eagle,rheo``, ``--methods eagle rheo``, ``--methods eagle, rheo``).
+
+    ``type`` converts each item; ``group=n`` reads the items n at a time as one tuple
+    (``--trees 4,4,16 10,6,60``: K,D,N triples).
+    """
+
+    def __init__(self, option_strings, dest, type=None, group: int = 1, **kw):  # noqa: A002
+        self.item, self.group = type, group
+        super().__init__(option_strings, dest, nargs="+", **kw)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            items = split_list(" ".join(values))
+            if self.item is not None:
+                items = [self.item(t) for t in items]
+        except argparse.ArgumentTypeError as e:
+            raise argparse.ArgumentError(self, str(e)) from None
+        if self.group > 1:
+            if len(items) % self.group:
+                raise argparse.ArgumentError(self, f"needs a multiple of {self.group} values ({self.metavar}); "
+                                             f"got {len(items)}")
+            items = [tuple(items[i:i + self.group]) for i in range(0, len(items), self.group)]
+        setattr(namespace, self.dest, items)
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help, with a list flag shown in one form (its metavar, ``SPEC,...``)."""
+
+    def _format_args(self, action, default_metavar):
+        if isinstance(action, ListArg):
+            return self._metavar_formatter(action, default_metavar)(1)[0]
+        return super()._format_args(action, default_metavar)
+
+
+def add_list(ap, flag: str, item, metavar: str, help: str, group: int = 1, **kw) -> None:
+    """A list flag (:class:`ListArg`); the help says the separators once, the same everywhere."""
+    ap.add_argument(flag, action=ListArg, type=item, group=group, metavar=metavar,
+                    help=f"{help}; separate items by commas or spaces", **kw)
 
 
 def spec_arg(text: str) -> str:
@@ -131,10 +213,6 @@ def spec_arg(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("a method spec must not be empty")
     return text.strip()
-
-
-#: The comma-separated list of numbers (``bench --temperatures``); the same rule as every list.
-float_list = comma_list
 
 
 positive_int = int_range(1)
@@ -226,9 +304,60 @@ def method_overrides(args) -> dict:
     return {name: getattr(args, name) for name in method_fields() if getattr(args, name, None) is not None}
 
 
+def spec_family(spec: str):
+    """The family class a preset or family spec names (None when it names none: resolve says why)."""
+    name = spec.split(":")[0]
+    if name in PRESETS:
+        return FAMILIES[PRESETS[name].family]
+    return FAMILIES.get(name)
+
+
+def check_flags_apply(spec: str, overrides: dict) -> None:
+    """A field flag the spec's family lacks is an error naming the flag (the library names fields)."""
+    cls = spec_family(spec)
+    if cls is None:
+        return
+    names = list(field_options(cls))
+    bad = [k for k in overrides if k not in names]
+    if bad:
+        flags = ", ".join("--" + n.replace("_", "-") for n in names)
+        raise RheoError(f"--{bad[0].replace('_', '-')} does not apply to {cls.family} (its options: {flags})")
+
+
 def method_from_args(args, size: str | tuple | None = "toy", spec=None) -> Method:
     """The resolved method of ``--preset`` (or ``spec``) with the explicit field flags applied."""
-    return resolve(spec if spec is not None else args.preset, size=size, **method_overrides(args))
+    spec = spec if spec is not None else args.preset
+    check_flags_apply(spec, method_overrides(args))
+    return resolve(spec, size=size, **method_overrides(args))
+
+
+def spec_fields(spec: str) -> dict:
+    """Field name -> value of the ``:field=value`` options written in a spec (aliases resolved)."""
+    from ..methods.registry import SPEC_ALIASES, _split_spec
+
+    return {SPEC_ALIASES.get(k, k): v for k, v in _split_spec(spec)[1].items()}
+
+
+def method_at(method, temperature: float, given: dict, label=None):
+    """The method that runs at target temperature T (``method.at_temperature``), refused when it
+    replaces a setting the user gave (``given``: field -> how it was written), so that a command
+    never runs, or warns of, a setting other than the one asked for."""
+    run = method.at_temperature(temperature)
+    asked, runs = method.fields(), run.fields()
+    for name, written in given.items():
+        if name in runs and name in asked and runs[name] != asked[name]:
+            raise RheoError(f"{written} does not run at T={temperature:g}: there {method.family} runs "
+                            f"{run.describe()}; give a setting that runs at this temperature")
+    return run
+
+
+def given_settings(args, spec: str | None = None) -> dict:
+    """The settings a user wrote for a method: flags (``--verifier X``) and spec options."""
+    spec = spec if spec is not None else args.preset
+    out = {name: f"--{name.replace('_', '-')} {value}" for name, value in method_overrides(args).items()}
+    for name, value in spec_fields(spec).items():
+        out.setdefault(name, f"{name}={value} (in {spec!r})")
+    return out
 
 
 def add_max_entries(ap) -> None:
@@ -308,16 +437,77 @@ def check_out_file(path: str, flag: str = "--out") -> None:
         raise RheoError(f"{flag} {path!r} is not writable")
 
 
+#: A run estimated longer than this announces its estimate on stderr before it starts.
+ANNOUNCE_SECONDS = 5.0
+
+#: A progress bar appears only once its run has lasted this long (short runs draw nothing).
+BAR_DELAY_SECONDS = 2.0
+
+
 def add_progress(ap) -> None:
+    """``--no-progress``: the one progress policy of every command (see :func:`progress_on`)."""
     ap.add_argument("--no-progress", action="store_true",
-                    help="no progress bar (it is shown on stderr, when stderr is a terminal, after 2 s)")
+                    help="no progress bar and no time estimate on stderr (bars appear only when stderr is a "
+                    f"terminal, after {BAR_DELAY_SECONDS:g} s)")
 
 
-def progress_bar(total: int, off: bool, desc: str):
-    """A tqdm bar on stderr for a long run: only on a terminal and only after 2 s (``off``: never)."""
+def progress_on(args) -> bool:
+    """Progress bars: only when stderr is a terminal and ``--no-progress`` is not given."""
+    return not getattr(args, "no_progress", False) and sys.stderr.isatty()
+
+
+def progress_bar(args, total: int | None, desc: str, unit: str = "step"):
+    """A tqdm bar on stderr under :func:`progress_on`, drawn once the run has lasted
+    :data:`BAR_DELAY_SECONDS`; with ``total`` it shows the remaining time."""
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, disable=True if off else None, delay=2.0, leave=False, unit="step")
+    return tqdm(total=total, desc=desc, disable=not progress_on(args), delay=BAR_DELAY_SECONDS, leave=False,
+                unit=unit, file=sys.stderr)
+
+
+@contextlib.contextmanager
+def busy(args, desc: str):
+    """A bar of elapsed time for one step that reports no progress of its own (loading a model),
+    under the same policy as :func:`progress_bar`."""
+    import threading
+
+    with progress_bar(args, None, desc, "s") as bar:
+        stop = threading.Event()
+
+        def tick():
+            while not stop.wait(0.5):
+                if bar.format_dict["elapsed"] >= BAR_DELAY_SECONDS:
+                    bar.refresh()
+
+        t = threading.Thread(target=tick, daemon=True)
+        if not bar.disable:
+            t.start()
+        try:
+            yield bar
+        finally:
+            stop.set()
+            if t.is_alive():
+                t.join()
+
+
+def announce(args, seconds: float, what: str) -> None:
+    """One stderr line before a run estimated over :data:`ANNOUNCE_SECONDS` (``--no-progress``: none).
+
+    The sizing rule of every command: estimate the work before it starts, refuse it over its cap
+    (:func:`check_work`), announce it when it is long, and draw a bar (:func:`progress_bar`)."""
+    if seconds > ANNOUNCE_SECONDS and not getattr(args, "no_progress", False):
+        command = getattr(args, "command", None)
+        print(f"rheo{' ' + command if command else ''}: {what}: about {format_seconds(seconds)} (estimated)",
+              file=sys.stderr, flush=True)
+
+
+def format_seconds(seconds: float) -> str:
+    """``42 s``, ``3.5 min``, ``2.1 h``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 #: Most digits of one --generate value (MAX_SEED has 19).

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from .args import (TEMPERATURE_RANGE, add_method_arguments, comma_list, float_list, int_range, method_overrides,
-                   positive_int, spec_arg, temperature_arg)
+from .args import (TEMPERATURE_RANGE, add_list, add_method_arguments, add_progress, given_settings, int_range,
+                   method_at, method_overrides, positive_int, progress_bar, spec_arg, temperature_arg)
 from .models import (add_model_arguments, check_model_fits, draft_top_k_option, load_pair, need_torch, set_threads,
                      size_row, warn_if_lossy)
 
@@ -18,24 +18,25 @@ MAX_REPEATS = 1000
 def register(sub) -> None:
     from ..decode.defaults import DEFAULT_BENCH_METHODS, MIN_BENCH_STEPS
 
-    b = sub.add_parser("bench", help="tokens/step, tokens/s and speed-up of each method (built-in pair)",
+    b = sub.add_parser("bench", help="tokens/step, tokens/s and speed-up of each method (built-in pair, SmolLM2 or "
+                       "model directories)",
                        description="Decode fixed prompts with autoregressive sampling and each method at the "
                        "same node budget; print tokens per step, tokens per second and the speed-up over "
                        "autoregressive sampling for each temperature. Tokens per step comes with a 95% interval "
                        "(mean of the per-step |Z| +- 1.96 sd / sqrt(steps)). Method flags apply to every method "
                        "that has the field.")
-    b.add_argument("--temperatures", type=float_list(temperature_arg), default=[0.0, 0.5, 1.0], metavar="T,T,...",
-                   help=f"comma-separated temperatures ({TEMPERATURE_RANGE}; default 0,0.5,1)")
-    b.add_argument("--methods", type=comma_list(spec_arg), default=list(DEFAULT_BENCH_METHODS),
-                   metavar="SPEC,SPEC,...",
-                   help="comma-separated method specs: presets or families with :field=value options (default "
-                   f"{','.join(DEFAULT_BENCH_METHODS)}); autoregressive is always run as the baseline")
+    add_list(b, "--temperatures", temperature_arg, "T,...", f"temperatures ({TEMPERATURE_RANGE}; default 0,0.5,1)",
+             default=[0.0, 0.5, 1.0])
+    add_list(b, "--methods", spec_arg, "SPEC,...", "method specs: presets or families with :field=value options "
+             f"(default {','.join(DEFAULT_BENCH_METHODS)}); autoregressive is always run as the baseline",
+             default=list(DEFAULT_BENCH_METHODS))
     add_method_arguments(b, default=None, size=None)
     b.add_argument("--max-new-tokens", type=positive_int, default=100, help="tokens per prompt (default 100)")
     b.add_argument("--repeats", type=int_range(1, MAX_REPEATS), default=None,
                    help=f"passes over the prompts, 1..{MAX_REPEATS} (default: the fewest that give every row at "
                    f"least {MIN_BENCH_STEPS} steps, 2 for the built-in pair at the defaults)")
     add_model_arguments(b)
+    add_progress(b)
     b.set_defaults(func=run)
 
 
@@ -43,18 +44,20 @@ def run(args) -> int:
     from ..errors import RheoError
 
     torch = need_torch()
-    from ..decode.bench import bench_methods, cost_ratio, default_repeats, format_table, run_bench, table_json
+    from ..decode.bench import (bench_methods, bench_runs, cost_ratio, default_repeats, format_table, run_bench,
+                                table_json)
     from ..decode.engine import DecodeConfig
 
     if args.preset is not None:
         raise RheoError("bench compares the methods of --methods; --preset does not apply")
     named = bench_methods(args.methods, size=size_row(args), **method_overrides(args))
-    warn_if_lossy([m for _, m in named])
+    runs = [method_at(m, t, {k: v for k, v in given_settings(args, spec).items() if k in m.fields()})
+            for spec, m in named for t in args.temperatures]
+    warn_if_lossy(runs)
     set_threads(torch, args.threads)
     pair, prompts = load_pair(args)
-    check_model_fits(args, pair, prompts, [m.at_temperature(t) for _, m in named for t in args.temperatures])
+    check_model_fits(args, pair, prompts, runs)
     log = None if args.json else print
-    runs = [m.at_temperature(t) for _, m in named for t in args.temperatures]
     repeats = args.repeats if args.repeats is not None else default_repeats(runs, len(prompts), args.max_new_tokens)
     top = draft_top_k_option(args)
     draft_k = DecodeConfig(**top).draft_k(pair.target.cfg.vocab_size)
@@ -70,15 +73,15 @@ def run(args) -> int:
               f"(cost ratio {ratio:.2f})")
         print("tok/step: mean |Z| per step, 95% CI = mean +- 1.96 sd / sqrt(steps)")
         print(format_table([], header=True))
-    rows = run_bench(pair, [m for _, m in named], args.temperatures, args.max_new_tokens, repeats, args.seed,
-                     prompts=prompts, top_k=args.target_top_k, top_p=args.target_top_p, log=log,
-                     draft_temp=args.draft_temperature, names=[n for n, _ in named], **top)
+    total = bench_runs(len(named), len(args.temperatures), len(prompts), repeats)
+    with progress_bar(args, total, "bench", "prompt") as bar:
+        rows = run_bench(pair, [m for _, m in named], args.temperatures, args.max_new_tokens, repeats, args.seed,
+                         prompts=prompts, top_k=args.target_top_k, top_p=args.target_top_p, log=log,
+                         draft_temp=args.draft_temperature, names=[n for n, _ in named], progress=bar.update, **top)
     if args.json:
         print(json.dumps({"device": args.device, "target_pass_s": t_target, "draft_pass_s": t_draft,
                           "cost_ratio": ratio, "repeats": repeats, "prompts": len(prompts),
                           "max_new_tokens": args.max_new_tokens, "draft_top_k": draft_k,
                           "ci95": "mean of per-step |Z| +- 1.96 sd / sqrt(steps)", "rows": table_json(rows)}))
-    else:
-        print()
-        print(format_table(rows))
+    # NOTE: the text table was printed as it was made, one block of rows per temperature
     return 0

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from ..executors import EXECUTORS
-from .args import (add_method_arguments, check_out_file, check_work, int_range, method_from_args, positive_int,
-                   seed_arg, threads_arg)
+from .args import (add_method_arguments, add_progress, announce, check_out_file, check_work, int_range,
+                   method_from_args, positive_int, progress_bar, seed_arg, threads_arg)
 
 __all__ = ["register", "run", "MAX_SEARCH_VOCAB", "MAX_INSTANCES", "DEFAULT_SEARCH_BRANCHES"]
 
@@ -19,13 +19,10 @@ MAX_INSTANCES = 10**6
 
 #: Default cap on the search's construction branches, estimated up front as --instances times the
 #: branches of the largest instance the search can draw (a branch is a builder run, 1-4 ms of
-#: exact arithmetic), the same cap as one `rheo certify` (about an hour in the worst case; a lossy
-#: method usually stops at its first instances). The default search needs 200 x 256; the
-#: README's `--proxy true` search 200 x 2,500.
+#: exact arithmetic; the estimate is rheotheory.exact.estimate_branches), the same cap as one
+#: `rheo certify` (about an hour in the worst case; a lossy method usually stops at its first
+#: instances, and most drawn instances are smaller than the largest).
 DEFAULT_SEARCH_BRANCHES = 2_000_000
-
-#: First budget of the probe certification (a second at most); it grows tenfold up to the share.
-PROBE_BRANCHES = 1000
 
 
 def register(sub) -> None:
@@ -57,6 +54,7 @@ def register(sub) -> None:
                    help="processes or local workers for the search (default 1: this process)")
     c.add_argument("--out", default=None, metavar="FILE", help="write the (shrunk) instance JSON here")
     c.add_argument("--json", action="store_true", help="print one JSON object")
+    add_progress(c)
     c.set_defaults(func=run)
 
 
@@ -73,9 +71,11 @@ def run(args) -> int:
     space = SearchSpace(min_vocab=min(3, args.max_vocab), max_vocab=args.max_vocab,
                         max_top_k=getattr(method, "top_k", 2), max_depth=method.depth,
                         max_budget=getattr(method, "budget", 1), family=args.family)
-    with open_executor(args.executor, args.workers, args.scheduler) as ex:
+    with open_executor(args.executor, args.workers, args.scheduler) as ex, \
+            progress_bar(args, args.instances, "counterexample search", "instance") as bar:
         res = find_counterexample(method, instances=args.instances, seed=args.seed, space=space,
-                                  do_shrink=not args.no_shrink, executor=ex, workers=args.workers)
+                                  do_shrink=not args.no_shrink, executor=ex, workers=args.workers,
+                                  progress=bar.update)
     if res.found and args.out:
         try:
             res.pair.save(args.out)
@@ -104,13 +104,15 @@ def run(args) -> int:
 def check_search(method, args) -> None:
     """The documented ranges of the drawn trees, and the search's work measured on its largest draw.
 
-    K in 2..--max-vocab, D >= 2, N >= K (families with those fields); then the largest instance the
-    search can draw (V = --max-vocab, K, D, N at their maxima) is certified with a budget of
-    --max-branches / --instances construction branches, and the search is refused if it needs more.
+    K in 2..--max-vocab, D >= 2, N >= K (families with those fields); then the construction
+    branches of the largest instance the search can draw (V = --max-vocab, K, D, N at their maxima)
+    are estimated, and the search is refused when --instances of them exceed --max-branches, and
+    announced when long (the sizing rule of rheotheory.cli.args.announce).
     """
     from ..errors import RheoError
-    from ..exact import certify
+    from ..exact import estimate_branches
     from ..pairs import random_pair
+    from .certify import SECONDS_PER_BRANCH
 
     fields = method.fields()
     k, d, n = fields.get("top_k"), fields.get("depth"), fields.get("budget")
@@ -131,19 +133,9 @@ def check_search(method, args) -> None:
         changes["budget"] = max(k or 1, min(2 * (k or 1), n))
     largest = method.fit(**changes) if changes else method
     pair = random_pair(args.max_vocab, largest.depth, seed=0)
-    share = max(1, args.max_branches // args.instances)
-    budget = min(share, PROBE_BRANCHES)
-    while True:  # NOTE: budgets grow tenfold, so a hopeless search is refused after a small probe
-        try:
-            certify(pair, largest, max_branches=budget)
-            return
-        except RheoError as e:
-            if "construction branches" not in str(e):  # only the cap; other errors surface in the search
-                return
-        if budget >= share:
-            break
-        budget = min(share, 10 * budget)
-    check_work(args.instances * (budget + 1), args.max_branches,
-               f"{args.instances} certifications of up to V={args.max_vocab}, {largest.describe()} (each over "
-               f"{budget} construction branches)", "--max-branches", "DEFAULT_SEARCH_BRANCHES",
-               "construction branches")
+    est = estimate_branches(pair, largest)
+    what = f"{args.instances} certifications of up to V={args.max_vocab}, {largest.describe()}"
+    check_work(args.instances * est, args.max_branches, f"{what} (about {est:.3g} construction branches each)",
+               "--max-branches", "DEFAULT_SEARCH_BRANCHES", "construction branches")
+    announce(args, args.instances * est * SECONDS_PER_BRANCH / args.workers,
+             f"at most {args.instances * est:.3g} construction branches")

@@ -1,10 +1,11 @@
-"""``rheo decode``: generate text with speculative decoding (built-in model pair or SmolLM2)."""
+"""``rheo decode``: generate text with speculative decoding (built-in pair, SmolLM2 or model directories)."""
 
 from __future__ import annotations
 
 import json
 
-from .args import TEMPERATURE_RANGE, add_method_arguments, method_from_args, positive_int, temperature_arg
+from .args import (TEMPERATURE_RANGE, add_method_arguments, add_progress, given_settings, method_at, method_from_args,
+                   positive_int, progress_bar, temperature_arg)
 from .models import (add_model_arguments, check_model_fits, draft_top_k_option, load_pair, need_torch, set_threads,
                      size_row, warn_if_lossy)
 
@@ -15,9 +16,11 @@ DECODE_PRESET = "rheo-tuned"
 
 
 def register(sub) -> None:
-    d = sub.add_parser("decode", help="generate text with speculative decoding (built-in model pair)",
+    d = sub.add_parser("decode", help="generate text with speculative decoding (built-in pair, SmolLM2 or "
+                       "model directories)",
                        description="Speculative decoding with the built-in character-level pair (target ~1M "
-                       "parameters, draft ~0.1M, trained on Python source) or SmolLM2. Prints the continuation "
+                       "parameters, draft ~0.1M, trained on Python source), SmolLM2 (--model smollm2) or two local "
+                       "Hugging Face model directories (--target, --draft). Prints the continuation "
                        "and per-step statistics. Tree sizes the preset leaves open: row 'builtin' (K=2 D=4 "
                        "N=8) for the built-in pair, row 'model' (K=4 D=6 N=20) otherwise (`rheo methods`).")
     d.add_argument("--prompt", default="def fib(", help="ASCII prompt (default 'def fib(')")
@@ -26,6 +29,7 @@ def register(sub) -> None:
                    help=f"target temperature T ({TEMPERATURE_RANGE}; default 1)")
     d.add_argument("--max-new-tokens", type=positive_int, default=120, help="tokens to generate (default 120)")
     add_model_arguments(d)
+    add_progress(d)
     d.set_defaults(func=run)
 
 
@@ -36,7 +40,8 @@ def run(args) -> int:
     from ..decode.engine import DecodeConfig, decode
 
     method = method_from_args(args, size=size_row(args))
-    warn_if_lossy([method])
+    run_method = method_at(method, args.temperature, given_settings(args))
+    warn_if_lossy([run_method])
     set_threads(torch, args.threads)
     cfg = DecodeConfig(temperature=args.temperature, top_k=args.target_top_k, top_p=args.target_top_p,
                        max_new_tokens=args.max_new_tokens, draft_temp=args.draft_temperature,
@@ -44,10 +49,11 @@ def run(args) -> int:
     pair, _ = load_pair(args)
     check_model_fits(args, pair, [args.prompt], [method.at_temperature(args.temperature)])
     prompt = pair.encode(args.prompt)
-    res = decode(pair.target, pair.draft, prompt, method, cfg, torch.Generator().manual_seed(args.seed))
+    with progress_bar(args, args.max_new_tokens, "decode", "tok") as bar:
+        res = decode(pair.target, pair.draft, prompt, method, cfg, torch.Generator().manual_seed(args.seed),
+                     progress=bar.update)
     text = pair.decode(res.tokens)
     hist = Counter(s.accepted + 1 for s in res.steps)
-    run_method = method.at_temperature(args.temperature)
     if args.json:
         print(json.dumps({"prompt": args.prompt, "continuation": text, "preset": args.preset,
                           "method": run_method.to_dict(), "description": run_method.describe(),

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from .args import (MAX_SYNTHETIC_VOCAB, TEMPERATURE_RANGE, add_max_entries, add_max_work, add_method_arguments,
-                   add_progress, check_fits_vocab, check_work, float_range, int_range, mc_work, method_from_args,
+from .args import (EXIT_CODES, EXIT_LOSSLESS, EXIT_LOSSY, MAX_SYNTHETIC_VOCAB, TEMPERATURE_RANGE, WORK_PER_SECOND,
+                   add_max_entries, add_max_work, add_method_arguments, add_progress, announce, check_fits_vocab,
+                   check_work, float_range, given_settings, int_range, mc_work, method_at, method_from_args,
                    progress_bar, seed_arg, show, temperature_arg, vocab_arg)
 
 __all__ = ["register", "run", "mismatch_arg"]
@@ -43,7 +44,8 @@ def register(sub) -> None:
         description="Sample steps of a method, complete short outputs with fresh target samples and test the "
         "extended output law against the target for every length 1..D+1 (Pearson chi-square with pooled rare "
         "cells, Bonferroni over lengths; docs/theory.md section 6). Prints the statistic, p-value, sample size, "
-        "verdict and tokens per step with a 95% interval. Without INSTANCE a seeded synthetic pair is used.")
+        "verdict and tokens per step with a 95% interval. Without INSTANCE a seeded synthetic pair is used.",
+        epilog=EXIT_CODES)
     m.add_argument("instance", nargs="?", default=None, help="instance JSON (toy pair); default: a synthetic pair")
     add_method_arguments(m, size="toy")
     g = m.add_argument_group("synthetic pair (only when no INSTANCE is given)")
@@ -102,12 +104,14 @@ def run(args) -> int:
     method = method_from_args(args, size="toy")
     pair, name, temperature = pair_from_args(args)
     if temperature is not None:
-        method = method.at_temperature(temperature)
+        method = method_at(method, temperature, given_settings(args))
     check_fits_vocab(method, pair.vocab_size, "the pair")
-    check_work(mc_work(args.samples, method, pair.vocab_size), args.max_work,
-               f"{args.samples} steps of {method.nodes} nodes at V={pair.vocab_size}", "--max-work")
+    work = mc_work(args.samples, method, pair.vocab_size)
+    what = f"{args.samples} steps of {method.nodes} nodes at V={pair.vocab_size}"
+    check_work(work, args.max_work, what, "--max-work")
+    announce(args, work / WORK_PER_SECOND, what)
     t0 = time.perf_counter()
-    with progress_bar(args.samples, args.no_progress, "mc") as bar:
+    with progress_bar(args, args.samples, "mc") as bar:
         res = lossless_test(pair, method, samples=args.samples, alpha=args.alpha, seed=args.seed,
                             min_expected=args.min_expected, progress=bar.update)
     secs = time.perf_counter() - t0
@@ -115,7 +119,7 @@ def run(args) -> int:
         d = res.to_dict()
         d.update(instance=name, method=method.to_dict(), preset=args.preset, seed=args.seed, seconds=round(secs, 3))
         print(json.dumps(d))
-        return 0
+        return EXIT_LOSSLESS if res.lossless else EXIT_LOSSY
     worst = min(res.per_length, key=lambda t: t.p_value)
     print(f"instance        : {name}")
     print(f"method          : {method.describe()}  (--preset {args.preset})")
@@ -131,4 +135,4 @@ def run(args) -> int:
               f"expected {worst.expected:.1f}")
     print(f"tokens per step : {res.tokens_per_step:.4f}  (95% CI [{res.tau_low:.4f}, {res.tau_high:.4f}])")
     print(f"time            : {secs:.2f} s")
-    return 0
+    return EXIT_LOSSLESS if res.lossless else EXIT_LOSSY

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .args import check_fits_vocab, float_range, positive_int, seed_arg, temperature_arg, threads_arg
+from .args import announce, busy, check_fits_vocab, float_range, positive_int, seed_arg, temperature_arg, threads_arg
 
 __all__ = ["add_model_arguments", "draft_top_k_arg", "draft_top_k_option", "size_row", "need_torch", "load_pair",
            "check_model_fits", "set_threads", "warn_if_lossy"]
@@ -102,8 +102,23 @@ def need_torch():
     return torch
 
 
+#: Seconds of the first SmolLM2 load, which converts the GGUF weights once (about a minute on CPU).
+SMOLLM2_FIRST_LOAD_SECONDS = 60.0
+
+
 def load_pair(args):
-    """The model pair named by ``--model`` and the benchmark prompts that suit it."""
+    """The model pair named by ``--model`` and the benchmark prompts that suit it (loading under a
+    bar of elapsed time, announced when it is the slow first SmolLM2 load)."""
+    if args.model == "smollm2" and getattr(args, "target", None) is None:
+        from ..decode.smollm import cache_dir
+
+        if not (cache_dir() / "model.safetensors").exists():
+            announce(args, SMOLLM2_FIRST_LOAD_SECONDS, "first SmolLM2 load (the weights are converted once)")
+    with busy(args, f"loading the {'--target/--draft' if getattr(args, 'target', None) else args.model} pair"):
+        return _load_pair(args)
+
+
+def _load_pair(args):
     from ..errors import RheoError
 
     if getattr(args, "target", None) is not None:

@@ -5,20 +5,11 @@ from __future__ import annotations
 
 import json
 
-from .args import (add_method_arguments, add_toy_instance_arguments, method_from_args, positive_int, print_toy_header,
-                   toy_pair_from_args)
-from .certify import DEFAULT_MAX_BRANCHES
+from .args import (add_list, add_method_arguments, add_progress, add_toy_instance_arguments, method_from_args,
+                   positive_int, print_toy_header, progress_bar, toy_pair_from_args)
+from .certify import DEFAULT_MAX_BRANCHES, size_enumeration
 
 __all__ = ["register", "run"]
-
-
-def _names(text: str) -> list[str]:
-    names = [t.strip() for t in text.split(",") if t.strip()]
-    if not names:
-        import argparse
-
-        raise argparse.ArgumentTypeError("the verifier list is empty")
-    return names
 
 
 def register(sub) -> None:
@@ -32,9 +23,9 @@ def register(sub) -> None:
                        "every lossless verifier, attained or not.")
     add_toy_instance_arguments(c)
     add_method_arguments(c, size="toy")
-    c.add_argument("--verifiers", type=_names, default=None, metavar="A,B,...",
-                   help="verifiers to certify beside the optimum (default: every verifier the method's family "
-                   "admits that applies to its trees)")
+    add_list(c, "--verifiers", None, "NAME,...", "verifiers to certify beside the optimum (default: every verifier "
+             "the method's family admits that applies to its trees)", default=None)
+    add_progress(c)
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.add_argument("--max-branches", type=positive_int, default=DEFAULT_MAX_BRANCHES, metavar="B",
                    help=f"stop with an error after B construction branches (default {DEFAULT_MAX_BRANCHES})")
@@ -46,11 +37,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..errors import VerifierError
-    from ..exact import certify
-    from ..laws import format_number
     from ..verify import tree_verifier
-    from ..lp_optimum import tree_optimum
 
     method = method_from_args(args, size="toy")
     exact = not args.use_float
@@ -59,10 +46,25 @@ def run(args) -> int:
         for name in names:
             tree_verifier(name)  # NOTE: an unknown name is one line and exit 2 before any work
     pair = toy_pair_from_args(args, method, exact)
+    size_enumeration(args, pair, method, "the enumeration of the method's trees")
+    todo = list(names or method.admitted_verifiers())
+    with progress_bar(args, 1 + len(todo), "optimum", "step") as bar:
+        return _solve(args, pair, method, names, todo, bar)
+
+
+def _solve(args, pair, method, names, todo, bar) -> int:
+    from ..errors import VerifierError
+    from ..exact import certify
+    from ..laws import format_number
+    from ..lp_optimum import tree_optimum
+
+    exact = not args.use_float
     opt = tree_optimum(pair, method, max_branches=args.max_branches, max_variables=args.max_variables,
                        max_constraints=args.max_constraints)
+    bar.update(1)
     rows, skipped = {}, {}
-    for name in names or method.admitted_verifiers():
+    for name in todo:
+        bar.update(1)
         try:
             m = method.fit(verifier=name)
         except VerifierError as e:

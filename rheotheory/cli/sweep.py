@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import argparse
+import json
+import math
 import sys
 
-from .args import (MAX_SYNTHETIC_VOCAB, TEMPERATURE_RANGE, add_max_work, check_fits_vocab, check_work, file_stem,
-                   int_range, mc_work, seed_arg, spec_arg, temperature_arg, threads_arg, vocab_arg)
+from .args import (MAX_SYNTHETIC_VOCAB, TEMPERATURE_RANGE, WORK_PER_SECOND, add_list, add_max_work, add_progress,
+                   announce, check_fits_vocab, check_work, file_stem, int_range, mc_work, positive_int, progress_on,
+                   seed_arg, spec_arg, temperature_arg, threads_arg, vocab_arg)
 from .mc import mismatch_arg
 
 __all__ = ["register", "run"]
-
-
-def tree_arg(text: str) -> tuple:
-    """An argparse type: K,D,N as three positive integers."""
-    parts = text.split(",")
-    try:
-        vals = tuple(int(x) for x in parts)
-    except ValueError:
-        vals = ()
-    if len(vals) != 3 or min(vals) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not K,D,N (three positive integers, e.g. 6,5,32)")
-    return vals
 
 
 def register(sub) -> None:
@@ -40,15 +30,14 @@ def register(sub) -> None:
     s.add_argument("--sparse", type=int_range(1, MAX_SYNTHETIC_VOCAB), default=d.draft_top_k, metavar="K",
                    help=f"sparse draft top-K, 1..{MAX_SYNTHETIC_VOCAB} (default {d.draft_top_k})")
     s.add_argument("--no-sparse", action="store_true", help="dense draft")
-    s.add_argument("--mismatch", type=mismatch_arg, nargs="+", default=list(d.mismatch), metavar="LEVEL",
-                   help=f"draft mismatch levels (default {' '.join(d.mismatch)})")
-    s.add_argument("--temperatures", type=temperature_arg, nargs="+", default=list(d.temperatures),
-                   metavar="T", help=f"target temperatures ({TEMPERATURE_RANGE}; default "
-                   + " ".join(f"{t:g}" for t in d.temperatures) + ")")
-    s.add_argument("--trees", type=tree_arg, nargs="+", default=list(d.trees), metavar="K,D,N",
-                   help="tree sizes (default " + " ".join(",".join(map(str, t)) for t in d.trees) + ")")
-    s.add_argument("--methods", type=spec_arg, nargs="+", default=list(DEFAULT_METHODS), metavar="SPEC",
-                   help="method specs (default " + " ".join(DEFAULT_METHODS) + ")")
+    add_list(s, "--mismatch", mismatch_arg, "LEVEL,...", f"draft mismatch levels (default {','.join(d.mismatch)})",
+             default=list(d.mismatch))
+    add_list(s, "--temperatures", temperature_arg, "T,...", f"target temperatures ({TEMPERATURE_RANGE}; default "
+             + ",".join(f"{t:g}" for t in d.temperatures) + ")", default=list(d.temperatures))
+    add_list(s, "--trees", positive_int, "K,D,N,...", "tree sizes, three positive integers each (default "
+             + ",".join(",".join(map(str, t)) for t in d.trees) + ")", group=3, default=list(d.trees))
+    add_list(s, "--methods", spec_arg, "SPEC,...", "method specs (default " + ",".join(DEFAULT_METHODS) + ")",
+             default=list(DEFAULT_METHODS))
     s.add_argument("--steps", type=int_range(2), default=d.steps, help=f"steps per point, >= 2 (default {d.steps})")
     s.add_argument("--seed", type=seed_arg, default=d.seed, help="language and sampling seed (0..2^63-1, default 0)")
     s.add_argument("--workers", type=threads_arg, default=d.workers,
@@ -64,7 +53,8 @@ def register(sub) -> None:
     s.add_argument("--stem", type=file_stem, default="sweep",
                    help="file name stem of the CSV and PNG, a plain file name (default sweep)")
     s.add_argument("--no-plot", action="store_true", help="skip the PNG")
-    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.add_argument("--json", action="store_true", help="print one JSON object (the rows, the files written)")
+    add_progress(s)
     add_max_work(s, "a sweep (every row, all workers together)")
     s.set_defaults(func=run)
 
@@ -85,8 +75,9 @@ def check_out_dir(path: str) -> None:
         raise RheoError(f"--out {path!r} is not writable")
 
 
-def check_sweep_work(cfg, cap: int) -> None:
-    """K <= V for every tree, and the sweep's estimated work (rows x steps x laws x V) under ``cap``."""
+def check_sweep_work(cfg, cap: int) -> float:
+    """K <= V for every tree, and the sweep's estimated work (rows x steps x laws x V) under ``cap``;
+    returns the estimate."""
     from ..sweep import sweep_method
 
     work = 0.0
@@ -97,24 +88,38 @@ def check_sweep_work(cfg, cap: int) -> None:
             work += len(cfg.mismatch) * len(cfg.temperatures) * mc_work(cfg.steps, m, cfg.vocab_size)
     rows = len(cfg.trees) * len(cfg.methods) * len(cfg.mismatch) * len(cfg.temperatures)
     check_work(work, cap, f"{rows} rows of {cfg.steps} steps at V={cfg.vocab_size}", "--max-work")
+    return work
 
 
 def run(args) -> int:
-    from ..sweep import SweepConfig, SweepInterrupted, format_table, sweep_to_files
+    from ..sweep import SweepConfig, SweepInterrupted, format_table, row_key, sweep_to_files
 
     cfg = SweepConfig(vocab_size=args.vocab, draft_top_k=None if args.no_sparse else args.sparse,
                       mismatch=tuple(args.mismatch), temperatures=tuple(args.temperatures), trees=tuple(args.trees),
                       methods=tuple(args.methods), steps=args.steps, seed=args.seed, workers=args.workers,
                       temper_draft=args.temper_draft)
-    check_sweep_work(cfg, args.max_work)
+    work = check_sweep_work(cfg, args.max_work)
     check_out_dir(args.out)
+    announce(args, work / WORK_PER_SECOND / cfg.workers, f"the sweep ({cfg.workers} worker(s))")
     try:
-        out = sweep_to_files(cfg, args.out, stem=args.stem, progress=not args.no_progress, plot=not args.no_plot,
+        out = sweep_to_files(cfg, args.out, stem=args.stem, progress=progress_on(args), plot=not args.no_plot,
                              resume=args.resume, executor=args.executor, scheduler=args.scheduler)
     except SweepInterrupted as e:
         print(f"rheo: interrupted: {e}", file=sys.stderr)
         return 130
+    if args.json:
+        print(json.dumps({"config": row_key(cfg), "rows": [_plain(r) for r in out.rows], "csv": out.csv_path,
+                          "png": out.png_path or None, "seconds": round(out.seconds, 3)}))
+        return 0
     print(format_table(out.rows))
     print(f"csv: {out.csv_path}" + (f"\npng: {out.png_path}" if out.png_path else "") + f"\ntime: {out.seconds:.1f} s",
           file=sys.stdout)
     return 0
+
+
+def _plain(row: dict) -> dict:
+    """A sweep row as JSON data: its public columns, a non-finite number as null."""
+    def value(v):
+        return None if isinstance(v, float) and not math.isfinite(v) else v
+
+    return {k: value(v) for k, v in row.items() if not k.startswith("_")}

@@ -20,7 +20,7 @@ from .defaults import DEFAULT_BENCH_METHODS, MIN_BENCH_STEPS
 from .engine import AUTO_DRAFT_TOP_K, AUTOREGRESSIVE, DecodeConfig, decode
 
 __all__ = ["BenchRow", "BENCH_PROMPTS", "DEFAULT_BENCH_METHODS", "MIN_BENCH_STEPS", "default_repeats", "bench_methods",
-           "run_bench", "format_table", "table_json", "cost_ratio", "pass_costs"]
+           "run_bench", "bench_runs", "format_table", "table_json", "cost_ratio", "pass_costs"]
 
 
 def default_repeats(methods, n_prompts: int, max_new_tokens: int, min_steps: int = MIN_BENCH_STEPS) -> int:
@@ -98,13 +98,14 @@ class BenchRow:
 
 def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, seed: int,
               prompts=BENCH_PROMPTS, top_k=None, top_p=None, log=None, draft_temp=None,
-              names=None, draft_top_k=AUTO_DRAFT_TOP_K) -> list[BenchRow]:
+              names=None, draft_top_k=AUTO_DRAFT_TOP_K, progress=None) -> list[BenchRow]:
     """Decode every prompt ``repeats`` times with each method and temperature.
 
     Methods are interleaved (prompt by prompt) so that a change in machine load affects them
     alike; the first method is the speed-up baseline. Tokens per step counts every step whole
     (the last step of a run may overshoot ``max_new_tokens``; tokens/s counts only the
-    ``max_new_tokens`` kept); its interval is over the row's per-step |Z| values.
+    ``max_new_tokens`` kept); its interval is over the row's per-step |Z| values. ``progress`` is
+    called with 1 after each decoded prompt (:func:`bench_runs` of them, warm-ups included).
     """
     names = list(names) if names is not None else [m.family for m in methods]
     rows = []
@@ -117,6 +118,8 @@ def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, se
         for m, gen in zip(methods, gens):
             # NOTE: one untimed warm-up run per method so start-up costs are not billed.
             decode(pair.target, pair.draft, pair.encode(prompts[0]), m, cfg, gen)
+            if progress is not None:
+                progress(1)
         for _ in range(repeats):
             for text in prompts:
                 for m, gen, a, z in zip(methods, gens, acc, sizes):
@@ -127,6 +130,8 @@ def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, se
                     a[3] += r.seconds
                     a[4] += sum(s.tree_nodes for s in r.steps)
                     z.extend(s.accepted + 1 for s in r.steps)
+                    if progress is not None:
+                        progress(1)
         base = acc[0][2] / acc[0][3]
         block = []
         for m, a, name, z in zip(methods, acc, names, sizes):
@@ -213,6 +218,12 @@ def pass_costs(model, sizes=(1, 2, 4, 8, 16, 32), context: int = 64, repeats: in
             times.append(time.perf_counter() - t0)
         out.append((n, statistics.median(times)))
     return out
+
+
+def bench_runs(methods: int, temperatures: int, prompts: int, repeats: int) -> int:
+    """Prompts :func:`run_bench` decodes: per temperature, one warm-up per method, then every
+    prompt ``repeats`` times with every method."""
+    return temperatures * methods * (1 + repeats * prompts)
 
 
 def format_table(rows, header: bool = True) -> str:

@@ -468,13 +468,14 @@ def _autoregressive_step(target: TinyLM, st: _State, cfg: DecodeConfig, stream: 
 
 @torch.inference_mode()
 def decode(target: TinyLM, draft: TinyLM | None, prompt: list[int], method: Method,
-           cfg: DecodeConfig, gen: torch.Generator, verifier=None) -> DecodeResult:
+           cfg: DecodeConfig, gen: torch.Generator, verifier=None, progress=None) -> DecodeResult:
     """Generate ``cfg.max_new_tokens`` tokens after ``prompt`` (token ids).
 
     ``method`` is a :class:`~rheotheory.methods.Method` (:data:`AUTOREGRESSIVE`: no draft); ``gen`` is the
     CPU ``torch.Generator`` behind every random choice (tree draws, acceptances, emissions).
     ``verifier`` replaces the method's verifier: a per-node rule (a transition-law function) or a
     :class:`~rheotheory.verify.walk.TreeVerifier`; tests use it to plant a known-lossy rule.
+    ``progress`` is called with the number of tokens each step emits.
     """
     device = next(target.parameters()).device
     if not isinstance(method, Method):
@@ -510,6 +511,8 @@ def decode(target: TinyLM, draft: TinyLM | None, prompt: list[int], method: Meth
         st.ctx.extend(out)
         res.tokens.extend(out)
         res.steps.append(stats)
+        if progress is not None:
+            progress(len(out))
     if device.type == "cuda":
         torch.cuda.synchronize()
     res.seconds = time.perf_counter() - t0

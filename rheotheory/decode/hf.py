@@ -248,6 +248,10 @@ def load_hf_pair(target_dir, draft_dir, device="cpu", dtype=torch.float32, max_l
     tokenizer; the draft's, if it holds one, must have the same vocabulary, and both output heads
     the same size.
     """
+    for role, folder in (("target", target_dir), ("draft", draft_dir)):
+        if not Path(folder).is_dir():
+            raise InstanceError(f"the {role} directory {str(folder)!r} does not exist"
+                                if not Path(folder).exists() else f"the {role} {str(folder)!r} is not a directory")
     tf = _transformers()
     if isinstance(dtype, str):
         if dtype not in DTYPES:

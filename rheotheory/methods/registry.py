@@ -278,6 +278,20 @@ def _split_spec(spec: str) -> tuple[str, dict]:
 SPEC_ALIASES = {"m": "head", "k": "top_k", "d": "depth", "n": "budget"}
 
 
+def _no_field(cls, names, field: str, spec, written: str) -> str:
+    """The message for a field ``cls`` lacks, in the API's terms (field names and spec aliases)."""
+    alias = {v: k for k, v in SPEC_ALIASES.items()}
+    fields = ", ".join(n + (f" ({alias[n]})" if n in alias else "") for n in names)
+    hint = ""
+    low = written.lower()
+    if low != written and SPEC_ALIASES.get(low, low) in names:
+        hint = f" (field names are lower case: {low!r}" + (
+            f", the tree size {SPEC_ALIASES[low]}" if low in SPEC_ALIASES else "") + ")"
+    where = f"method spec {spec!r}: " if spec is not None else ""
+    shown = repr(written) + (f" ({field})" if written != field and not hint else "")
+    return f"{where}{cls.family} has no field {shown}{hint}; its fields: {fields}"
+
+
 def resolve(spec, size: str | tuple | None = None, **overrides) -> Method:
     """The fully resolved :class:`Method` of a spec.
 
@@ -292,11 +306,12 @@ def resolve(spec, size: str | tuple | None = None, **overrides) -> Method:
     >>> resolve("chain", size="toy", shape=[[0]])
     Traceback (most recent call last):
     ...
-    rheotheory.errors.TreeError: --shape does not apply to chain (its options: --verifier, --depth)
+    rheotheory.errors.TreeError: chain has no field 'shape'; its fields: verifier, depth (d)
     """
     overrides = {k: v for k, v in overrides.items() if v is not None}
     if isinstance(spec, Method):
         return spec.fit(**overrides) if overrides else spec
+    written: dict = {}
     if isinstance(spec, dict):
         spec = dict(spec)
         name = spec.pop("family", None) or spec.pop("method", None)
@@ -307,6 +322,7 @@ def resolve(spec, size: str | tuple | None = None, **overrides) -> Method:
             raise TreeError(f"unknown method family {name!r}; choose from {', '.join(FAMILIES)}")
     elif isinstance(spec, str) and spec:
         name, opts = _split_spec(spec)
+        written = {SPEC_ALIASES.get(k, k): k for k in opts}  # field -> as the spec wrote it
         opts = {SPEC_ALIASES.get(k, k): v for k, v in opts.items()}
     else:
         raise TreeError(f"a method spec must be a preset or family name, got {spec!r}")
@@ -318,11 +334,11 @@ def resolve(spec, size: str | tuple | None = None, **overrides) -> Method:
     else:
         raise TreeError(f"unknown method {name!r}; presets: {', '.join(PRESETS)}; families: {', '.join(FAMILIES)}")
     names = [f.name for f in dataclasses.fields(cls)]
-    given = {**opts, **overrides}
-    bad = [k for k in given if k not in names]
-    if bad:
-        flags = ", ".join("--" + n.replace("_", "-") for n in names)
-        raise TreeError(f"--{bad[0].replace('_', '-')} does not apply to {cls.family} (its options: {flags})")
+    for where, given in (("spec", opts), ("override", overrides)):
+        bad = [k for k in given if k not in names]
+        if bad:
+            raise TreeError(_no_field(cls, names, bad[0], spec if where == "spec" else None,
+                                      written.get(bad[0], bad[0]) if where == "spec" else bad[0]))
     for k, v in opts.items():
         fields[k] = _parse_value(cls, k, v)
     fields.update(overrides)
