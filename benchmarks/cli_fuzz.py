@@ -139,9 +139,9 @@ def classify(rc, err: str, timed_out: bool) -> str:
         return "hang"
     if "MemoryError" in err or rc in (-signal.SIGKILL, 137):
         return "memory"
-    if "Traceback" in err or rc is None or rc < 0 or rc not in (0, 2):
+    if "Traceback" in err or rc is None or rc < 0 or rc not in (0, 1, 2):
         return "crash"
-    if rc == 0:
+    if rc in (0, 1):  # NOTE: 1 is certify's and mc's LOSSY verdict, an accepted run
         return "accepted"
     if err.count("\n") != 1 or not err.endswith("\n"):
         return "crash"  # NOTE: more than one line is not a clean error either

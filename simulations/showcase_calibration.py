@@ -54,7 +54,7 @@ def one_run(seed: int) -> dict:
     t0 = time.perf_counter()
     with contextlib.redirect_stdout(buf):
         code = main(SHOWCASE + ["--seed", str(seed), "--json"])
-    if code != 0:
+    if code not in (0, 1):  # NOTE: 1 is a LOSSY verdict, a false rejection this calibration counts
         raise RuntimeError(f"seed {seed}: exit code {code}")
     d = json.loads(buf.getvalue())
     return {"seed": seed, "p_value": d["p_value"], "lossless": d["lossless"],
