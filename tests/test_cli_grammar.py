@@ -226,3 +226,12 @@ def test_the_branch_estimate_is_near_the_enumeration():
         enumerate_classes(example_pair(), method, progress=runs)
         est = estimate_branches(example_pair(), method, seed=0)
         assert runs.n / 2 <= est <= 2 * runs.n, (size, runs.n, est)
+
+
+def test_sweep_prints_json_with_its_rows_and_files(tmp_path, capsys):
+    rc = main(["sweep", "--vocab", "50", "--no-sparse", "--mismatch", "low", "--temperatures", "1", "--trees",
+               "3,2,6", "--methods", "eagle, chain", "--steps", "5", "--workers", "1", "--out", str(tmp_path),
+               "--no-plot", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 0 and [r["method"] for r in d["rows"]] == ["eagle", "chain"]
+    assert d["csv"].endswith("sweep.csv") and d["png"] is None and d["config"]["methods"] == ["eagle", "chain"]

@@ -67,7 +67,7 @@ def size_enumeration(args, pair, method, what: str):
             raise _cap_error(e, args.max_branches) from None
     est = estimate_branches(pair, method)
     check_work(est, args.max_branches, what, "--max-branches", "DEFAULT_MAX_BRANCHES", "construction branches")
-    announce(args, est * SECONDS_PER_BRANCH, f"{what}: {est:.3g} construction branches")
+    announce(args, est * SECONDS_PER_BRANCH, f"{est:.3g} construction branches")
     return None, est
 
 
