@@ -223,7 +223,7 @@ def test_ctrl_c_stops_a_long_run_with_one_line():
     signal lands in the run, not in the interpreter's start-up.
     """
     code = ("import sys; from rheotheory.cli import main; print('ready', flush=True); "
-            "sys.exit(main(['mc', '--samples', '200000']))")
+            "sys.exit(main(['mc', '--samples', '200000', '--no-progress']))")  # NOTE: no estimate line
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert p.stdout.readline() == "ready\n"
     time.sleep(1)
