@@ -110,9 +110,10 @@ def load_pair(args):
     """The model pair named by ``--model`` and the benchmark prompts that suit it (loading under a
     bar of elapsed time, announced when it is the slow first SmolLM2 load)."""
     if args.model == "smollm2" and getattr(args, "target", None) is None:
-        from ..decode.smollm import cache_dir
+        from ..decode.smollm import cache_dir, find_gguf
 
         if not (cache_dir() / "model.safetensors").exists():
+            find_gguf()  # NOTE: a missing package is one error line, never preceded by the estimate
             announce(args, SMOLLM2_FIRST_LOAD_SECONDS, "first SmolLM2 load (the weights are converted once)")
     with busy(args, f"loading the {'--target/--draft' if getattr(args, 'target', None) else args.model} pair"):
         return _load_pair(args)
