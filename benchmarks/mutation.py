@@ -89,6 +89,57 @@ CORE = [
     "rheotheory.trees.static.x_build_static__mutmut_*",
 ]
 
+#: Surviving mutants shown equivalent to the original (no input can tell them apart), with the
+#: reason. Every other survivor gets a killing test in ``tests/killers`` instead.
+EQUIVALENT = {
+    "rheotheory.verify.block.xǁBlockVerifierǁ_descend__mutmut_29":
+        "draw_pending starts from {} instead of the tokens known from the levels above: a chain's "
+        "pending draws at one level are siblings of that level's node, which never depend on "
+        "tokens of other levels (sample groups are sibling sets)",
+    "rheotheory.verify.block.xǁBlockVerifierǁ_descend__mutmut_34": "same as _descend__mutmut_29 (known omitted)",
+    "rheotheory.verify.block.xǁBlockVerifierǁ_verify__mutmut_36":
+        "range(gamma, -2, -1): the loop always returns at i == 0, so i = -1 is never reached",
+    "rheotheory.verify.block.x_ratio_weight__mutmut_6": "r <= 1 returns r where r == 1, the same value and type as r*0+1",
+    "rheotheory.verify.block.x_residual_step__mutmut_18":
+        "S*1 instead of S*0 where den = S + 1 - a <= 0: S >= 0 and a <= 1 force S = 0 there",
+    "rheotheory.verify.block.x_residual_step__mutmut_20":
+        "normalise(R, None) recomputes the sum S = total(R) it was given",
+    "rheotheory.verify.block.x_residual_step__mutmut_22": "same as residual_step__mutmut_20",
+    "rheotheory.verify.rules.x__kseq_c__mutmut_5": "beta*1 + k instead of beta*0 + k inside `if beta == 0`",
+    "rheotheory.verify.rules.x_kseq__mutmut_6": "p/1 instead of p*1: the same values in a new array",
+    "rheotheory.verify.rules.x_kseq__mutmut_69":
+        "p*1 instead of p*0 where fail = (1-beta)^k = 0: then beta = 1, every candidate is accepted "
+        "(a = m/q = 1), rest = 0 and emit = rest*resid = 0 either way (exactly; in float up to "
+        "round-off when a float beta sums to 1.0)",
+    "rheotheory.verify.rules.x_kseq_rho__mutmut_21":
+        "gap(1) < 0 instead of <= 0: gap(1) = 0 only for p = q or k = 1, where the bisection's "
+        "upper end halves down to 1.0 within the 60 steps (for k < 2^7), the same rho",
+    "rheotheory.verify.rules.x_kseq_rho__mutmut_61":
+        "rho > k instead of rho >= k: at rho = k, c(beta) <= k = rho holds anyway (Bernoulli), so "
+        "the loop returns on its first clause",
+    "rheotheory.verify.walk.xǁSampleBranchǁchoose__mutmut_2":
+        "always concatenating as float64: laws.inverse_cdf computes in float64 anyway",
+    "rheotheory.verify.walk.xǁSampleBranchǁchoose__mutmut_9": "dtype=None: inverse_cdf converts to float64 anyway",
+    "rheotheory.verify.walk.xǁSampleBranchǁchoose__mutmut_11": "dtype omitted: as choose__mutmut_9",
+    "rheotheory.verify.traversal.xǁTraversalVerifierǁ_children__mutmut_56":
+        "p_root=None handed to a child's visit: p_root is read only at the root's leaf (v == 0), "
+        "never inside a child's subtree",
+    "rheotheory.trees.static.x_build_static__mutmut_5":
+        "the score `one` of a static tree's nodes: a static tree is never pruned and no verifier "
+        "reads a score, so any value (None, 2, a float) builds the same tree and law",
+    "rheotheory.trees.static.x_build_static__mutmut_7": "as build_static__mutmut_5 (score in another number type)",
+    "rheotheory.trees.static.x_build_static__mutmut_10": "as build_static__mutmut_5 (score 2)",
+    "rheotheory.trees.static.x_build_static__mutmut_12": "as build_static__mutmut_5 (root score None)",
+    "rheotheory.trees.static.x_build_static__mutmut_20":
+        "n_children.get(parent, None): the default is never used, the parsed shape is sorted BFS "
+        "so every parent's entry exists before its children are counted",
+    "rheotheory.trees.static.x_build_static__mutmut_22": "as build_static__mutmut_20 (no default)",
+    "rheotheory.trees.static.x_build_static__mutmut_25": "as build_static__mutmut_20 (default 1)",
+    "rheotheory.trees.tree.xǁTreeǁresolve_coarse__mutmut_13":
+        "rest_mass >= 0: with no mass outside the block the coarse law equals the member law, so "
+        "the coarse draw and the full draw ask the chooser the same law and set the same token",
+}
+
 #: mutmut's exit-code verdicts (mutmut.stats.status_by_exit_code), folded into the report's classes.
 VERDICTS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 36: "timeout", -24: "timeout",
             24: "timeout", 152: "timeout", 255: "timeout", None: "not checked", 34: "skipped", 37: "type check"}
@@ -108,12 +159,19 @@ def core_mutants() -> dict[str, object]:
 def summarise() -> dict:
     codes = core_mutants()
     verdicts = {name: VERDICTS.get(code, "suspicious") for name, code in codes.items()}
+    for name in EQUIVALENT:
+        if verdicts.get(name) == "survived":
+            verdicts[name] = "equivalent"
     counts = Counter(verdicts.values())
+    killed = counts["killed"] + counts["timeout"]
+    non_equivalent = len(codes) - counts["equivalent"] - counts["not checked"]
     by_function = Counter(re.sub(r"__mutmut_\d+$", "", n) for n in codes)
     return {
         "tool": f"mutmut {_version('mutmut')}",
         "mutants": len(codes),
         "counts": dict(sorted(counts.items())),
+        "score": round(killed / non_equivalent, 4) if non_equivalent else None,
+        "equivalent": {n: EQUIVALENT[n] for n in sorted(EQUIVALENT) if verdicts.get(n) == "equivalent"},
         "survived": sorted(n for n, v in verdicts.items() if v == "survived"),
         "not_killed_other": sorted(n for n, v in verdicts.items() if v not in ("killed", "survived")),
         "mutants_by_function": dict(sorted(by_function.items())),
@@ -150,7 +208,7 @@ def main(argv=None) -> int:
         from rheotheory.provenance import write_provenance
 
         write_provenance(out, started=started)
-    print(json.dumps({k: summary[k] for k in ("tool", "mutants", "counts")}, indent=1))
+    print(json.dumps({k: summary[k] for k in ("tool", "mutants", "counts", "score")}, indent=1))
     for name in summary["survived"]:
         print("survived:", name)
     return 0

@@ -439,3 +439,117 @@ def test_root_falls_back_to_the_target_on_an_all_zero_law(base):
         out[o.z] = out.get(o.z, 0) + o.weight
     # s = 0 accepted w.p. 1/2 (then the bonus ~ p); rejected w.p. 1/2, the root emits p
     assert out == {(0, 0): F(1, 4), (0, 1): F(1, 4), (0,): F(1, 4), (1,): F(1, 4)}
+
+
+def test_kseq_rho_walks_up_from_the_float_root():
+    """An instance where the float bisection's end needs two steps of the exact walk-up (2^-50, then
+    2^-49) before c(rho) <= rho holds exactly; rho is the first point of that walk."""
+    p = law("3/13", "6/13", "4/13")
+    q = law("5/12", "5/12", "2/12")
+    rho = rules.kseq_rho(p, q, 8)
+    assert rho == F(8263786756453319, 4503599627370496)
+    beta = laws.total(laws.minimum(q, p / rho))
+    assert rules._kseq_c(beta, 8) <= rho
+    below = rho - 2 * F(1, 2**50)  # the previous point of the walk
+    assert rules._kseq_c(laws.total(laws.minimum(q, p / below)), 8) > below
+
+
+def test_block_root_falls_back_to_the_target_on_an_all_zero_residual(monkeypatch):
+    p0, p1 = law("1/3", "2/3"), law("1/4", "3/4")
+    tree = _chain(law("1/2", "1/2"), 1)
+    monkeypatch.setattr(block, "residual_step", lambda a, P, Q: (a * 0, P * 0))
+    out = {}
+    for o in block.BLOCK.outcomes(tree, lambda n, u: {0: p0, 1: p1}[n], EnumerateBranch()):
+        out[o.z] = out.get(o.z, 0) + o.weight
+    # s = 0 accepted w.p. min(1, (1/3)/(1/2)) = 2/3, s = 1 always: bonus ~ p1; else the root emits p0
+    assert out == {(0, 0): F(1, 3) * F(1, 4), (0, 1): F(1, 3) * F(3, 4), (1, 0): F(1, 2) * F(1, 4),
+                   (1, 1): F(1, 2) * F(3, 4), (0,): F(1, 6) * F(1, 3), (1,): F(1, 6) * F(2, 3)}
+
+
+def test_kseq_edge_cases():
+    # equal laws held in different arrays are one law
+    tr = kseq(P, [Candidate(0, law=Q), Candidate(2, law=Q.copy())])
+    assert tr.total() == 1
+    # p = q: beta = 1, rho = 1, the first draft is always kept, nothing is emitted
+    tr = kseq(P, [Candidate(1, law=P), Candidate(2, law=P)])
+    assert tr.cont == [1, 0] and list(tr.emit) == [0, 0, 0]
+    # disjoint supports: beta = 0, every draft rejected, the target is emitted unchanged
+    p, q = law(1, 0), law(0, 1)
+    assert rules.kseq_rho(p, q, 2) == 2
+    tr = kseq(p, [Candidate(1, law=q), Candidate(1, law=q)])
+    assert tr.cont == [0, 0] and list(tr.emit) == [1, 0]
+    assert list(kseq(P, []).emit) == list(P) and kseq(P, []).emit is not P
+
+
+def test_number_type_of_one():
+    assert type(block._one(laws.to_float(P))) is float and type(block._one(P)) is F
+
+
+def test_traversal_root_never_rejects():
+    """The visit returns the weight of its rejection: 0 at the root, which always accepts."""
+    tree = _chain(law("1/2", "1/2"), 1)
+    gen = TRAVERSAL.outcomes(tree, lambda n, u: law("1/3", "2/3"), EnumerateBranch())
+    with pytest.raises(StopIteration) as stop:
+        while True:
+            next(gen)
+    assert stop.value.value == 0
+
+
+def test_ot_one_token_vocabulary_and_duplicates_before_other_candidates():
+    one = law(1)
+    tr = ot(one, [Candidate(0, law=one)])
+    assert tr.cont == [1] and list(tr.emit) == [0]
+    # s = 2 accepted w.p. 1/2; else Y = 0 (residual (1, 0, 0)) goes to the candidate holding 0,
+    # which comes after a duplicate of token 1
+    tr = ot(P, [Candidate(1), Candidate(1), Candidate(0), Candidate(2, law=Q)])
+    assert tr.cont == [0, 0, F(1, 2), F(1, 2)] and list(tr.emit) == [0, 0, 0]
+    tr = ot_wor(P, [Candidate(1), Candidate(1), Candidate(0), Candidate(2, law=Q)])
+    assert tr.cont == [0, 0, F(1, 2), F(1, 2)] and list(tr.emit) == [0, 0, 0]
+
+
+# -- the static builder -------------------------------------------------------------------------------
+class _TablePair:
+    """A hand-written exact pair: the draft law by prefix (the target is not read by a builder)."""
+
+    exact = True
+
+    def __init__(self, q, prefetch=False):
+        self._q = q
+        self.calls = []
+        if prefetch:
+            self.prefetch = self.calls.append
+
+    def q(self, prefix):
+        return self._q.get(prefix, law("1/2", "1/4", "1/4"))
+
+
+def _tokens(tree):
+    return [(n.parent, n.token) for n in tree.nodes[1:]]
+
+
+def test_static_builder_expands_past_leaves_and_empty_slots():
+    from rheotheory.trees.static import build_static
+
+    # a leaf (0,) before a node with children (1,): every node of the shape is expanded (leaves
+    # stay unresolved: drawn lazily)
+    tree = build_static(_TablePair({}), [(0,), (1,), (1, 0)], "iid", ReplayChooser([0, 1, 2]))
+    assert _tokens(tree) == [(0, None), (0, 0), (2, None)]
+    # without replacement the root's draft has 2 tokens: slot (2,) stays empty, (0, 0) is expanded
+    pair = _TablePair({(): law("1/2", "1/2", "0")})
+    shape = [(0,), (1,), (2,), (0, 0), (0, 0, 0)]
+    tree = build_static(pair, shape, "wor", ReplayChooser([1, 0, 2, 0]))
+    assert _tokens(tree) == [(0, 1), (0, None), (1, 0), (3, None)]
+    with pytest.raises(TreeError, match=r"^unknown sampling mode 'x'; choose from iid, wor$"):
+        build_static(pair, shape, "x", ReplayChooser([]))
+
+
+def test_static_builder_prefetches_each_layer_once():
+    """A model-backed pair gets each layer's expanded nodes in one batched call, before any of
+    them is expanded (the root's law is known)."""
+    from rheotheory.trees.static import build_static
+
+    pair = _TablePair({}, prefetch=True)
+    shape = [(0,), (1,), (2,), (0, 0), (1, 0), (1, 0, 0)]
+    tree = build_static(pair, shape, "iid", ReplayChooser([0, 1, 2, 2, 1, 0]))
+    assert pair.calls == [[(0,), (1,)], [(1, 2)]]
+    assert _tokens(tree) == [(0, 0), (0, 1), (0, None), (1, None), (2, 2), (5, None)]
