@@ -100,6 +100,7 @@ EQUIVALENT = {
     "rheotheory.verify.block.xǁBlockVerifierǁ_verify__mutmut_36":
         "range(gamma, -2, -1): the loop always returns at i == 0, so i = -1 is never reached",
     "rheotheory.verify.block.x_ratio_weight__mutmut_6": "r <= 1 returns r where r == 1, the same value and type as r*0+1",
+    "rheotheory.verify.rules.x__min1__mutmut_5": "as block ratio_weight__mutmut_6: r <= 1 returns r == 1 itself",
     "rheotheory.verify.block.x_residual_step__mutmut_18":
         "S*1 instead of S*0 where den = S + 1 - a <= 0: S >= 0 and a <= 1 force S = 0 there",
     "rheotheory.verify.block.x_residual_step__mutmut_20":
@@ -107,6 +108,7 @@ EQUIVALENT = {
     "rheotheory.verify.block.x_residual_step__mutmut_22": "same as residual_step__mutmut_20",
     "rheotheory.verify.rules.x__kseq_c__mutmut_5": "beta*1 + k instead of beta*0 + k inside `if beta == 0`",
     "rheotheory.verify.rules.x_kseq__mutmut_6": "p/1 instead of p*1: the same values in a new array",
+    "rheotheory.verify.rules.x_output_law__mutmut_2": "emit/1 instead of emit*1: the same values in a new array",
     "rheotheory.verify.rules.x_kseq__mutmut_69":
         "p*1 instead of p*0 where fail = (1-beta)^k = 0: then beta = 1, every candidate is accepted "
         "(a = m/q = 1), rest = 0 and emit = rest*resid = 0 either way (exactly; in float up to "
@@ -130,6 +132,9 @@ EQUIVALENT = {
     "rheotheory.trees.static.x_build_static__mutmut_7": "as build_static__mutmut_5 (score in another number type)",
     "rheotheory.trees.static.x_build_static__mutmut_10": "as build_static__mutmut_5 (score 2)",
     "rheotheory.trees.static.x_build_static__mutmut_12": "as build_static__mutmut_5 (root score None)",
+    "rheotheory.trees.static.x_build_static__mutmut_102": "as build_static__mutmut_5 (sampled nodes' score None)",
+    "rheotheory.trees.static.x_build_static__mutmut_84":
+        "SampleGroup.key=None: nothing in the package reads a group's key",
     "rheotheory.trees.static.x_build_static__mutmut_20":
         "n_children.get(parent, None): the default is never used, the parsed shape is sorted BFS "
         "so every parent's entry exists before its children are counted",
@@ -204,10 +209,9 @@ def main(argv=None) -> int:
     out = ROOT / "benchmarks" / "results" / "mutation.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
-    if not args.summary:
-        from rheotheory.provenance import write_provenance
+    from rheotheory.provenance import write_provenance
 
-        write_provenance(out, started=started)
+    write_provenance(out, started=started)
     print(json.dumps({k: summary[k] for k in ("tool", "mutants", "counts", "score")}, indent=1))
     for name in summary["survived"]:
         print("survived:", name)

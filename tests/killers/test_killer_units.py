@@ -539,6 +539,9 @@ def test_static_builder_expands_past_leaves_and_empty_slots():
     shape = [(0,), (1,), (2,), (0, 0), (0, 0, 0)]
     tree = build_static(pair, shape, "wor", ReplayChooser([1, 0, 2, 0]))
     assert _tokens(tree) == [(0, 1), (0, None), (1, 0), (3, None)]
+    # i.i.d. children are not limited by the support: three slots from a two-token draft
+    tree = build_static(pair, [(0,), (1,), (2,)], "iid", ReplayChooser([]))
+    assert _tokens(tree) == [(0, None), (0, None), (0, None)]
     with pytest.raises(TreeError, match=r"^unknown sampling mode 'x'; choose from iid, wor$"):
         build_static(pair, shape, "x", ReplayChooser([]))
 
@@ -553,3 +556,34 @@ def test_static_builder_prefetches_each_layer_once():
     tree = build_static(pair, shape, "iid", ReplayChooser([0, 1, 2, 2, 1, 0]))
     assert pair.calls == [[(0,), (1,)], [(1, 2)]]
     assert _tokens(tree) == [(0, 0), (0, 1), (0, None), (1, None), (2, 2), (5, None)]
+
+
+def test_ot_wor_one_token_vocabulary():
+    one = law(1)
+    tr = ot_wor(one, [Candidate(0, law=one)])
+    assert tr.cont == [1] and list(tr.emit) == [0]
+
+
+def test_enumerate_branch_offsets_every_part():
+    assert list(EnumerateBranch().choose([F(1, 4)], [F(1, 4)], [0, F(1, 2)])) == [(0, F(1, 4)), (1, F(1, 4)),
+                                                                                  (3, F(1, 2))]
+
+
+def test_walk_observer_sees_the_node_view_and_the_memo_avoids_recomputing():
+    q = law("1/2", "1/2")
+    p = law("3/4", "1/4")
+    tree = _chain(q, 1)
+    seen = []
+    list(PerNodeWalk(sequential).outcomes(tree, lambda n, u: p, EnumerateBranch(), observe=lambda *a: seen.append(a)))
+    node, p_seen, cands, tr = seen[0]
+    assert node == 0 and list(p_seen) == list(p) and cands == [Candidate(0, law=q)] and tr.cont == [1]
+    calls = []
+
+    def counting(p, cands):
+        calls.append(1)
+        return sequential(p, cands)
+
+    walker, branch = PerNodeWalk(counting), EnumerateBranch()
+    list(walker.outcomes(tree, lambda n, u: p, branch))
+    list(walker.outcomes(tree, lambda n, u: p, branch))
+    assert len(calls) == 2  # two views (s = 0, s = 1), each computed once across both evaluations
