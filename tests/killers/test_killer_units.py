@@ -202,6 +202,7 @@ def test_law_key_and_lookups():
     assert walk._law_key(np.array([0.5, 0.5])) == np.array([0.5, 0.5]).tobytes()
     assert walk.tree_verifier("traversal") is TRAVERSAL
     assert walk.tree_verifier("ot").rule is ot and walk.tree_verifier("ot").name == "ot"
+    assert walk.tree_verifier("rrs-wor").name == "rrs-wor" and walk.tree_verifier("rrs-wor").rule is sequential
     with pytest.raises(VerifierError, match="unknown verifier"):
         walk.tree_verifier("nope")
     assert walk.as_tree_verifier(TRAVERSAL) is TRAVERSAL
