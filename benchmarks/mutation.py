@@ -140,6 +140,16 @@ EQUIVALENT = {
         "so every parent's entry exists before its children are counted",
     "rheotheory.trees.static.x_build_static__mutmut_22": "as build_static__mutmut_20 (no default)",
     "rheotheory.trees.static.x_build_static__mutmut_25": "as build_static__mutmut_20 (default 1)",
+    "rheotheory.trees.tree.xǁTreeǁadd__mutmut_2":
+        "pos = None for a node without a sample group: pos is read only for group members "
+        "(member_law, pending_draws) and in canonical_key, where every ungrouped node gets the "
+        "same value, so equal keys stay equal",
+    "rheotheory.trees.tree.xǁTreeǁadd__mutmut_3": "as add__mutmut_2 (pos = 1)",
+    "rheotheory.trees.tree.xǁTreeǁfinish__mutmut_15":
+        "range(2, n) skips node 1 when dropping orphans: node 1's parent is the root, always kept",
+    "rheotheory.verify.walk.x_method_tree_verifier__mutmut_9":
+        "`A and B or callable(tv)`: differs only for a callable TreeVerifier instance or a callable "
+        "None; no TreeVerifier defines __call__",
     "rheotheory.trees.tree.xǁTreeǁresolve_coarse__mutmut_13":
         "rest_mass >= 0: with no mass outside the block the coarse law equals the member law, so "
         "the coarse draw and the full draw ask the chooser the same law and set the same token",
