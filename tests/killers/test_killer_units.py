@@ -455,12 +455,13 @@ def test_kseq_rho_walks_up_from_the_float_root():
     assert rules._kseq_c(laws.total(laws.minimum(q, p / below)), 8) > below
 
 
-def test_block_root_falls_back_to_the_target_on_an_all_zero_residual(monkeypatch):
+def test_block_root_falls_back_to_the_target_on_an_all_zero_residual():
     p0, p1 = law("1/3", "2/3"), law("1/4", "3/4")
     tree = _chain(law("1/2", "1/2"), 1)
-    monkeypatch.setattr(block, "residual_step", lambda a, P, Q: (a * 0, P * 0))
+    verifier = type("V", (block.BlockVerifier,), {"state_after_rejection": staticmethod(
+        lambda a, P, Q: (a * 0, P * 0))})()
     out = {}
-    for o in block.BLOCK.outcomes(tree, lambda n, u: {0: p0, 1: p1}[n], EnumerateBranch()):
+    for o in verifier.outcomes(tree, lambda n, u: {0: p0, 1: p1}[n], EnumerateBranch()):
         out[o.z] = out.get(o.z, 0) + o.weight
     # s = 0 accepted w.p. min(1, (1/3)/(1/2)) = 2/3, s = 1 always: bonus ~ p1; else the root emits p0
     assert out == {(0, 0): F(1, 3) * F(1, 4), (0, 1): F(1, 3) * F(3, 4), (1, 0): F(1, 2) * F(1, 4),
