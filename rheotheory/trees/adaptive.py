@@ -77,7 +77,7 @@ SAMPLE_ACCEPT = Fraction(3, 4)
 ALL_SAMPLED_FROM_T = 1.0
 
 #: ``head="threshold"``: a ranked token is placed deterministically when its draft probability is at
-#: least this (chosen on the V = 32k sweep grid, README "Adaptive RheoSampling").
+#: least this (chosen on the V = 32k sweep grid, docs/guide/adaptive.md).
 DEFAULT_THRESHOLD = Fraction(1, 4)
 
 
