@@ -52,7 +52,8 @@ OPENERS = (
 )
 
 __all__ = ["HeadTrainConfig", "OPENERS", "sample_prompts", "build_text", "text_sequences", "sample_sequences", "extract", "draft_vocabulary",
-           "train_head", "evaluate_head"]
+           "train_head", "evaluate_head", "vocabulary_by_mass", "chat_messages", "conversation_windows", "sample_chat",
+           "pad_rows", "SHAREGPT_ROLES"]
 
 
 @dataclass(frozen=True)
@@ -154,16 +155,106 @@ def sample_sequences(model, prompts: torch.Tensor, new_tokens: int, seed: int, b
 
 
 @torch.no_grad()
-def extract(model, seqs: torch.Tensor, layers, batch: int = 8, progress=None):
-    """Target features # [N, T, F d] (float16) and log-normalisers # [N, T] (float32) of ``seqs``."""
+def extract(model, seqs: torch.Tensor, layers, batch: int = 8, progress=None, mask=None, mass=None):
+    """Target features # [N, T, F d] (float16) and log-normalisers # [N, T] (float32) of ``seqs``.
+
+    ``mass`` # [V] float64, when given, accumulates the target's next-token law summed over the
+    positions ``mask`` # [N, T] bool marks (all when None): the mass the draft vocabulary is chosen
+    from (:func:`vocabulary_by_mass`)."""
     feats, lse = [], []
     for s in range(0, seqs.shape[0], batch):
         out = model(input_ids=seqs[s:s + batch], output_hidden_states=True, use_cache=False)
         feats.append(target_features(out.hidden_states, layers).half())
-        lse.append(torch.logsumexp(out.logits.float(), dim=-1))
+        logits = out.logits.float()  # [b, T, V]
+        lse.append(torch.logsumexp(logits, dim=-1))
+        if mass is not None:
+            m = slice(None) if mask is None else mask[s:s + batch]
+            mass += torch.exp(logits - lse[-1][..., None])[m].sum(0).double()
         if progress is not None:
             progress.update(min(batch, seqs.shape[0] - s))
     return torch.cat(feats), torch.cat(lse)
+
+
+def vocabulary_by_mass(mass: torch.Tensor, size: int) -> tuple[torch.Tensor, float]:
+    """The ``size`` token ids of largest target mass (ties by smaller id), sorted by id, and the
+    share of the mass they hold."""
+    order = torch.argsort(-mass, stable=True)
+    ids = torch.sort(order[:size]).values
+    return ids, float(mass[ids].sum() / mass.sum())
+
+
+# -- conversation data (ShareGPT) ------------------------------------------------------------------
+#: ShareGPT speaker -> chat-template role (any other speaker, e.g. "gpt", "chatgpt", "bing": assistant).
+SHAREGPT_ROLES = {"human": "user", "user": "user", "system": "system"}
+
+
+def chat_messages(conv: dict, max_chars: int = 4000) -> list[dict]:
+    """A ShareGPT conversation as chat-template messages, each turn cut to ``max_chars``
+    characters (a window reads at most its first few thousand tokens anyway)."""
+    return [{"role": SHAREGPT_ROLES.get(t.get("from"), "assistant"), "content": str(t.get("value") or "")[:max_chars]}
+            for t in conv.get("conversations") or []]
+
+
+def conversation_windows(tokenizer, convs, seq_len: int, n: int, per_conv: int = 2):
+    """Up to ``n`` windows of ``seq_len`` tokens, # [n, seq_len], cut from the start of each
+    conversation of ``convs`` (in order) rendered under the chat template, at most ``per_conv``
+    consecutive windows a conversation; returns (windows, ids of the conversations used)."""
+    rows, used = [], []
+    for conv in convs:
+        if len(rows) >= n:
+            break
+        text = tokenizer.apply_chat_template(chat_messages(conv), tokenize=False)
+        ids = tokenizer.encode(text, add_special_tokens=False)
+        got = [ids[s:s + seq_len] for s in range(0, len(ids) - seq_len + 1, seq_len)][:per_conv]
+        if got:
+            rows += got[:n - len(rows)]
+            used.append(str(conv["id"]))
+    return torch.tensor(rows, dtype=torch.long), used
+
+
+@torch.no_grad()
+def sample_chat(model, prompts, new_tokens: int, seed: int, stop_ids, pad_id: int, batch: int = 16, start: int = 0):
+    """The target's T = 1 answers (full vocabulary) to ``prompts`` (token-id lists of different
+    lengths), batched with left padding; yields, batch by batch from batch ``start``, the rows
+    ``prompt + answer``, the answer ending at its first token of ``stop_ids`` (kept) or after
+    ``new_tokens``. Batch ``b`` draws from a generator seeded ``seed + b``, so a run resumed at
+    any batch gives the rows an uninterrupted run gives."""
+    for b in range(start, (len(prompts) + batch - 1) // batch):
+        chunk = prompts[b * batch:(b + 1) * batch]
+        g = torch.Generator().manual_seed(seed + b)
+        L = max(len(p) for p in chunk)
+        ids = torch.tensor([[pad_id] * (L - len(p)) + list(p) for p in chunk])  # [b, L]
+        att = torch.tensor([[0] * (L - len(p)) + [1] * len(p) for p in chunk])  # [b, L]
+        pos = (att.cumsum(1) - 1).clamp(min=0)
+        res = model(input_ids=ids, attention_mask=att, position_ids=pos, use_cache=True)
+        cache, logits = res.past_key_values, res.logits[:, -1]
+        answers = [[] for _ in chunk]
+        done = torch.zeros(len(chunk), dtype=torch.bool)
+        stop = torch.tensor(sorted(stop_ids))
+        for _ in range(new_tokens):
+            nxt = torch.multinomial(torch.softmax(logits.float(), dim=-1), 1, generator=g)  # [b, 1]
+            for i in range(len(chunk)):
+                if not done[i]:
+                    answers[i].append(int(nxt[i]))
+            done |= torch.isin(nxt[:, 0], stop)
+            if bool(done.all()):
+                break
+            att = torch.cat([att, torch.ones(len(chunk), 1, dtype=att.dtype)], dim=1)
+            pos = pos[:, -1:] + 1
+            res = model(input_ids=nxt, attention_mask=att, position_ids=pos, past_key_values=cache, use_cache=True)
+            cache, logits = res.past_key_values, res.logits[:, -1]
+        yield [list(p) + a for p, a in zip(chunk, answers)]
+
+
+def pad_rows(rows, seq_len: int, pad_id: int):
+    """Right-pad token rows to ``seq_len``: # [N, seq_len] ids and # [N, seq_len] bool (real token)."""
+    ids = torch.full((len(rows), seq_len), pad_id, dtype=torch.long)
+    mask = torch.zeros(len(rows), seq_len, dtype=torch.bool)
+    for i, r in enumerate(rows):
+        r = r[:seq_len]
+        ids[i, :len(r)] = torch.tensor(r)
+        mask[i, :len(r)] = True
+    return ids, mask
 
 
 def draft_vocabulary(seqs: torch.Tensor, vocab_size: int, size: int) -> torch.Tensor:
@@ -180,7 +271,8 @@ def _soft_labels(head: DraftHead, feats, lse, rows):
     return torch.exp(final @ rows.T - lse[..., None])
 
 
-def evaluate_head(head: DraftHead, E, seqs, feats, lse, sparse_k: int, batch: int = 8, steps: int = 3) -> dict:
+def evaluate_head(head: DraftHead, E, seqs, feats, lse, sparse_k: int, batch: int = 8, steps: int = 3,
+                  mask=None) -> dict:
     """Single-draft acceptance sum_v min(p, q) at T = 1 over positions 1.. of ``seqs``: step 1 of the
     unroll (true target features) and the tree depths below it; full and sparse top-k draft laws."""
     d = head.cfg.hidden
@@ -191,9 +283,11 @@ def evaluate_head(head: DraftHead, E, seqs, feats, lse, sparse_k: int, batch: in
     with torch.no_grad():
         for s in range(0, seqs.shape[0], batch):
             tk, ft, ls = seqs[s:s + batch], feats[s:s + batch].float(), lse[s:s + batch]
+            m = (torch.ones_like(tk, dtype=torch.bool) if mask is None else mask[s:s + batch])[:, 1:]
+            m = m[..., None].float()  # [B, T-1, 1]
             outs = head.unrolled(tk, ft, steps, rows)
             p_full = torch.softmax(ft[..., -d:] @ E.T, dim=-1)[:, 1:]  # [B, T-1, V] positions 1..
-            p_d = p_full[..., head.vocab_ids]  # [B, T-1, V_d]
+            p_d = p_full[..., head.vocab_ids] * m  # [B, T-1, V_d]
             for k, lg in enumerate(outs, start=1):
                 lg = lg[:, 1:].float()
                 q = torch.softmax(lg, dim=-1)
@@ -203,22 +297,43 @@ def evaluate_head(head: DraftHead, E, seqs, feats, lse, sparse_k: int, batch: in
                 tot[f"accept_step{k}_top{sparse_k}"] = (tot.get(f"accept_step{k}_top{sparse_k}", 0.0)
                                                        + float(torch.minimum(p_d, qs).sum()))
             tot["vocab_mass"] = tot.get("vocab_mass", 0.0) + float(p_d.sum())
-            count += p_d.shape[0] * p_d.shape[1]
+            count += int(m.sum())
     head.train()
     return {k: round(v / count, 4) for k, v in tot.items()} | {"positions": count}
 
 
-def train_head(head: DraftHead, seqs, feats, lse, cfg: HeadTrainConfig, val=None, progress=None, log=None):
+def train_head(head: DraftHead, seqs, feats, lse, cfg: HeadTrainConfig, val=None, progress=None, log=None,
+               mask=None, resume: dict | None = None, checkpoint=None, checkpoint_every_s: float = 300.0):
     """AdamW with linear warm-up and cosine decay over ``cfg.steps`` steps of ``cfg.batch`` sequences
-    drawn with a seeded generator; returns the loss history (one mean per 50 steps)."""
+    drawn with a seeded generator; returns the loss history (one mean per 50 steps).
+
+    ``mask`` # [N, T] bool: the positions whose next-token law is trained (default: all), e.g. not
+    the right padding of a sample that stopped early. ``checkpoint(state)`` is called with the
+    whole training state (head and optimiser state dicts, generator state, step, history) every
+    ``checkpoint_every_s`` seconds and at the end; passing such a state as ``resume`` continues
+    the run where it stopped, drawing the same batches it would have drawn.
+    """
     g = torch.Generator().manual_seed(cfg.seed)
     params = [p for p in head.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0)
     rows = head.head_rows()
     weights = [cfg.unroll_decay ** k for k in range(cfg.unroll)]
-    hist, run = [], []
+    hist, run, start = [], [], 0
+    if resume is not None:
+        head.load_state_dict(resume["head"])
+        opt.load_state_dict(resume["opt"])
+        g.set_state(resume["gen"])
+        hist, run, start = list(resume["hist"]), list(resume["run"]), int(resume["step"])
+        if progress is not None:
+            progress.update(start)
+
+    def state(step):
+        return {"head": head.state_dict(), "opt": opt.state_dict(), "gen": g.get_state(), "step": step,
+                "hist": list(hist), "run": list(run)}
+
+    last = time.time()
     head.train()
-    for step in range(cfg.steps):
+    for step in range(start, cfg.steps):
         lr = cfg.lr * min(1.0, (step + 1) / cfg.warmup) * 0.5 * (1 + math.cos(math.pi * step / cfg.steps))
         for group in opt.param_groups:
             group["lr"] = lr
@@ -229,7 +344,12 @@ def train_head(head: DraftHead, seqs, feats, lse, cfg: HeadTrainConfig, val=None
         loss = 0.0
         for w, lg, k in zip(weights, outs, range(cfg.unroll)):
             logq = F.log_softmax(lg[:, 1 + k:].float(), dim=-1)
-            loss = loss + w * -(p[:, k:] * logq).sum(-1).mean()
+            ce = -(p[:, k:] * logq).sum(-1)  # [B, T-1-k]
+            if mask is None:
+                loss = loss + w * ce.mean()
+            else:
+                m = mask[idx][:, 1 + k:].float()
+                loss = loss + w * (ce * m).sum() / m.sum().clamp(min=1.0)
         loss = loss / sum(weights)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -243,6 +363,9 @@ def train_head(head: DraftHead, seqs, feats, lse, cfg: HeadTrainConfig, val=None
                 log(f"step {step + 1}: loss {hist[-1]}")
         if progress is not None:
             progress.update(1)
+        if checkpoint is not None and (time.time() - last >= checkpoint_every_s or step + 1 == cfg.steps):
+            checkpoint(state(step + 1))
+            last = time.time()
     return hist
 
 
