@@ -203,7 +203,10 @@ def conversation_windows(tokenizer, convs, seq_len: int, n: int, per_conv: int =
     for conv in convs:
         if len(rows) >= n:
             break
-        text = tokenizer.apply_chat_template(chat_messages(conv), tokenize=False)
+        messages = chat_messages(conv)
+        if not messages:
+            continue
+        text = tokenizer.apply_chat_template(messages, tokenize=False)
         ids = tokenizer.encode(text, add_special_tokens=False)
         got = [ids[s:s + seq_len] for s in range(0, len(ids) - seq_len + 1, seq_len)][:per_conv]
         if got:
