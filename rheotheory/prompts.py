@@ -50,7 +50,7 @@ from .errors import InstanceError
 __all__ = ["Prompt", "PROMPT_SETS", "iter_json_array", "read_sharegpt", "sharegpt_split", "sharegpt_filter",
            "sharegpt_prompts", "humaneval_prompts", "builtin_prompts", "load_set", "select", "parse_prompt_spec",
            "load_prompts", "render", "sharegpt_path", "humaneval_path", "SHAREGPT_MIN_CHARS", "SHAREGPT_MAX_CHARS",
-           "HELD_OUT_PERCENT", "SELECT_SEED"]
+           "HELD_OUT_PERCENT", "SELECT_SEED", "chat_template_of", "encode_prompts"]
 
 #: Shortest first human turn kept (characters, stripped): shorter ones ("hi", "continue") are not a task.
 SHAREGPT_MIN_CHARS = 16
@@ -208,21 +208,26 @@ def humaneval_prompts(path=None) -> tuple[Prompt, ...]:
     return tuple(out)
 
 
-def builtin_prompts() -> tuple[Prompt, ...]:
-    """The hand-written prompts of ``rheo bench`` (raw text)."""
-    from .decode.bench import BENCH_PROMPTS
+def builtin_prompts(texts=None) -> tuple[Prompt, ...]:
+    """Hand-written prompts (raw text): ``texts``, by default those of ``rheo bench`` for the built-in
+    pair (:data:`rheotheory.decode.bench.BENCH_PROMPTS`); ``rheo bench --prompts builtin`` passes
+    the chosen model's own (``SMOL_PROMPTS`` for SmolLM2 and Hugging Face pairs)."""
+    if texts is None:
+        from .decode.bench import BENCH_PROMPTS
 
-    return tuple(Prompt("builtin", str(i), t, chat=False) for i, t in enumerate(BENCH_PROMPTS))
+        texts = BENCH_PROMPTS
+    return tuple(Prompt("builtin", str(i), t, chat=False) for i, t in enumerate(texts))
 
 
-def load_set(name: str) -> tuple[Prompt, ...]:
-    """A whole set by name (``sharegpt``: its held-out split)."""
+def load_set(name: str, builtin=None) -> tuple[Prompt, ...]:
+    """A whole set by name (``sharegpt``: its held-out split; ``builtin``: :func:`builtin_prompts` of
+    ``builtin``)."""
     if name == "sharegpt":
         return sharegpt_prompts("held-out")
     if name == "humaneval":
         return humaneval_prompts()
     if name == "builtin":
-        return builtin_prompts()
+        return builtin_prompts(builtin)
     raise InstanceError(f"unknown prompt set {name!r}; use {', '.join(PROMPT_SETS)}")
 
 
@@ -268,9 +273,10 @@ def parse_prompt_spec(spec: str) -> list[tuple[str, int | None]]:
     return out
 
 
-def load_prompts(spec: str) -> dict[str, tuple[Prompt, ...]]:
-    """Set name -> its selected prompts, for a spec such as ``"sharegpt:20,humaneval:10,builtin"``."""
-    return {name: select(load_set(name), n) for name, n in parse_prompt_spec(spec)}
+def load_prompts(spec: str, builtin=None) -> dict[str, tuple[Prompt, ...]]:
+    """Set name -> its selected prompts, for a spec such as ``"sharegpt:20,humaneval:10,builtin"``
+    (``builtin``: the hand-written texts, see :func:`builtin_prompts`)."""
+    return {name: select(load_set(name, builtin), n) for name, n in parse_prompt_spec(spec)}
 
 
 def render(prompt: Prompt, tokenizer, chat_template=None) -> list[int]:
@@ -294,3 +300,47 @@ def render(prompt: Prompt, tokenizer, chat_template=None) -> list[int]:
     except TypeError:
         ids = tokenizer.encode(text)
     return list(getattr(ids, "ids", ids))
+
+
+def chat_template_of(pair):
+    """A function text -> text that renders one user turn under ``pair``'s chat template (and the
+    assistant's opening), or None when the pair has none: a Hugging Face tokenizer's own
+    template; for the SmolLM2 pair, the template its GGUF file carries."""
+    tok = getattr(pair, "tokenizer", None)
+    if tok is None or not getattr(tok, "chat_template", None):
+        try:
+            from .decode.smollm import SmolPair
+        except ImportError:
+            return None
+        if not isinstance(pair, SmolPair):
+            return None
+        tok = _smollm2_chat_tokenizer()
+
+    def apply(text: str) -> str:
+        return tok.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
+                                       add_generation_prompt=True)
+
+    return apply
+
+
+def _smollm2_chat_tokenizer():
+    # NOTE: the converted SmolLM2 copy keeps only the fast tokenizer's vocabulary; its chat template
+    # is read from the GGUF file, through transformers (the smollm extra).
+    from transformers import AutoTokenizer
+
+    from .decode.smollm import find_gguf
+
+    g = find_gguf()
+    return AutoTokenizer.from_pretrained(str(g.parent), gguf_file=g.name)
+
+
+def encode_prompts(prompts, pair) -> list[list[int]]:
+    """Token ids of each prompt for ``pair`` (its ``encode``; chat prompts under its chat template,
+    :func:`chat_template_of`); a one-line error when a chat prompt meets a pair without one."""
+    template = None
+    if any(p.chat for p in prompts):
+        template = chat_template_of(pair)
+        if template is None:
+            raise InstanceError(f"the {prompts[0].set if prompts else ''} prompts are chat turns; this model pair has "
+                                "no chat template (use humaneval or builtin prompts)")
+    return [list(pair.encode(template(p.text) if p.chat else p.text)) for p in prompts]

@@ -151,3 +151,35 @@ def test_render_chat_and_completion():
 
     with pytest.raises(InstanceError, match="chat template"):
         P.render(chat, NoTemplate())
+
+
+def test_encode_prompts_needs_a_chat_template_for_chat_prompts():
+    class Pair:  # a pair without a tokenizer (the built-in character-level pair)
+        def encode(self, text):
+            return [ord(c) for c in text]
+
+    code = P.Prompt("humaneval", "b", "def f(", chat=False)
+    assert P.encode_prompts([code], Pair()) == [[ord(c) for c in "def f("]]
+    with pytest.raises(InstanceError, match="no chat template"):
+        P.encode_prompts([P.Prompt("sharegpt", "a", "hi there", chat=True)], Pair())
+
+
+def test_bench_reports_each_prompt_set(capsys):
+    from rheotheory.cli import main
+
+    rc = main(["bench", "--methods", "chain", "--temperatures", "1", "--max-new-tokens", "4", "--repeats", "1",
+               "--prompts", "builtin", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 0 and d["prompt_sets"] == {"builtin": {"prompts": 6, "repeats": 1}}
+    assert {r["prompt_set"] for r in d["rows"]} == {"builtin"} and len(d["rows"]) == 2
+
+
+@pytest.mark.parametrize("spec, msg", [("bogus:2", "unknown prompt set"), ("builtin:0", "positive integer"),
+                                       ("sharegpt:2", "no chat template")])
+def test_bench_bad_prompt_sets_are_one_line(capsys, monkeypatch, sharegpt_file, spec, msg):
+    from rheotheory.cli import main
+
+    monkeypatch.setattr(P, "sharegpt_path", lambda: sharegpt_file)
+    rc = main(["bench", "--methods", "chain", "--temperatures", "1", "--max-new-tokens", "4", "--prompts", spec])
+    err = capsys.readouterr().err
+    assert rc == 2 and msg in err and err.count("\n") == 1

@@ -35,6 +35,11 @@ def register(sub) -> None:
     b.add_argument("--repeats", type=int_range(1, MAX_REPEATS), default=None,
                    help=f"passes over the prompts, 1..{MAX_REPEATS} (default: the fewest that give every row at "
                    f"least {MIN_BENCH_STEPS} steps, 2 for the built-in pair at the defaults)")
+    b.add_argument("--prompts", default=None, metavar="SET[:N],...",
+                   help="prompt sets, each reported on its own: sharegpt[:N] (first human turns of held-out ShareGPT "
+                   "conversations under the model's chat template; extra sharegpt), humaneval[:N] (HumanEval "
+                   "problems as code completion; extra humaneval), builtin (the model's hand-written prompts). "
+                   "N: a fixed seeded subset, the first N of one permutation (rheotheory.prompts). Default: builtin")
     add_model_arguments(b)
     add_progress(b)
     b.set_defaults(func=run)
@@ -55,33 +60,50 @@ def run(args) -> int:
             for spec, m in named for t in args.temperatures]
     warn_if_lossy(runs)
     set_threads(torch, args.threads)
-    pair, prompts = load_pair(args)
-    check_model_fits(args, pair, prompts, runs)
+    pair, builtin = load_pair(args)
+    if args.prompts is None:
+        sets = {"builtin": list(builtin)}
+    else:
+        from ..prompts import encode_prompts, load_prompts
+
+        sets = {name: encode_prompts(ps, pair) for name, ps in load_prompts(args.prompts, builtin).items()}
+    for prompts in sets.values():
+        check_model_fits(args, pair, prompts, runs)
     log = None if args.json else print
-    repeats = args.repeats if args.repeats is not None else default_repeats(runs, len(prompts), args.max_new_tokens)
+    reps = {name: args.repeats if args.repeats is not None else default_repeats(runs, len(ps), args.max_new_tokens)
+            for name, ps in sets.items()}
     top = draft_top_k_option(args)
     draft_k = DecodeConfig(**top).draft_k(pair.target.cfg.vocab_size)
     t_target, t_draft, ratio = cost_ratio(pair)
     if log:
         print(f"{args.model} pair on {args.device}: target {pair.target.num_params()} params, draft "
-              f"{pair.draft.num_params()} params; {args.max_new_tokens} tokens x {len(prompts)} prompts x "
-              f"{repeats} passes per row; draft law: "
+              f"{pair.draft.num_params()} params; {args.max_new_tokens} tokens per prompt; prompts x passes per row: "
+              + ", ".join(f"{name} {len(ps)} x {reps[name]}" for name, ps in sets.items()) + "; draft law: "
               + ("full softmax" if draft_k is None else f"top-{draft_k} logits"))
         for name, m in named:
             print(f"  {name}: {m.describe()}")
         print(f"one cached pass: target {t_target * 1e3:.2f} ms, draft {t_draft * 1e3:.2f} ms "
               f"(cost ratio {ratio:.2f})")
         print("tok/step: mean |Z| per step, 95% CI = mean +- 1.96 sd / sqrt(steps)")
-        print(format_table([], header=True))
-    total = bench_runs(len(named), len(args.temperatures), len(prompts), repeats)
+    out = []
+    total = sum(bench_runs(len(named), len(args.temperatures), len(ps), reps[name]) for name, ps in sets.items())
     with progress_bar(args, total, "bench", "prompt") as bar:
-        rows = run_bench(pair, [m for _, m in named], args.temperatures, args.max_new_tokens, repeats, args.seed,
-                         prompts=prompts, top_k=args.target_top_k, top_p=args.target_top_p, log=log,
-                         draft_temp=args.draft_temperature, names=[n for n, _ in named], progress=bar.update, **top)
+        for set_name, prompts in sets.items():
+            if log:
+                if args.prompts is not None:
+                    print(f"\nprompt set {set_name} ({len(prompts)} prompts x {reps[set_name]} passes)")
+                print(format_table([], header=True))
+            got = run_bench(pair, [m for _, m in named], args.temperatures, args.max_new_tokens, reps[set_name],
+                            args.seed, prompts=prompts, top_k=args.target_top_k, top_p=args.target_top_p, log=log,
+                            draft_temp=args.draft_temperature, names=[n for n, _ in named], progress=bar.update,
+                            **top)
+            out += [dict(r, prompt_set=set_name) for r in table_json(got)]
     if args.json:
         print(json.dumps({"device": args.device, "target_pass_s": t_target, "draft_pass_s": t_draft,
-                          "cost_ratio": ratio, "repeats": repeats, "prompts": len(prompts),
+                          "cost_ratio": ratio, "repeats": reps[next(iter(sets))],
+                          "prompts": len(next(iter(sets.values()))),
+                          "prompt_sets": {name: {"prompts": len(ps), "repeats": reps[name]} for name, ps in sets.items()},
                           "max_new_tokens": args.max_new_tokens, "draft_top_k": draft_k,
-                          "ci95": "mean of per-step |Z| +- 1.96 sd / sqrt(steps)", "rows": table_json(rows)}))
-    # NOTE: the text table was printed as it was made, one block of rows per temperature
+                          "ci95": "mean of per-step |Z| +- 1.96 sd / sqrt(steps)", "rows": out}))
+    # NOTE: the text table was printed as it was made, one block of rows per temperature (and prompt set)
     return 0

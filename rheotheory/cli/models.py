@@ -81,7 +81,7 @@ def check_model_fits(args, pair, prompts, methods) -> None:
     if positions is None:
         return
     depth = max((m.depth for m in methods if m.nodes > 0), default=0)
-    longest = max(len(pair.encode(p)) for p in prompts)
+    longest = max(len(pair.encode(p)) if isinstance(p, str) else len(p) for p in prompts)  # texts or token ids
     if longest + args.max_new_tokens + depth + 1 > positions:
         raise RheoError(f"prompt ({longest} tokens) + --max-new-tokens {args.max_new_tokens} + tree depth {depth} "
                         f"+ 1 exceed the model's {positions} positions")

@@ -99,7 +99,8 @@ class BenchRow:
 def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, seed: int,
               prompts=BENCH_PROMPTS, top_k=None, top_p=None, log=None, draft_temp=None,
               names=None, draft_top_k=AUTO_DRAFT_TOP_K, progress=None) -> list[BenchRow]:
-    """Decode every prompt ``repeats`` times with each method and temperature.
+    """Decode every prompt ``repeats`` times with each method and temperature; ``prompts``: texts
+    (encoded by the pair) or token-id lists.
 
     Methods are interleaved (prompt by prompt) so that a change in machine load affects them
     alike; the first method is the speed-up baseline. Tokens per step counts every step whole
@@ -117,13 +118,13 @@ def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, se
         sizes = [[] for _ in methods]  # per-step |Z| of each method
         for m, gen in zip(methods, gens):
             # NOTE: one untimed warm-up run per method so start-up costs are not billed.
-            decode(pair.target, pair.draft, pair.encode(prompts[0]), m, cfg, gen)
+            decode(pair.target, pair.draft, _ids(pair, prompts[0]), m, cfg, gen)
             if progress is not None:
                 progress(1)
         for _ in range(repeats):
             for text in prompts:
                 for m, gen, a, z in zip(methods, gens, acc, sizes):
-                    r = decode(pair.target, pair.draft, pair.encode(text), m, cfg, gen)
+                    r = decode(pair.target, pair.draft, _ids(pair, text), m, cfg, gen)
                     a[0] += sum(s.accepted + 1 for s in r.steps)
                     a[1] += len(r.steps)
                     a[2] += len(r.tokens)
@@ -143,6 +144,12 @@ def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, se
         if log is not None:
             log(format_table(block, header=False))
     return rows
+
+
+def _ids(pair, prompt) -> list[int]:
+    """A prompt's token ids: a text is encoded by the pair, a token-id list (a rendered prompt set,
+    :func:`rheotheory.prompts.encode_prompts`) is taken as it is."""
+    return pair.encode(prompt) if isinstance(prompt, str) else list(prompt)
 
 
 #: Passes timed by :func:`cost_ratio` per model.
