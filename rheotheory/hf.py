@@ -1,11 +1,16 @@
 """Speculative decoding from ``transformers``' own ``generate``: a ``custom_generate`` callable.
 
-Usage (p = the model ``generate`` is called on, q = ``draft_model``; both share one vocabulary)::
+Usage (p = the model ``generate`` is called on, q = ``assistant_model``, as ``transformers`` names
+the draft of its own assisted decoding, or its alias ``draft_model``; both share one vocabulary)::
 
     import rheotheory.hf
-    out = target.generate(input_ids, custom_generate=rheotheory.hf.generate, draft_model=draft,
-                          do_sample=True, temperature=1.0, max_new_tokens=64, method="rheo-tuned")
+    out = target.generate(input_ids, custom_generate=rheotheory.hf.generate, assistant_model=draft,
+                          do_sample=True, temperature=1.0, max_new_tokens=64, method="rheo-tuned",
+                          tree_top_k=4, tree_depth=6, tree_budget=20)
     # out: LongTensor [1, prompt + new], as generate returns
+
+``tree_top_k``, ``tree_depth``, ``tree_budget`` set the tree size (K, D, N) of the method; one
+the method has no field for is refused (``chain`` has no budget).
 
 or, without going through ``generate``, ``rheotheory.hf.generate(target, input_ids, draft_model=draft,
 ...)`` with the same keywords.
@@ -134,10 +139,37 @@ def _direct_config(model, kwargs: dict):
     return gc
 
 
+def _assistant_of_generate(model):
+    """The ``assistant_model`` given to ``model.generate`` when this function runs as its
+    ``custom_generate``, else None.
+
+    NOTE: ``transformers`` (5.24, as 4.57) keeps ``assistant_model``, a parameter of ``generate``
+    itself, from a callable ``custom_generate``: it only decides the generation mode with it. The
+    argument is read from the calling ``generate`` frame (the frame whose ``self`` is ``model``),
+    a few frames up (its ``no_grad`` wrappers and this function's).
+    """
+    import inspect
+
+    frame = inspect.currentframe()
+    try:
+        f = frame.f_back
+        for _ in range(8):
+            if f is None:
+                return None
+            loc = f.f_locals
+            if f.f_code.co_name == "generate" and loc.get("self") is model and "assistant_model" in loc:
+                return loc["assistant_model"]
+            f = f.f_back
+        return None
+    finally:
+        del frame
+
+
 @torch.no_grad()
 def generate(model, input_ids: torch.Tensor, draft_model=None, method: str | Method = DEFAULT_METHOD,
              seed: int | None = None, generator: torch.Generator | None = None, logits_processor=None,
-             stopping_criteria=None, generation_config=None, **kwargs) -> torch.LongTensor:
+             stopping_criteria=None, generation_config=None, assistant_model=None, tree_top_k: int | None = None,
+             tree_depth: int | None = None, tree_budget: int | None = None, **kwargs) -> torch.LongTensor:
     """Speculative decoding of ``model`` (the target p) with ``draft_model`` (the draft q).
 
     Parameters
@@ -145,10 +177,15 @@ def generate(model, input_ids: torch.Tensor, draft_model=None, method: str | Met
     model : a ``transformers`` decoder-only causal LM.
     input_ids : LongTensor (1, prompt) or (prompt,)
         The prompt; batch size 1 only.
-    draft_model : a causal LM with the same vocabulary (None only for ``method="autoregressive"``).
+    draft_model, assistant_model : the draft, a causal LM with the same vocabulary (None only for
+        ``method="autoregressive"``); ``assistant_model`` is ``transformers``' name for it (given to
+        ``generate``, it is read from there), ``draft_model`` an alias; give one of them.
     method : a preset name (``"rheo-tuned"``, ``"eagle"``, ``"chain"``...), a spec string
         (``"rheo:proxy=tail"``) or a :class:`~rheotheory.methods.Method`; tree sizes it leaves open
         come from :data:`~rheotheory.methods.TREE_SIZES` row ``"model"``.
+    tree_top_k, tree_depth, tree_budget : the tree size (K, D, N) of the method, overriding
+        row ``"model"`` of :data:`~rheotheory.methods.TREE_SIZES` and the spec's own; a size the
+        method has no field for is refused.
     seed, generator : the randomness of the run: a CPU ``torch.Generator``, or a seed for one;
         neither: a seed drawn from torch's global generator (so ``torch.manual_seed`` pins it).
     logits_processor, stopping_criteria, generation_config : what ``generate`` hands a
@@ -167,6 +204,12 @@ def generate(model, input_ids: torch.Tensor, draft_model=None, method: str | Met
         The prompt followed by at most ``max_new_tokens`` new tokens, cut after the first
         ``eos_token_id``, on ``input_ids``' device.
     """
+    if assistant_model is None:
+        assistant_model = _assistant_of_generate(model)
+    if assistant_model is not None:
+        if draft_model is not None and draft_model is not assistant_model:
+            _refuse("give the draft as assistant_model or as draft_model, not both")
+        draft_model = assistant_model
     gc = generation_config if generation_config is not None else _direct_config(model, kwargs)
     _check_config(gc)
     ids = torch.as_tensor(input_ids)
@@ -199,7 +242,7 @@ def generate(model, input_ids: torch.Tensor, draft_model=None, method: str | Met
         _refuse("pass seed or generator, not both")
     target = model if isinstance(model, HFLM) else HFLM(model)
     draft = draft_model if draft_model is None or isinstance(draft_model, HFLM) else HFLM(draft_model)
-    resolved = resolve(method, size=TREE_SIZE)
+    resolved = resolve(method, size=TREE_SIZE, top_k=tree_top_k, depth=tree_depth, budget=tree_budget)
     new = decode(target, draft, prompt, resolved, cfg, generator).tokens  # [max_new_tokens] ids
 
     eos = _eos_ids(gc)

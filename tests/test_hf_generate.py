@@ -108,3 +108,42 @@ def test_direct_call_refuses_with_one_line(pair, kwargs, match):
     with pytest.raises(RheoError, match=match) as err:
         rheotheory.hf.generate(target, draft_model=draft, max_new_tokens=4, **kwargs)
     assert "\n" not in str(err.value)
+
+
+def test_assistant_model_as_transformers_names_it(pair):
+    """``assistant_model=`` (transformers' name) reaches the callable like ``draft_model=``, through
+    ``generate`` and in a direct call: the same seed gives the same tokens."""
+    target, draft = pair
+    ids = torch.tensor(PROMPT)
+    kw = dict(custom_generate=rheotheory.hf.generate, do_sample=True, temperature=1.0, max_new_tokens=12,
+              seed=5)
+    via_assistant = target.generate(ids, assistant_model=draft, **kw)
+    via_draft = target.generate(ids, draft_model=draft, **kw)
+    assert via_assistant.tolist() == via_draft.tolist()
+    direct = rheotheory.hf.generate(target, ids, assistant_model=draft, max_new_tokens=12, seed=5)
+    assert direct.tolist() == rheotheory.hf.generate(target, ids, draft_model=draft, max_new_tokens=12,
+                                                     seed=5).tolist()
+    with pytest.raises(RheoError, match="not both"):
+        rheotheory.hf.generate(target, ids, assistant_model=draft, draft_model=target, max_new_tokens=4)
+
+
+def test_tree_size_keywords(pair, monkeypatch):
+    """tree_top_k / tree_depth / tree_budget reach the method the engine runs; a size the method
+    lacks is refused."""
+    import rheotheory.hf as hf
+
+    target, draft = pair
+    seen = []
+    real = hf.decode
+
+    def spy(t, d, prompt, method, cfg, gen):
+        seen.append(method)
+        return real(t, d, prompt, method, cfg, gen)
+
+    monkeypatch.setattr(hf, "decode", spy)
+    target.generate(torch.tensor(PROMPT), custom_generate=hf.generate, assistant_model=draft, do_sample=False,
+                    max_new_tokens=4, method="rheo-tuned", tree_top_k=2, tree_depth=3, tree_budget=5)
+    got = seen[-1].to_dict()
+    assert (got["top_k"], got["depth"], got["budget"]) == (2, 3, 5)
+    with pytest.raises(RheoError, match="budget"):
+        hf.generate(target, torch.tensor(PROMPT), draft_model=draft, method="chain", tree_budget=5, max_new_tokens=4)
