@@ -39,9 +39,9 @@ import torch
 
 from rheotheory import prompts as P
 from rheotheory.decode.bench import cost_ratio
-from rheotheory.decode.draft_head import HEAD_FILES, SMOLLM2_HEAD_DIR
+from rheotheory.decode.draft_head import HEAD_FILES
 from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode
-from rheotheory.decode.smollm import load_smollm2
+from rheotheory.decode.smollm_pair import SMOLLM2_HEAD_DIR, load_smollm2
 from rheotheory.provenance import write_provenance
 
 #: The answers' seed (head training used 20261130/20261131 and 20261201-20261203).

@@ -47,7 +47,8 @@ import torch
 from tqdm import tqdm
 
 from rheotheory import prompts as P
-from rheotheory.decode.draft_head import SMOLLM2_HEAD_DIR, DraftHead, HeadConfig, save_head
+from rheotheory.decode.draft_head import DraftHead, HeadConfig, save_head
+from rheotheory.decode.smollm_pair import SMOLLM2_HEAD_DIR
 from rheotheory.decode.smollm import SmolConfig
 from rheotheory.decode.train_head import (HeadTrainConfig, check_llama_like, conversation_windows, evaluate_head,
                                           extract, init_from_target, pad_rows, sample_chat, train_head,
