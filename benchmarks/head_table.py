@@ -38,7 +38,7 @@ from pathlib import Path
 import torch
 
 from rheotheory import prompts as P
-from rheotheory.decode.bench import cost_ratio
+from rheotheory.decode.bench import chat_template_of, cost_ratio
 from rheotheory.decode.draft_head import HEAD_FILES
 from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode
 from rheotheory.decode.smollm_pair import SMOLLM2_HEAD_DIR, load_smollm2
@@ -112,7 +112,8 @@ def main() -> int:
         heads.insert(0, "shipped")
     base = load_smollm2(draft="layers:1")
     chosen = P.load_prompts(f"sharegpt:{args.sharegpt},humaneval:{args.humaneval}")
-    ids = {name: P.encode_prompts(ps, base) for name, ps in chosen.items()}
+    template = chat_template_of(base)
+    ids = {name: P.encode_prompts(ps, base, template) for name, ps in chosen.items()}
     rows = answers(base, ids, args.tokens)
     table = []
     for spec in heads:

@@ -20,8 +20,8 @@ Three sets, each a tuple of :class:`Prompt` (set name, stable id, text, how to r
   ``humaneval``), used as **code completion**: the prompt is the problem's ``prompt`` field
   (imports, signature and docstring) as raw text, no chat template, the way HumanEval is
   scored (the model continues the function body).
-- ``builtin``: the hand-written prompts of :data:`rheotheory.decode.bench.BENCH_PROMPTS`
-  (Python source openings), raw text.
+- ``builtin``: a model pair's own hand-written prompts, raw text (``rheo bench`` passes the
+  chosen pair's).
 
 :func:`select` picks a fixed subset: ``sharegpt:N`` is the first N held-out prompts in the order
 of a seeded permutation (:data:`SELECT_SEED`), so ``sharegpt:10`` is a prefix of
@@ -50,7 +50,7 @@ from .errors import InstanceError
 __all__ = ["Prompt", "PROMPT_SETS", "iter_json_array", "read_sharegpt", "sharegpt_split", "sharegpt_filter",
            "sharegpt_prompts", "humaneval_prompts", "builtin_prompts", "load_set", "select", "parse_prompt_spec",
            "load_prompts", "render", "sharegpt_path", "humaneval_path", "SHAREGPT_MIN_CHARS", "SHAREGPT_MAX_CHARS",
-           "HELD_OUT_PERCENT", "SELECT_SEED", "chat_template_of", "encode_prompts"]
+           "HELD_OUT_PERCENT", "SELECT_SEED", "encode_prompts"]
 
 #: Shortest first human turn kept (characters, stripped): shorter ones ("hi", "continue") are not a task.
 SHAREGPT_MIN_CHARS = 16
@@ -208,14 +208,13 @@ def humaneval_prompts(path=None) -> tuple[Prompt, ...]:
     return tuple(out)
 
 
-def builtin_prompts(texts=None) -> tuple[Prompt, ...]:
-    """Hand-written prompts (raw text): ``texts``, by default those of ``rheo bench`` for the built-in
-    pair (:data:`rheotheory.decode.bench.BENCH_PROMPTS`); ``rheo bench --prompts builtin`` passes
-    the chosen model's own (``SMOL_PROMPTS`` for SmolLM2 and Hugging Face pairs)."""
+def builtin_prompts(texts) -> tuple[Prompt, ...]:
+    """Hand-written prompts (raw text): ``texts``, a model pair's own (``rheo bench --prompts builtin``
+    passes the chosen model's: ``BENCH_PROMPTS`` for the built-in pair, ``SMOL_PROMPTS`` for SmolLM2
+    and Hugging Face pairs)."""
     if texts is None:
-        from .decode.bench import BENCH_PROMPTS
-
-        texts = BENCH_PROMPTS
+        raise InstanceError("the builtin prompt set is a model pair's own hand-written prompts; pass them "
+                            "(builtin=...)")
     return tuple(Prompt("builtin", str(i), t, chat=False) for i, t in enumerate(texts))
 
 
@@ -302,45 +301,19 @@ def render(prompt: Prompt, tokenizer, chat_template=None) -> list[int]:
     return list(getattr(ids, "ids", ids))
 
 
-def chat_template_of(pair):
-    """A function text -> text that renders one user turn under ``pair``'s chat template (and the
-    assistant's opening), or None when the pair has none: a Hugging Face tokenizer's own
-    template; for the SmolLM2 pair, the template its GGUF file carries."""
-    tok = getattr(pair, "tokenizer", None)
-    if tok is None or not getattr(tok, "chat_template", None):
-        try:
-            from .decode.smollm import SmolPair
-        except ImportError:
-            return None
-        if not isinstance(pair, SmolPair):
-            return None
-        tok = _smollm2_chat_tokenizer()
+def encode_prompts(prompts, pair, chat_template=None) -> list[list[int]]:
+    """Token ids of each prompt for ``pair`` (its ``encode``): chat prompts rendered by
+    ``chat_template`` (a function text -> text: one user turn and the assistant's opening; by
+    default the pair's Hugging Face tokenizer's template), completion prompts as they are; a
+    one-line error when a chat prompt meets a pair without a template."""
+    if chat_template is None and any(p.chat for p in prompts):
+        tok = getattr(pair, "tokenizer", None)
+        if tok is None or not getattr(tok, "chat_template", None):
+            raise InstanceError(f"the {prompts[0].set} prompts are chat turns; this model pair has no chat template "
+                                "(use humaneval or builtin prompts)")
 
-    def apply(text: str) -> str:
-        return tok.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
-                                       add_generation_prompt=True)
+        def chat_template(text):
+            return tok.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
+                                           add_generation_prompt=True)
 
-    return apply
-
-
-def _smollm2_chat_tokenizer():
-    # NOTE: the converted SmolLM2 copy keeps only the fast tokenizer's vocabulary; its chat template
-    # is read from the GGUF file, through transformers (the smollm extra).
-    from transformers import AutoTokenizer
-
-    from .decode.smollm import find_gguf
-
-    g = find_gguf()
-    return AutoTokenizer.from_pretrained(str(g.parent), gguf_file=g.name)
-
-
-def encode_prompts(prompts, pair) -> list[list[int]]:
-    """Token ids of each prompt for ``pair`` (its ``encode``; chat prompts under its chat template,
-    :func:`chat_template_of`); a one-line error when a chat prompt meets a pair without one."""
-    template = None
-    if any(p.chat for p in prompts):
-        template = chat_template_of(pair)
-        if template is None:
-            raise InstanceError(f"the {prompts[0].set if prompts else ''} prompts are chat turns; this model pair has "
-                                "no chat template (use humaneval or builtin prompts)")
-    return [list(pair.encode(template(p.text) if p.chat else p.text)) for p in prompts]
+    return [list(pair.encode(chat_template(p.text) if p.chat else p.text)) for p in prompts]

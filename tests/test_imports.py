@@ -35,7 +35,7 @@ FLOORS = (
     ("evaluations", ("exact", "montecarlo")),
     ("analyses", ("lp_optimum", "counterexample", "sweep", "stats")),
     ("public API", ("",)),
-    ("real models", ("decode", "hf", "prompts")),
+    ("real models", ("decode", "hf")),
     ("commands and test helpers", ("cli", "testing")),
 )
 

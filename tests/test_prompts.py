@@ -121,8 +121,10 @@ def test_prompt_spec_errors(bad):
 def test_builtin_set_and_load_prompts():
     from rheotheory.decode.bench import BENCH_PROMPTS
 
-    got = P.load_prompts("builtin")
+    got = P.load_prompts("builtin", builtin=BENCH_PROMPTS)
     assert list(got) == ["builtin"] and [p.text for p in got["builtin"]] == list(BENCH_PROMPTS)
+    with pytest.raises(InstanceError, match="builtin"):
+        P.load_prompts("builtin")
 
 
 class _Tok:
@@ -159,7 +161,9 @@ def test_encode_prompts_needs_a_chat_template_for_chat_prompts():
             return [ord(c) for c in text]
 
     code = P.Prompt("humaneval", "b", "def f(", chat=False)
+    chat = P.Prompt("sharegpt", "a", "hi", chat=True)
     assert P.encode_prompts([code], Pair()) == [[ord(c) for c in "def f("]]
+    assert P.encode_prompts([chat], Pair(), lambda t: f"[{t}]") == [[ord(c) for c in "[hi]"]]
     with pytest.raises(InstanceError, match="no chat template"):
         P.encode_prompts([P.Prompt("sharegpt", "a", "hi there", chat=True)], Pair())
 

@@ -64,9 +64,12 @@ def run(args) -> int:
     if args.prompts is None:
         sets = {"builtin": list(builtin)}
     else:
+        from ..decode.bench import chat_template_of
         from ..prompts import encode_prompts, load_prompts
 
-        sets = {name: encode_prompts(ps, pair) for name, ps in load_prompts(args.prompts, builtin).items()}
+        chosen = load_prompts(args.prompts, builtin)
+        template = chat_template_of(pair) if any(p.chat for ps in chosen.values() for p in ps) else None
+        sets = {name: encode_prompts(ps, pair, template) for name, ps in chosen.items()}
     for prompts in sets.values():
         check_model_fits(args, pair, prompts, runs)
     log = None if args.json else print

@@ -146,6 +146,30 @@ def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, se
     return rows
 
 
+def chat_template_of(pair):
+    """A function text -> text rendering one user turn under ``pair``'s chat template (and the
+    assistant's opening), or None when it has none: a Hugging Face tokenizer's own template; for
+    the SmolLM2 pair (whose converted copy keeps only the fast tokenizer) the template its GGUF
+    file carries, read through ``transformers``."""
+    tok = getattr(pair, "tokenizer", None)
+    if tok is None or not getattr(tok, "chat_template", None):
+        from .smollm import SmolPair
+
+        if not isinstance(pair, SmolPair):
+            return None
+        from transformers import AutoTokenizer
+
+        from .smollm import find_gguf
+
+        g = find_gguf()
+        tok = AutoTokenizer.from_pretrained(str(g.parent), gguf_file=g.name)
+
+    def apply(text: str) -> str:
+        return tok.apply_chat_template([{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True)
+
+    return apply
+
+
 def _ids(pair, prompt) -> list[int]:
     """A prompt's token ids: a text is encoded by the pair, a token-id list (a rendered prompt set,
     :func:`rheotheory.prompts.encode_prompts`) is taken as it is."""
