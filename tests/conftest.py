@@ -1,5 +1,6 @@
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # Fixed, derandomised hypothesis runs: the suite is reproducible and its length predictable.
@@ -8,3 +9,26 @@ settings.register_profile("ci", derandomize=True, deadline=None, max_examples=60
 settings.register_profile("thorough", derandomize=False, deadline=None, max_examples=1000,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+#: Set by CI's claims tier (.ci/run): there a skipped claims test, or a test module skipped because
+#: an optional dependency is missing, is a failure (nothing the README claims may skip silently).
+NO_SKIP = os.environ.get("RHEO_CLAIMS_NO_SKIP") == "1"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if NO_SKIP and rep.skipped and item.get_closest_marker("claims") is not None:
+        rep.outcome = "failed"
+        rep.longrepr = f"RHEO_CLAIMS_NO_SKIP=1 and this claims test skipped: {rep.longrepr}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    rep = outcome.get_result()
+    if NO_SKIP and rep.skipped:
+        rep.outcome = "failed"
+        rep.longrepr = f"RHEO_CLAIMS_NO_SKIP=1 and this module skipped: {rep.longrepr}"

@@ -11,7 +11,7 @@ from rheotheory.decode.checks import TESTED_TOKENS, lossless_test, next_token_la
 from rheotheory.decode.engine import (AUTOREGRESSIVE, DEFAULT_DRAFT_TOP_K, GREEDY_DRAFT_TEMPERATURE,  # noqa: E402
                                       SPARSE_DRAFT_MIN_VOCAB, DecodeConfig, decode, draft_law, target_law)
 from rheotheory.errors import InstanceError, LawError  # noqa: E402
-from rheotheory.methods import make_method, resolve  # noqa: E402
+from rheotheory.methods import PRESETS, make_method, resolve  # noqa: E402
 from rheotheory.testing.mutants import SkipResidualTraversal, ot_skip_residual  # noqa: E402
 from rheotheory.stats import prefix_cells  # noqa: E402
 
@@ -245,13 +245,61 @@ def test_biased_verifier_is_rejected(pair32):
     assert res.p_value < ALPHA, f"planted bug not caught: chi2 = {res.statistic:.1f}, df = {res.df}"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(METHODS))
-def test_lossless_first_two_tokens_large(pair32, name):
-    """alpha = 1e-3, seed LOSSLESS_SEED + 1, N = 3000 runs x 3 prompts, T = 0.7 with top-p 0.95."""
-    res = lossless_test(pair32, BENCH_PROMPTS[:3], METHODS[name],
-                        DecodeConfig(temperature=0.7, top_p=0.95), 3000, LOSSLESS_SEED + 1)
+#: Tree size (K, D, N) of the claims-tier tests of every preset.
+PRESET_SIZE = (3, 3, 8)
+#: Target of the claims-tier lossless tests: T = 0.7 with top-p 0.95 (a truncated target law).
+PRESET_CFG = DecodeConfig(temperature=0.7, top_p=0.95)
+#: Runs per prompt of the claims-tier lossless tests, over the first three BENCH_PROMPTS
+#: (about 10 ms of CPU per run: 18 s per preset).
+PRESET_N_PER_PROMPT = 600
+
+
+def _preset_cases():
+    """Every registered preset at PRESET_CFG's temperature, and at T = 1 where the preset runs
+    another tree there (rheo-adaptive's all-sampled band with Traversal Verification)."""
+    cases = []
+    for name in sorted(PRESETS):
+        cases.append(pytest.param(name, PRESET_CFG, id=f"{name}-T0.7"))
+        if resolve(name, size=PRESET_SIZE).at_temperature(1.0) != resolve(name, size=PRESET_SIZE).at_temperature(0.7):
+            cases.append(pytest.param(name, DecodeConfig(temperature=1.0), id=f"{name}-T1"))
+    return cases
+
+
+@pytest.mark.claims
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_preset_greedy_equals_autoregressive_greedy(pair, name):
+    """T = 0: every registered preset at PRESET_SIZE decodes the target's greedy text, token for token."""
+    cfg = DecodeConfig(temperature=0.0, max_new_tokens=40)
+    prompt = pair.encode("def fib(")
+    ref = decode(pair.target, pair.draft, prompt, AUTOREGRESSIVE, cfg, torch.Generator().manual_seed(0))
+    res = decode(pair.target, pair.draft, prompt, resolve(name, size=PRESET_SIZE), cfg, torch.Generator().manual_seed(1))
+    assert res.tokens == ref.tokens
+
+
+@pytest.mark.claims
+@pytest.mark.parametrize("name,cfg", _preset_cases())
+def test_every_preset_is_lossless(pair32, name, cfg):
+    """Every registered preset at K, D, N = PRESET_SIZE through the torch engine, the law of the
+    first two tokens: alpha = 1e-3, seed LOSSLESS_SEED + 1, N = PRESET_N_PER_PROMPT runs x 3 prompts."""
+    method = resolve(name, size=PRESET_SIZE)
+    res = lossless_test(pair32, BENCH_PROMPTS[:3], method, cfg, PRESET_N_PER_PROMPT, LOSSLESS_SEED + 1)
+    assert res.df >= 20
     assert res.p_value > ALPHA, f"{name}: chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}"
+
+
+def test_the_preset_cases_cover_the_registry():
+    """A preset registered later is in the claims-tier lossless test without editing it."""
+    assert {c.values[0] for c in _preset_cases()} == set(PRESETS)
+    assert any(c.id == "rheo-adaptive-T1" for c in _preset_cases())
+
+
+@pytest.mark.claims
+def test_every_preset_test_rejects_a_planted_bug(pair32):
+    """Companion of test_every_preset_is_lossless (same alpha, seed, N, prompts and PRESET_CFG):
+    rheo with the verifier that skips the residual is rejected."""
+    res = lossless_test(pair32, BENCH_PROMPTS[:3], resolve("rheo", size=PRESET_SIZE), PRESET_CFG,
+                        PRESET_N_PER_PROMPT, LOSSLESS_SEED + 1, verifier=ot_skip_residual)
+    assert res.p_value < ALPHA, f"planted bug not caught: chi2 = {res.statistic:.1f}, df = {res.df}"
 
 
 def test_uniform_stream_pick_inverts_the_cdf_and_skips_zero_weights():

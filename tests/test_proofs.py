@@ -1,6 +1,9 @@
 """The proof scripts under proofs/ exit 0 (every claim they guard holds) and report their claims."""
 
+import difflib
 import json
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,14 +37,14 @@ def test_rrs_lemma_proved_and_two_draft_rules_verified():
         assert claims[f"{name}-acceptance"]["status"] == "verified exhaustively"
 
 
-@pytest.mark.slow
+@pytest.mark.claims
 def test_sequential_proved():
     claims = run("per_node_sequential.py")
     assert claims["sequential-lossless"]["status"] == "proved symbolically"
     assert claims["sequential-acceptance"]["status"] == "proved symbolically"
 
 
-@pytest.mark.slow
+@pytest.mark.claims
 def test_ot_proved_and_control_refuted():
     claims = run("per_node_ot.py")
     for cid in ("ot-lossless", "ot-acceptance", "ot-optimal"):
@@ -63,17 +66,68 @@ def test_tree_level_small_family(tmp_path):
     assert claims["constructed-min-best-tail-ot"]["status"] == "verified exhaustively"
 
 
-@pytest.mark.slow
+@pytest.mark.claims
 def test_rrs_direct_case_split_lossless():
     claims = run("per_node_rrs.py")
     for name in ("rrs", "rrs-wor"):
         assert claims[f"{name}-lossless"]["status"] == "proved symbolically", claims[f"{name}-lossless"]
 
 
-@pytest.mark.slow
+@pytest.mark.claims
 def test_tree_level_full_family(tmp_path):
     claims = run("tree_rheo.py", "--seeds", "8", "--out-dir", str(tmp_path))
     assert claims["classification"]["status"] == "verified exhaustively"
     assert claims["lossless-tail-sequential"]["status"] == "refuted"
     assert claims["condition-C2-tail"]["status"] == "refuted"
     assert claims["condition-C1-tail"]["status"] == "verified exhaustively"
+
+
+def _table_rows(report: str) -> dict:
+    """The verdict table of REPORT_tree_level.md: (family, verifier) -> (registered, lossless / total, max deviation)."""
+    rows = {}
+    for line in report.splitlines():
+        cols = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cols) == 10 and cols[2].startswith("`"):
+            rows[(cols[0], cols[2].strip("`"))] = (cols[3], cols[4], cols[5])
+    return rows
+
+
+def test_tree_level_verifiers_quick_table():
+    """proofs/tree_level_verifiers.py with 1 seed per (V, size) (writes no files): every registered
+    (family, tree-level verifier) is lossless on every instance with exact deviation 0, and the
+    lossy cells of the full report are found lossy (rheo min-best-tail on its constructed instance)."""
+    r = subprocess.run([sys.executable, str(PROOFS / "tree_level_verifiers.py"), "--seeds", "1", "--workers", "1"],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = _table_rows(r.stdout)
+    assert len(rows) == 10, rows
+    for (family, ver), (registered, counts, dev) in rows.items():
+        if registered == "yes":
+            ok, total = counts.split(" / ")
+            assert ok == total and dev == "0", (family, ver, counts, dev)
+    assert "lossy on a constructed instance" in rows[("rheo min-best-tail", "traversal")][1]
+
+
+@pytest.mark.claims
+def test_tree_level_verifiers_regenerate_the_committed_report(tmp_path):
+    """The full run (proofs/tree_level_verifiers.py, default seeds) on a copy of proofs/ rewrites
+    REPORT_tree_level.md and the counterexample files it names byte for byte: every verdict, exact
+    deviation and exact tau of the committed report regenerates."""
+    copy = tmp_path / "proofs"
+    shutil.copytree(PROOFS, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    r = subprocess.run([sys.executable, str(copy / "tree_level_verifiers.py"), "--workers", "2"],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    committed = (PROOFS / "REPORT_tree_level.md").read_text(encoding="utf-8")
+    regenerated = (copy / "REPORT_tree_level.md").read_text(encoding="utf-8")
+    assert regenerated == committed, "\n".join(difflib.unified_diff(committed.splitlines(), regenerated.splitlines(),
+                                                                    "committed", "regenerated", lineterm=""))
+    named = re.findall(r"proofs/counterexamples/([\w.-]+\.json)", committed)
+    assert named, "the report names no counterexample file"
+    for name in named:
+        assert (copy / "counterexamples" / name).read_bytes() == (PROOFS / "counterexamples" / name).read_bytes(), name
+    rows = _table_rows(committed)
+    for (family, ver), (registered, counts, dev) in rows.items():
+        if registered == "yes":
+            ok, total = counts.split(" / ")
+            assert ok == total and dev == "0", (family, ver, counts, dev)

@@ -4,7 +4,7 @@ methods pass, the lossy control is caught, seeds reproduce, bad arguments give c
 
 Every test states alpha, the seed and the sample size, and rejects iff p < alpha (``stats.rejects``,
 the one convention). The calibration over >= 200 null runs
-and the power study are in ``simulations/calibration.py`` (and the slow test below).
+and the power study are in ``simulations/calibration.py`` (and the claims-tier test below, about 1 minute).
 """
 
 import numpy as np
@@ -217,7 +217,7 @@ def test_depth_beyond_horizon_is_a_clear_error():
         lossless_test(LOSSY_PAIR, make_method("chain", depth=3), samples=10)
 
 
-@pytest.mark.slow
+@pytest.mark.claims
 def test_false_rejection_rate_over_200_null_runs():
     # 200 seeded null runs (seeds 0..199), 1000 samples each, alpha 0.01: at most 2% rejections
     rejected = sum(not lossless_test(LOSSY_PAIR, LOSSLESS, samples=1000, alpha=ALPHA, seed=s).lossless

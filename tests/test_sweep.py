@@ -102,7 +102,36 @@ def test_cli_sweep_and_mc(tmp_path, capsys):
     d = json.loads(capsys.readouterr().out)
     for key in ("lossless", "p_value", "samples", "tokens_per_step", "tokens_per_step_ci95"):
         assert key in d
-    assert d["samples"] == 200 and isinstance(d["lossless"], bool)
+    # the default rheo (next proxy, OT) is certified lossless: seed 0, alpha 0.01, N = 200
+    assert d["samples"] == 200 and d["lossless"] is True and d["p_value"] > 0.01
+
+
+#: A toy instance on which the exact certifier finds the ``true`` proxy lossy with sequential
+#: verification (tests/test_stats.py), and the CLI flags of that method at K, D, N = 2, 2, 4.
+MC_PAIR_SEED = 6
+MC_FLAGS = ["--top-k", "2", "--depth", "2", "--budget", "4", "--verifier", "sequential", "--samples", "4000",
+            "--seed", "0", "--alpha", "0.01", "--json"]
+
+
+@pytest.mark.parametrize("proxy,lossless", [("next", True), ("true", False)])
+def test_cli_mc_verdicts(tmp_path, capsys, proxy, lossless):
+    """`rheo mc` on an instance file: LOSSLESS for the certified-lossless next proxy, LOSSY for the
+    planted true proxy (exact deviation > 0); alpha = 0.01, seed 0, N = 4000. The Monte-Carlo tau's
+    95% interval holds the certifier's exact tau."""
+    from rheotheory import certify, make_method, random_pair
+
+    pair = random_pair(3, 2, seed=MC_PAIR_SEED)
+    path = tmp_path / "pair.json"
+    pair.save(path)
+    method = make_method("rheo", top_k=2, depth=2, budget=4, proxy=proxy, verifier="sequential")
+    exact = certify(pair, method)
+    assert exact.lossless is lossless
+    main(["mc", str(path), "--proxy", proxy, *MC_FLAGS])
+    d = json.loads(capsys.readouterr().out)
+    assert d["samples"] == 4000 and d["lossless"] is lossless, d
+    assert (d["p_value"] > 0.01) is lossless, d
+    low, high = d["tokens_per_step_ci95"]
+    assert low <= float(exact.tokens_per_step) <= high, (d, exact.tokens_per_step)
 
 
 @pytest.mark.parametrize("argv", [
