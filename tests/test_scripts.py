@@ -1,0 +1,96 @@
+"""The scripts under simulations/ and benchmarks/certificate_snapshot.py: every one runs at a
+tiny size into a temporary folder (claims tier: `python -m pytest -q -m claims`), and the
+certificate snapshot equals its committed baseline (default suite)."""
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SIM = ROOT / "simulations"
+#: The committed baseline of benchmarks/certificate_snapshot.py (one JSON line per instance x method).
+SNAPSHOT = ROOT / "benchmarks" / "certificate_snapshot.jsonl"
+#: Wall-clock limit of one script run (seconds).
+TIMEOUT = 900
+
+
+def run(*argv, cwd=ROOT):
+    r = subprocess.run([sys.executable, *map(str, argv)], capture_output=True, text=True, timeout=TIMEOUT, cwd=cwd)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return r.stdout
+
+
+def test_certificate_snapshot_equals_the_committed_baseline():
+    """Every exact certificate of the snapshot grid (verdict, exact deviation, exact tau, outcome
+    and class counts) is unchanged; regenerate the baseline with
+    ``python benchmarks/certificate_snapshot.py > benchmarks/certificate_snapshot.jsonl`` only when a
+    change of the certificates is intended."""
+    now = run(ROOT / "benchmarks" / "certificate_snapshot.py").splitlines()
+    base = SNAPSHOT.read_text(encoding="utf-8").splitlines()
+    assert len(now) == len(base) > 300
+    changed = [(b, n) for b, n in zip(base, now) if b != n]
+    assert not changed, f"{len(changed)} certificates changed, first:\n{changed[0][0]}\n{changed[0][1]}"
+    # the grid holds lossy cells too: the snapshot pins failures as well as successes
+    verdicts = [json.loads(line)["lossless"] for line in base]
+    assert any(verdicts) and not all(verdicts)
+
+
+@pytest.mark.claims
+def test_sweep_then_adaptive_vs_best_and_summarize(tmp_path):
+    run("-m", "rheotheory.cli", "sweep", "--vocab", "50", "--no-sparse", "--mismatch", "low", "--temperatures", "1",
+        "--trees", "3,2,6", "--methods", "eagle", "rheo", "rheo-adaptive", "--steps", "5", "--workers", "1",
+        "--out", tmp_path, "--no-progress", "--no-plot")
+    csv_path = tmp_path / "sweep.csv"
+    out = run(SIM / "adaptive_vs_best.py", csv_path, "--workers", "1", "--against", "eagle", "rheo",
+              "--out", tmp_path / "avb.csv")
+    assert "rheo-adaptive" in out
+    with open(tmp_path / "avb.csv", newline="") as f:
+        assert len(list(csv.DictReader(f))) == 1  # one cell: low mismatch, T = 1, 3,2,6
+    out = run(SIM / "summarize_sweep.py", csv_path)
+    assert "eagle" in out and "rheo" in out
+
+
+@pytest.mark.claims
+def test_calibration_quick(tmp_path):
+    out = run(SIM / "calibration.py", "--quick", "--out", tmp_path / "calibration.json")
+    assert "cover" in out and "time:" in out
+
+
+@pytest.mark.claims
+def test_certify_table_one_instance(tmp_path):
+    run(SIM / "certify_table.py", "--instances", "1", "--workers", "1", "--out", tmp_path / "t.csv")
+    with open(tmp_path / "t.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and all(r for r in rows)
+
+
+@pytest.mark.claims
+def test_certify_adaptive_one_instance(tmp_path):
+    """Two cheap variants (the T < 0.5 band, and the threshold-seq negative control)."""
+    run(SIM / "certify_adaptive.py", "--instances", "1", "--workers", "1", "--variants", "run-T<0.5", "threshold-seq",
+        "--out", tmp_path / "a.csv")
+    with open(tmp_path / "a.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["variant"] for r in rows} == {"run-T<0.5", "threshold-seq"}
+
+
+@pytest.mark.claims
+def test_optimum_table_one_instance(tmp_path):
+    run(SIM / "optimum_table.py", "--instances", "1", "--workers", "1", "--out", tmp_path / "opt")
+    assert (tmp_path / "opt.csv").stat().st_size > 0 and (tmp_path / "opt.md").read_text().startswith("#")
+
+
+@pytest.mark.claims
+def test_showcase_calibration_one_seed(tmp_path):
+    run(SIM / "showcase_calibration.py", "--seeds", "1", "--workers", "1", "--out", tmp_path / "s.json")
+    assert json.loads((tmp_path / "s.json").read_text())
+
+
+@pytest.mark.claims
+def test_sweep_evidence_small_two_steps(tmp_path):
+    run(SIM / "sweep_evidence.py", "small", "--steps", "2", "--workers", "2", "--out", tmp_path)
+    assert (tmp_path / "sweep_v50.csv").stat().st_size > 0
