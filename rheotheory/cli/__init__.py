@@ -6,34 +6,50 @@ out-of-range value) exits with code 2 and one line on stderr saying what is wron
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
 from .. import __version__
 from ..errors import RheoError
-from . import bench, certify, counterexample, decode, instance, mc, methods, optimum, sweep
 from .args import EXIT_BAD_INPUT, EXIT_INTERRUPTED, Parser, one_line
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
-#: Subcommand modules, in the order `rheo --help` lists them; each defines ``register(sub)``
-#: adding a parser whose ``func`` default takes the parsed arguments and returns an exit code.
-COMMANDS = (certify, optimum, mc, sweep, counterexample, instance, methods, decode, bench)
+#: Subcommands, in the order `rheo --help` lists them: the module ``rheotheory.cli.<name>`` of each
+#: defines ``register(sub)`` adding a parser whose ``func`` default takes the parsed arguments and
+#: returns an exit code.
+COMMANDS = ("certify", "optimum", "mc", "sweep", "counterexample", "instance", "methods", "decode", "bench")
 
 
-def build_parser() -> Parser:
+def command_module(name: str):
+    """The module of subcommand ``name`` (imported on first use: a command loads only its own)."""
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+def build_parser(only: str | None = None) -> Parser:
+    """The ``rheo`` parser with every subcommand, or with subcommand ``only`` alone (what ``main``
+    builds when the command line names one, so that a command imports no other command's library)."""
     ap = Parser(prog="rheo", description="Prove, measure and run stochastic dynamic-tree speculative decoding "
                 "(p = target, q = draft).")
     ap.add_argument("--version", action="version", version=f"rheo {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for module in COMMANDS:
-        module.register(sub)
+    for name in COMMANDS if only is None else (only,):
+        command_module(name).register(sub)
     return ap
+
+
+def _named_command(argv: list[str]) -> str | None:
+    """The subcommand the command line names (its first word that is not an option), if it is one."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return first if first in COMMANDS else None
 
 
 def main(argv=None) -> int:
     try:
-        ap = build_parser()  # NOTE: inside the try: building it imports modules, and Ctrl-C can land there
+        argv = sys.argv[1:] if argv is None else list(argv)
+        # NOTE: inside the try: building the parser imports modules, and Ctrl-C can land there
+        ap = build_parser(_named_command(argv))
         try:
             args = ap.parse_args(argv)
         except SystemExit as e:  # NOTE: usage errors and --help return their code to a caller of main()
