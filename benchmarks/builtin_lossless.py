@@ -15,13 +15,11 @@ The table (docs/guide/) is rendered from that CSV (recipe ``builtin_lossless`` o
 from __future__ import annotations
 
 import argparse
-import csv
-import time
 
 import torch
 
 from rheotheory.decode.builtin import load_builtin_pair
-from rheotheory.decode.checks import lossless_test
+from rheotheory.decode.checks import lossless_table, lossless_test
 from rheotheory.decode.engine import DecodeConfig
 from rheotheory.methods import make_method, resolve
 from rheotheory.testing.mutants import SkipResidualTraversal, ot_skip_residual
@@ -66,21 +64,8 @@ def main() -> None:
         variants = [v for v in variants if v[0] in wanted]
     print(f"built-in pair; T = {args.temperature:g}; prompts {PROMPTS!r}; N = {args.n} per prompt; "
           f"seed {args.seed}; alpha = {ALPHA:g}")
-    rows = []
-    for name, method, verifier in variants:
-        t0 = time.perf_counter()
-        res = lossless_test(pair, PROMPTS, method, cfg, args.n, args.seed, verifier=verifier)
-        print(f"{name:<30} {method.describe()}\n{'':<30} {res.report(ALPHA)} ({time.perf_counter() - t0:.0f} s)")
-        rows.append(dict(method=name, description=method.describe(), planted=verifier is not None,
-                         chi2=round(res.statistic, 4), df=res.df, p_value=f"{res.p_value:.6g}", runs=res.n,
-                         alpha=ALPHA, rejected="-> reject " in res.report(ALPHA),
-                         seconds=round(time.perf_counter() - t0, 1)))
-    if args.out:
-        with open(args.out, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-
+    lossless_table(variants, lambda method, verifier: lossless_test(pair, PROMPTS, method, cfg, args.n, args.seed,
+                                                                     verifier=verifier), ALPHA, args.out, width=30)
 
 if __name__ == "__main__":
     main()

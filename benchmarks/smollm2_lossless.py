@@ -13,12 +13,11 @@ verifier (``ot_skip_residual``, on rheo) must reject.
 from __future__ import annotations
 
 import argparse
-import csv
-import time
 
 import torch
 
 from rheotheory.testing.mutants import ot_skip_residual
+from rheotheory.decode.checks import lossless_table
 from rheotheory.decode.engine import DecodeConfig
 from rheotheory.decode.smollm import SMOL_PROMPTS, lossless_test_large_vocab
 from rheotheory.decode.smollm_pair import DEFAULT_DRAFT, load_smollm2
@@ -49,21 +48,9 @@ def main() -> None:
     variants = [(spec, m, None) for spec, m in methods]
     if not args.skip_biased:
         variants.append(("rheo + ot_skip_residual (planted bug)", resolve("rheo", size=(2, 2, 4)), ot_skip_residual))
-    rows = []
-    for name, method, verifier in variants:
-        t0 = time.perf_counter()
-        res = lossless_test_large_vocab(pair, prompts, method, cfg, args.n, args.seed, verifier=verifier)
-        print(f"{name:<38} {res.report(ALPHA)} ({time.perf_counter() - t0:.0f} s)", flush=True)
-        rows.append(dict(method=name, description=method.describe(), planted=verifier is not None,
-                         chi2=round(res.statistic, 4), df=res.df, p_value=f"{res.p_value:.6g}", runs=res.n,
-                         alpha=ALPHA, rejected="-> reject " in res.report(ALPHA),
-                         seconds=round(time.perf_counter() - t0, 1)))
-    if args.out:
-        with open(args.out, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-
+    lossless_table(variants, lambda method, verifier: lossless_test_large_vocab(pair, prompts, method, cfg, args.n,
+                                                                                 args.seed, verifier=verifier),
+                   ALPHA, args.out)
 
 if __name__ == "__main__":
     main()

@@ -76,3 +76,27 @@ def lossless_test(pair, prompts, method, cfg: DecodeConfig, n_per_prompt: int, s
         tests.append(cells.chi_square(seqs, TESTED_TOKENS))
     return combine(tests, labels=list(prompts))
 
+
+def lossless_table(variants, test, alpha: float, out=None, width: int = 38) -> list[dict]:
+    """Run ``test(method, verifier) -> ChiSquare`` for each ``(name, method, verifier)`` of
+    ``variants`` (``verifier`` None for the method's own rule, else a planted bug), print one line
+    per variant and return the rows (written as CSV to ``out`` when given): the one table the
+    lossless benchmarks publish."""
+    import csv
+    import time
+
+    rows = []
+    for name, method, verifier in variants:
+        t0 = time.perf_counter()
+        res = test(method, verifier)
+        seconds = time.perf_counter() - t0
+        print(f"{name:<{width}} {res.report(alpha)} ({seconds:.0f} s)", flush=True)
+        rows.append(dict(method=name, description=method.describe(), planted=verifier is not None,
+                         chi2=round(res.statistic, 4), df=res.df, p_value=f"{res.p_value:.6g}", runs=res.n,
+                         alpha=alpha, rejected=res.rejects(alpha), seconds=round(seconds, 1)))
+    if out:
+        with open(out, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    return rows
