@@ -185,3 +185,10 @@ def test_writer_refuses_what_the_reader_could_not_read():
     with pytest.raises(InstanceError, match="MAX_INT_DIGITS"):
         pair.to_dict()
 
+
+
+def test_shipped_example_pair_is_its_seeded_draw():
+    from rheotheory.pairs import EXAMPLE_PAIR, example_pair, random_pair
+
+    assert example_pair().to_dict() == random_pair(**EXAMPLE_PAIR, exact=True).to_dict()
+    assert example_pair(exact=False).to_dict() == random_pair(**EXAMPLE_PAIR, exact=False).to_dict()
