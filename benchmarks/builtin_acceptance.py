@@ -19,7 +19,7 @@ import torch
 
 from rheotheory.decode.bench import BENCH_PROMPTS
 from rheotheory.decode.builtin import load_builtin_pair
-from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode
+from rheotheory.decode.engine import target_samples
 
 
 @torch.inference_mode()
@@ -45,14 +45,7 @@ def main() -> None:
     torch.set_num_threads(1)
     pair = load_builtin_pair()
     gen = torch.Generator().manual_seed(args.seed)
-    seqs, starts = [], []
-    for text in BENCH_PROMPTS:
-        prompt = pair.encode(text)
-        for _ in range(args.samples):
-            out = decode(pair.target, None, prompt, AUTOREGRESSIVE,
-                         DecodeConfig(temperature=1.0, max_new_tokens=args.tokens), gen).tokens
-            seqs.append(prompt + list(out))
-            starts.append(len(prompt))
+    seqs, starts = target_samples(pair.target, [pair.encode(t) for t in BENCH_PROMPTS], args.samples, args.tokens, gen)
     acc, n = acceptance(pair, seqs, starts)
     val = pair.manifest["draft"].get("val_acceptance")
     print(f"single-draft acceptance at T = 1 on {len(seqs)} target samples ({n} positions, seed {args.seed}): "

@@ -22,11 +22,10 @@ import argparse
 import json
 import statistics
 
-import numpy as np
 import torch
 
 from rheotheory.decode.bench import cost_ratio
-from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode, reads_features
+from rheotheory.decode.engine import reads_features, target_samples
 from rheotheory.decode.smollm import SMOL_PROMPTS
 from rheotheory.decode.smollm_pair import load_smollm2
 
@@ -71,14 +70,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     base = load_smollm2(draft="layers:1")
     gen = torch.Generator().manual_seed(SEED)
-    seqs, starts = [], []
-    for text in SMOL_PROMPTS:
-        prompt = base.encode(text)
-        for _ in range(args.samples):
-            out = decode(base.target, None, prompt, AUTOREGRESSIVE,
-                         DecodeConfig(temperature=1.0, max_new_tokens=args.tokens), gen).tokens
-            seqs.append(prompt + out)
-            starts.append(len(prompt))
+    seqs, starts = target_samples(base.target, [base.encode(t) for t in SMOL_PROMPTS], args.samples, args.tokens, gen)
     n_pos = sum(len(s) - st + 1 for s, st in zip(seqs, starts)) - len(seqs)
     temps = [float(t) for t in args.temperatures.split(",")]
     print(f"held-out target samples: {len(seqs)} ({args.samples} per prompt x {len(SMOL_PROMPTS)} prompts, "

@@ -53,7 +53,7 @@ from .models import CacheBase, NumpyLM, TinyLM, chain_mask, tree_mask
 
 __all__ = ["DecodeConfig", "GREEDY_DRAFT_TEMPERATURE", "DEFAULT_DRAFT_TOP_K", "SPARSE_DRAFT_MIN_VOCAB",
            "AUTO_DRAFT_TOP_K", "default_draft_top_k", "StepStats", "DecodeResult", "TorchChooser", "UniformStream",
-           "DraftTreePair", "target_law", "draft_law", "decode", "AUTOREGRESSIVE"]
+           "DraftTreePair", "target_law", "draft_law", "decode", "AUTOREGRESSIVE", "target_samples"]
 
 #: Plain sampling from the target: the registry's ``autoregressive`` method (no draft nodes).
 AUTOREGRESSIVE = resolve("autoregressive")
@@ -518,3 +518,17 @@ def decode(target: TinyLM, draft: TinyLM | None, prompt: list[int], method: Meth
     res.seconds = time.perf_counter() - t0
     res.tokens = res.tokens[:cfg.max_new_tokens]
     return res
+
+
+def target_samples(target, prompts, samples: int, tokens: int, gen: torch.Generator,
+                   temperature: float = 1.0) -> tuple[list[list[int]], list[int]]:
+    """``samples`` autoregressive continuations of ``tokens`` tokens from ``target`` for each token
+    prompt of ``prompts``, in order, every draw from ``gen``: the text on which draft acceptance is
+    measured. Returns (prompt + continuation per sample, the index where each continuation starts)."""
+    seqs, starts = [], []
+    cfg = DecodeConfig(temperature=temperature, max_new_tokens=tokens)
+    for prompt in prompts:
+        for _ in range(samples):
+            seqs.append(list(prompt) + list(decode(target, None, prompt, AUTOREGRESSIVE, cfg, gen).tokens))
+            starts.append(len(prompt))
+    return seqs, starts
