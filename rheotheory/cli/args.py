@@ -280,8 +280,10 @@ def method_fields() -> dict:
     return out
 
 
-def add_method_arguments(ap: argparse.ArgumentParser, default: str = "rheo", size: str | None = "toy") -> None:
-    """``--preset`` and one flag per family field (flags default to "not given")."""
+def add_method_arguments(ap: argparse.ArgumentParser, default: str = "rheo", size: str | None = "toy",
+                         auto_budget: bool = False) -> None:
+    """``--preset`` and one flag per family field (flags default to "not given"); with
+    ``auto_budget``, ``--budget auto`` is accepted too (:mod:`rheotheory.decode.budget`)."""
     g = ap.add_argument_group("method (see `rheo methods`)")
     g.add_argument("--preset", "--method", dest="preset", default=default, metavar="NAME",
                    help=f"a preset ({', '.join(PRESETS)}) or a family ({', '.join(FAMILIES)}), optionally with "
@@ -295,8 +297,20 @@ def add_method_arguments(ap: argparse.ArgumentParser, default: str = "rheo", siz
             g.add_argument(flag, default=None, choices=choices, help=f"{help} (every family)")
             continue
         extra = f"; default {sizes[name]} unless the preset sets it" if name in sizes else ""
-        g.add_argument(flag, default=None, type=_flag_type(name, meta), choices=meta.get("choices"),
+        kind = _flag_type(name, meta)
+        if name == "budget" and auto_budget:
+            kind, extra = _or_auto(kind), extra + "; auto: the K, D, N of largest predicted speed-up on this " \
+                "device, from measured pass costs and a pilot decode (cached)"
+        g.add_argument(flag, default=None, type=kind, choices=meta.get("choices"),
                        metavar=meta.get("metavar"), help=f"{help} ({', '.join(fams)}{extra})")
+
+
+def _or_auto(kind):
+    def conv(text):
+        return "auto" if text.strip() == "auto" else (kind(text) if kind is not None else text)
+
+    conv.__name__ = getattr(kind, "__name__", "budget")
+    return conv
 
 
 def method_overrides(args) -> dict:

@@ -25,11 +25,11 @@ def register(sub) -> None:
                        "autoregressive sampling for each temperature. Tokens per step comes with a 95% interval "
                        "(mean of the per-step |Z| +- 1.96 sd / sqrt(steps)). Method flags apply to every method "
                        "that has the field.")
-    add_list(b, "--temperatures", temperature_arg, "T,...", f"temperatures ({TEMPERATURE_RANGE}; default 0,0.5,1)",
-             default=[0.0, 0.5, 1.0])
+    add_list(b, "--temperatures", temperature_arg, "T,...", f"temperatures ({TEMPERATURE_RANGE}; default 0,0.5,1; "
+             "with --out 0,0.25,...,1.5)", default=None)
     add_list(b, "--methods", spec_arg, "SPEC,...", "method specs: presets or families with :field=value options "
-             f"(default {','.join(DEFAULT_BENCH_METHODS)}); autoregressive is always run as the baseline",
-             default=list(DEFAULT_BENCH_METHODS))
+             f"(default {','.join(DEFAULT_BENCH_METHODS)}; with --out every preset); autoregressive is always run "
+             "as the baseline", default=None)
     add_method_arguments(b, default=None, size=None)
     b.add_argument("--max-new-tokens", type=positive_int, default=100, help="tokens per prompt (default 100)")
     b.add_argument("--repeats", type=int_range(1, MAX_REPEATS), default=None,
@@ -40,6 +40,12 @@ def register(sub) -> None:
                    "conversations under the model's chat template; extra sharegpt), humaneval[:N] (HumanEval "
                    "problems as code completion; extra humaneval), builtin (the model's hand-written prompts). "
                    "N: a fixed seeded subset, the first N of one permutation (rheotheory.prompts). Default: builtin")
+    b.add_argument("--out", default=None, metavar="DIR",
+                   help="write the curve of tokens/step against temperature under DIR, resumable: runs.csv (one "
+                   "row per prompt, repeat and method: the paired units), curve.csv (tau, accepted/step, tok/s, "
+                   "speed-up, with paired-bootstrap 95%% intervals), standing.csv (rheo-adaptive against the best "
+                   "other method per temperature), curve.png; rerunning the same command skips the finished "
+                   "(prompt set, temperature) blocks")
     add_model_arguments(b)
     add_progress(b)
     b.set_defaults(func=run)
@@ -55,6 +61,17 @@ def run(args) -> int:
 
     if args.preset is not None:
         raise RheoError("bench compares the methods of --methods; --preset does not apply")
+    if args.out is not None and args.json:
+        raise RheoError("--json prints the table; with --out the results go to files: give one of them")
+    if args.temperatures is None:
+        from ..decode.curve import GRID
+
+        args.temperatures = list(GRID) if args.out is not None else [0.0, 0.5, 1.0]
+    if args.methods is None:
+        from ..decode.defaults import DEFAULT_BENCH_METHODS
+        from ..methods import PRESETS
+
+        args.methods = list(PRESETS) if args.out is not None else list(DEFAULT_BENCH_METHODS)
     named = bench_methods(args.methods, size=size_row(args), **method_overrides(args))
     runs = [method_at(m, t, {k: v for k, v in given_settings(args, spec).items() if k in m.fields()})
             for spec, m in named for t in args.temperatures]
@@ -90,6 +107,8 @@ def run(args) -> int:
         print("tok/step: mean |Z| per step, 95% CI = mean +- 1.96 sd / sqrt(steps)")
     out = []
     total = sum(bench_runs(len(named), len(args.temperatures), len(ps), reps[name]) for name, ps in sets.items())
+    if args.out is not None:
+        return _run_curve(args, pair, named, sets, reps, top, total, log, (t_target, t_draft, ratio))
     with progress_bar(args, total, "bench", "prompt") as bar:
         for set_name, prompts in sets.items():
             if log:
@@ -109,4 +128,37 @@ def run(args) -> int:
                           "max_new_tokens": args.max_new_tokens, "draft_top_k": draft_k,
                           "ci95": "mean of per-step |Z| +- 1.96 sd / sqrt(steps)", "rows": out}))
     # NOTE: the text table was printed as it was made, one block of rows per temperature (and prompt set)
+    return 0
+
+
+def _run_curve(args, pair, named, sets, reps, top, total, log, costs) -> int:
+    """``--out``: the resumable curve (:mod:`rheotheory.decode.curve`) and its files, with provenance."""
+    import time
+
+    from ..decode.curve import format_standing, run_curve, standing, write_summaries
+    from ..provenance import write_provenance
+
+    started = time.time()
+    settings = {"model": args.model, "target": args.target, "draft": args.draft, "device": args.device,
+                "dtype": args.dtype, "threads": args.threads, "seed": args.seed,
+                "max_new_tokens": args.max_new_tokens, "prompts": args.prompts or "builtin",
+                "prompt_counts": {name: len(ps) for name, ps in sets.items()}, "repeats": reps,
+                "methods": {name: m.to_dict() for name, m in named}, "temperatures": list(args.temperatures),
+                "target_top_k": args.target_top_k, "target_top_p": args.target_top_p,
+                "draft_temperature": args.draft_temperature, "draft_top_k": top.get("draft_top_k")}
+    with progress_bar(args, total, "bench", "prompt") as bar:
+        rows = run_curve(pair, named, args.temperatures, sets, args.max_new_tokens, reps, args.seed, args.out,
+                         settings, progress=bar.update, log=log, top_k=args.target_top_k, top_p=args.target_top_p,
+                         draft_temp=args.draft_temperature, **top)
+    title = (f"{args.model if args.target is None else args.target} on {args.device} ({args.threads} threads), "
+             f"{args.max_new_tokens} tokens per prompt, seed {args.seed}")
+    paths = write_summaries(args.out, rows, title)
+    t_target, t_draft, ratio = costs
+    for key, path in paths.items():
+        write_provenance(path, seed=args.seed, started=started, settings=settings,
+                         pass_seconds={"target": t_target, "draft": t_draft, "cost_ratio": ratio})
+    if log:
+        print("\nrheo-adaptive against the best other method (paired bootstrap over runs, 95%):")
+        print(format_standing(standing(rows)))
+        print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0

@@ -6,8 +6,8 @@ import json
 
 from .args import (TEMPERATURE_RANGE, add_method_arguments, add_progress, given_settings, method_at, method_from_args,
                    positive_int, progress_bar, temperature_arg)
-from .models import (add_model_arguments, check_model_fits, draft_top_k_option, load_pair, need_torch, set_threads,
-                     size_row, warn_if_lossy)
+from .models import (add_model_arguments, auto_budget, check_model_fits, choose_auto_size, draft_top_k_option,
+                     load_pair, need_torch, set_threads, size_row, warn_if_lossy)
 
 __all__ = ["register", "run"]
 
@@ -24,7 +24,7 @@ def register(sub) -> None:
                        "and per-step statistics. Tree sizes the preset leaves open: row 'builtin' (K=2 D=4 "
                        "N=8) for the built-in pair, row 'model' (K=4 D=6 N=20) otherwise (`rheo methods`).")
     d.add_argument("--prompt", default="def fib(", help="ASCII prompt (default 'def fib(')")
-    add_method_arguments(d, default=DECODE_PRESET, size=None)
+    add_method_arguments(d, default=DECODE_PRESET, size=None, auto_budget=True)
     d.add_argument("--temperature", type=temperature_arg, default=1.0,
                    help=f"target temperature T ({TEMPERATURE_RANGE}; default 1)")
     d.add_argument("--max-new-tokens", type=positive_int, default=120, help="tokens to generate (default 120)")
@@ -36,17 +36,25 @@ def register(sub) -> None:
 def run(args) -> int:
     from collections import Counter
 
+    from ..errors import RheoError
+
     torch = need_torch()
     from ..decode.engine import DecodeConfig, decode
 
+    auto = auto_budget(args)
     method = method_from_args(args, size=size_row(args))
+    if auto and method.at_temperature(args.temperature).nodes == 0:
+        raise RheoError(f"--budget auto sizes a draft tree; {args.preset} has none")
     run_method = method_at(method, args.temperature, given_settings(args))
     warn_if_lossy([run_method])
     set_threads(torch, args.threads)
     cfg = DecodeConfig(temperature=args.temperature, top_k=args.target_top_k, top_p=args.target_top_p,
                        max_new_tokens=args.max_new_tokens, draft_temp=args.draft_temperature,
                        **draft_top_k_option(args))
-    pair, _ = load_pair(args)
+    pair, prompts = load_pair(args)
+    if auto:
+        method = choose_auto_size(args, pair, method, args.temperature, prompts)
+        run_method = method_at(method, args.temperature, {})
     check_model_fits(args, pair, [args.prompt], [method.at_temperature(args.temperature)])
     prompt = pair.encode(args.prompt)
     with progress_bar(args, args.max_new_tokens, "decode", "tok") as bar:

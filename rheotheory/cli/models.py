@@ -170,3 +170,50 @@ def warn_if_lossy(methods) -> None:
         why = m.known_lossy()
         if why:
             print(f"rheo: warning: {m.describe()} is known to be lossy ({why})", file=sys.stderr)
+
+
+def auto_budget(args) -> bool:
+    """True when ``--budget auto`` was given (then cleared: the size is chosen once the pair is
+    loaded, :func:`choose_auto_size`); K and D given beside it are refused."""
+    from ..errors import RheoError
+
+    if getattr(args, "budget", None) != "auto":
+        return False
+    for name in ("top_k", "depth"):
+        if getattr(args, name, None) is not None:
+            raise RheoError(f"--budget auto chooses K, D and N; --{name.replace('_', '-')} does not apply")
+    preset = getattr(args, "preset", None) or ""
+    if any(k in ("top_k", "k", "depth", "d", "budget", "n") for k in _spec_keys(preset)):
+        raise RheoError(f"--budget auto chooses K, D and N; the spec {preset!r} sets one of them")
+    args.budget = None
+    return True
+
+
+def _spec_keys(spec: str) -> list[str]:
+    from .args import spec_fields
+
+    try:
+        return list(spec_fields(spec))
+    except Exception:  # NOTE: a malformed spec is reported by resolve, with its own message
+        return []
+
+
+def choose_auto_size(args, pair, method, temperature: float, prompts):
+    """``method`` at the tree size ``--budget auto`` chooses (:mod:`rheotheory.decode.budget`),
+    the choice printed unless ``--json``."""
+    from ..decode.budget import choose_size
+
+    model_id = args.model if getattr(args, "target", None) is None else f"{args.target}+{args.draft}"
+    if args.model == "smollm2" and args.draft:
+        model_id += f"+{args.draft}"
+    kw = {"top_k": args.target_top_k, "top_p": args.target_top_p, "draft_temp": args.draft_temperature,
+          **draft_top_k_option(args)}
+    with busy(args, f"choosing the tree size at T={temperature:g} (--budget auto; cached after the first time)"):
+        size, table = choose_size(pair, method, temperature, list(prompts), model_id, args.device,
+                                  args.dtype or "float32", args.threads, kw)
+    best = max(table, key=lambda r: r["physical_limit"])
+    if not getattr(args, "json", False):
+        print(f"--budget auto: K={size[0]} D={size[1]} N={size[2]} (tau {best['tau']:.2f} in the pilot, physical "
+              f"limit {best['physical_limit']:.2f}x; {len(table)} sizes compared)")
+    fields = method.fields()
+    return method.fit(**{k: v for k, v in zip(("top_k", "depth", "budget"), size) if k in fields})

@@ -98,7 +98,7 @@ class BenchRow:
 
 def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, seed: int,
               prompts=BENCH_PROMPTS, top_k=None, top_p=None, log=None, draft_temp=None,
-              names=None, draft_top_k=AUTO_DRAFT_TOP_K, progress=None) -> list[BenchRow]:
+              names=None, draft_top_k=AUTO_DRAFT_TOP_K, progress=None, runs=None) -> list[BenchRow]:
     """Decode every prompt ``repeats`` times with each method and temperature; ``prompts``: texts
     (encoded by the pair) or token-id lists.
 
@@ -107,6 +107,9 @@ def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, se
     (the last step of a run may overshoot ``max_new_tokens``; tokens/s counts only the
     ``max_new_tokens`` kept); its interval is over the row's per-step |Z| values. ``progress`` is
     called with 1 after each decoded prompt (:func:`bench_runs` of them, warm-ups included).
+    ``runs``, a list, receives one dict per timed decode (temperature, method name, prompt index,
+    repeat, steps, emitted and kept tokens, seconds, tree nodes): the paired units of
+    :mod:`rheotheory.decode.curve`.
     """
     names = list(names) if names is not None else [m.family for m in methods]
     rows = []
@@ -121,16 +124,22 @@ def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, se
             decode(pair.target, pair.draft, _ids(pair, prompts[0]), m, cfg, gen)
             if progress is not None:
                 progress(1)
-        for _ in range(repeats):
-            for text in prompts:
-                for m, gen, a, z in zip(methods, gens, acc, sizes):
+        for rep in range(repeats):
+            for i, text in enumerate(prompts):
+                for m, gen, a, z, name in zip(methods, gens, acc, sizes, names):
                     r = decode(pair.target, pair.draft, _ids(pair, text), m, cfg, gen)
-                    a[0] += sum(s.accepted + 1 for s in r.steps)
+                    emitted = sum(s.accepted + 1 for s in r.steps)
+                    nodes = sum(s.tree_nodes for s in r.steps)
+                    a[0] += emitted
                     a[1] += len(r.steps)
                     a[2] += len(r.tokens)
                     a[3] += r.seconds
-                    a[4] += sum(s.tree_nodes for s in r.steps)
+                    a[4] += nodes
                     z.extend(s.accepted + 1 for s in r.steps)
+                    if runs is not None:
+                        runs.append({"temperature": T, "method": name, "prompt": i, "repeat": rep,
+                                     "steps": len(r.steps), "emitted": emitted, "kept": len(r.tokens),
+                                     "seconds": r.seconds, "nodes": nodes})
                     if progress is not None:
                         progress(1)
         base = acc[0][2] / acc[0][3]
@@ -220,10 +229,12 @@ def cost_ratio(pair, context: int = 64) -> tuple[float, float, float]:
 
 
 @torch.inference_mode()
-def pass_costs(model, sizes=(1, 2, 4, 8, 16, 32), context: int = 64, repeats: int = 10) -> list[tuple[int, float]]:
-    """(n, median seconds) of one cached target pass over n new tokens (a chain, after ``context``
+def pass_costs(model, sizes=(1, 2, 4, 8, 16, 32), context: int = 64, repeats: int = 10,
+               stat: str = "median") -> list[tuple[int, float]]:
+    """(n, seconds) of one cached target pass over n new tokens (a chain, after ``context``
     committed tokens), for each n of ``sizes``: the table a tree size is chosen from (a tree of N
-    nodes costs one pass over N + 1 tokens)."""
+    nodes costs one pass over N + 1 tokens). ``stat``: ``median`` or ``min`` of the ``repeats``
+    timings (the minimum is the least disturbed by other work on the machine)."""
     import statistics
 
     import numpy as np
@@ -247,7 +258,7 @@ def pass_costs(model, sizes=(1, 2, 4, 8, 16, 32), context: int = 64, repeats: in
             if p.device.type == "cuda":
                 torch.cuda.synchronize()
             times.append(time.perf_counter() - t0)
-        out.append((n, statistics.median(times)))
+        out.append((n, statistics.median(times) if stat == "median" else min(times)))
     return out
 
 

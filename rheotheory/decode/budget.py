@@ -1,0 +1,159 @@
+r"""``--budget auto``: the tree size (K, D, N) that pays most on this device, from measured costs and
+measured acceptance.
+
+The rule (docs/guide/real-models.md, "Choosing the tree size"): a step with a tree of N nodes
+and depth D costs one target pass over N + 1 tokens and D draft passes, and emits tau tokens on
+average; autoregressive sampling emits one token per single-token pass. Its **predicted
+speed-up** is
+
+.. math::  S(K, D, N) = \tau(K, D, N) \cdot c(1) / (c(N + 1) + D\, d)
+
+with c(n) the measured cost of one cached target pass over n tokens
+(:func:`measured_costs`: the minimum of repeated timings, made non-decreasing in n) and d the draft's per-level cost
+(:func:`~rheotheory.decode.bench.cost_ratio`: one cached pass of the draft). S is the
+**physical limit** of the method at that size: what it would reach if tree building,
+verification and Python cost nothing. tau is measured by a short pilot decode of each candidate
+(the method itself at the requested temperature, ``PILOT_PROMPTS`` prompts of the model's
+benchmark set, ``PILOT_TOKENS`` tokens each, seed ``PILOT_SEED``). The candidate with the
+largest S is chosen. Measuring tau rather than tokens per second keeps the choice stable under
+machine load.
+
+The choice is cached per (model, device, dtype, threads, method, temperature) in
+``$XDG_CACHE_HOME/rheotheory/tree_sizes.json`` (default ``~/.cache``); ``RHEO_NO_SIZE_CACHE=1``
+skips the cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+__all__ = ["CANDIDATES", "PILOT_PROMPTS", "PILOT_TOKENS", "PILOT_SEED", "choose_size", "physical_limit",
+           "step_cost", "cache_path", "measured_costs", "COST_SIZES"]
+
+#: Tree sizes (K, D, N) the search compares: chains' and small trees' sizes first, up to the
+#: ``model`` row of :data:`~rheotheory.methods.TREE_SIZES`.
+CANDIDATES = ((1, 2, 2), (1, 3, 3), (1, 4, 4), (2, 2, 4), (2, 3, 4), (2, 3, 6), (2, 4, 8), (3, 4, 10), (4, 6, 20))
+#: Token counts at which the target pass is timed (a tree of N nodes costs a pass over N + 1).
+COST_SIZES = (1, 2, 3, 4, 5, 7, 9, 11, 16, 21, 32)
+PILOT_PROMPTS = 2
+PILOT_TOKENS = 48
+PILOT_SEED = 0
+
+
+def cache_path() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "rheotheory" / "tree_sizes.json"
+
+
+def step_cost(costs: dict, nodes: int, depth: int, draft_s: float) -> float:
+    """Seconds of one step's model passes: the target pass over nodes + 1 tokens (linear
+    interpolation in the measured curve ``costs``: n -> seconds) and ``depth`` draft passes."""
+    n = nodes + 1
+    xs = sorted(costs)
+    if n in costs:
+        c = costs[n]
+    elif n > xs[-1]:
+        a, b = xs[-2], xs[-1]
+        c = costs[b] + (costs[b] - costs[a]) * (n - b) / (b - a)
+    else:
+        b = next(x for x in xs if x > n)
+        a = max(x for x in xs if x < n)
+        c = costs[a] + (costs[b] - costs[a]) * (n - a) / (b - a)
+    return c + depth * draft_s
+
+
+def measured_costs(model, repeats: int = 15) -> dict:
+    """n -> seconds of a cached target pass over n tokens: the minimum of ``repeats`` timings, made
+    non-decreasing in n (a pass over more tokens is never cheaper; a dip is noise)."""
+    from .bench import pass_costs
+
+    raw = pass_costs(model, sizes=COST_SIZES, repeats=repeats, stat="min")
+    out, top = {}, 0.0
+    for n, c in raw:
+        top = max(top, c)
+        out[n] = top
+    return out
+
+
+def physical_limit(tau: float, costs: dict, nodes: int, depth: int, draft_s: float) -> float:
+    """tau x single pass / (pass at tree size + draft): the speed-up with zero overhead."""
+    return tau * costs[1] / step_cost(costs, nodes, depth, draft_s)
+
+
+def _key(model_id: str, device: str, dtype: str, threads: int, method, temperature: float) -> str:
+    import torch
+
+    return json.dumps([model_id, device, dtype, threads, method.family, method.verifier,
+                       sorted((k, str(v)) for k, v in method.fields().items() if k not in ("top_k", "depth", "budget")),
+                       round(float(temperature), 4), torch.__version__])
+
+
+def choose_size(pair, method, temperature: float, prompts, model_id: str, device: str = "cpu",
+                dtype: str = "float32", threads: int = 1, decode_kw: dict | None = None, log=None,
+                candidates=CANDIDATES) -> tuple[tuple[int, int, int], list[dict]]:
+    """The candidate (K, D, N) of largest predicted speed-up for ``method`` at ``temperature``, and
+    the table it was chosen from (one dict per candidate: size, tau, step cost, physical limit).
+
+    ``method``: a resolved method whose family has ``top_k``/``depth``/``budget`` fields (or a
+    subset: a chain takes D from the candidate and ignores K and N); ``prompts``: token-id lists
+    or texts of the pair; ``decode_kw``: further :class:`~rheotheory.decode.engine.DecodeConfig`
+    fields (target top-k/top-p, draft settings)."""
+    import torch
+
+    from .bench import _ids, cost_ratio
+    from .engine import DecodeConfig, decode
+
+    key = _key(model_id, device, dtype, threads, method, temperature)
+    path = cache_path()
+    use_cache = os.environ.get("RHEO_NO_SIZE_CACHE") != "1"
+    cache = {}
+    if use_cache and path.exists():
+        try:
+            cache = json.loads(path.read_text())
+        except (OSError, ValueError):
+            cache = {}
+    if key in cache:
+        hit = cache[key]
+        return tuple(hit["size"]), hit["table"]
+    costs = measured_costs(pair.target)
+    _, draft_s, _ = cost_ratio(pair)
+    fields = method.fields()
+    cfg = DecodeConfig(temperature=temperature, max_new_tokens=PILOT_TOKENS, **(decode_kw or {}))
+    table, seen = [], set()
+    for K, D, N in candidates:
+        over = {k: v for k, v in (("top_k", K), ("depth", D), ("budget", N)) if k in fields}
+        m = method.fit(**over)
+        sig = tuple(sorted(over.items()))
+        if sig in seen:
+            continue
+        seen.add(sig)
+        gen = torch.Generator().manual_seed(PILOT_SEED)
+        steps = emitted = 0
+        for p in prompts[:PILOT_PROMPTS]:
+            r = decode(pair.target, pair.draft, _ids(pair, p), m, cfg, gen)
+            steps += len(r.steps)
+            emitted += sum(s.accepted + 1 for s in r.steps)
+        tau = emitted / steps
+        nodes, depth = m.nodes, m.depth
+        row = {"top_k": K, "depth": depth, "budget": nodes, "tau": tau, "steps": steps,
+               "step_cost_s": step_cost(costs, nodes, depth, draft_s),
+               "physical_limit": physical_limit(tau, costs, nodes, depth, draft_s)}
+        table.append(row)
+        if log is not None:
+            log(f"  K={K} D={depth} N={nodes}: tau {tau:.3f} over {steps} steps, physical limit "
+                f"{row['physical_limit']:.2f}x")
+    best = max(table, key=lambda r: r["physical_limit"])
+    size = (best["top_k"], best["depth"], best["budget"])
+    if use_cache:
+        cache[key] = {"size": list(size), "table": table, "pass_costs": {str(k): v for k, v in costs.items()},
+                      "draft_s": draft_s}
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(json.dumps(cache, indent=1))
+            os.replace(tmp, path)
+        except OSError:
+            pass  # NOTE: an unwritable cache costs a new search next time, never a failure
+    return size, table

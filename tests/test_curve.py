@@ -1,0 +1,125 @@
+"""`rheo bench --out DIR`: the tau-vs-temperature curve, its paired intervals and its resumption."""
+
+import csv
+
+import pytest
+
+from rheotheory.decode.curve import read_runs, standing, summarize
+
+torch = pytest.importorskip("torch")
+
+from rheotheory.cli import main  # noqa: E402
+
+ARGS = ["bench", "--methods", "chain,rheo-adaptive", "--temperatures", "0,1", "--max-new-tokens", "8",
+        "--repeats", "1", "--no-progress"]
+
+
+def _runs(units, taus: dict, seconds: dict):
+    """Synthetic runs: every method emits ``steps * tau`` tokens in each unit (the block's only
+    variation is the per-unit step count)."""
+    rows = []
+    for u in range(units):
+        steps = 10 + u
+        for m, tau in taus.items():
+            rows.append({"prompt_set": "s", "temperature": 1.0, "method": m, "prompt": u, "repeat": 0,
+                         "steps": steps, "emitted": round(steps * tau), "kept": round(steps * tau),
+                         "seconds": seconds[m] * steps, "nodes": 8 * steps if tau > 1 else 0})
+    return rows
+
+
+def test_summary_is_the_ratio_estimator_and_speedup_is_over_the_first_method():
+    rows = _runs(8, {"autoregressive": 1.0, "chain": 3.0, "rheo-adaptive": 4.0},
+                 {"autoregressive": 0.1, "chain": 0.2, "rheo-adaptive": 0.2})
+    got = {r["method"]: r for r in summarize(rows)}
+    assert got["chain"]["tokens_per_step"] == 3.0 and got["chain"]["accepted_per_step"] == 2.0
+    # tokens/s: 3 tokens per 0.2 s against 1 per 0.1 s
+    assert got["chain"]["speedup"] == pytest.approx(1.5, rel=1e-12)
+    assert got["autoregressive"]["speedup"] == 1.0
+    assert got["rheo-adaptive"]["steps"] == sum(10 + u for u in range(8)) and got["rheo-adaptive"]["runs"] == 8
+
+
+def test_standing_names_the_best_other_method_and_a_paired_verdict():
+    higher = standing(_runs(8, {"autoregressive": 1.0, "chain": 3.0, "static-wor": 3.5, "rheo-adaptive": 4.0},
+                            dict.fromkeys(("autoregressive", "chain", "static-wor", "rheo-adaptive"), 0.1)))
+    assert [(r["best_other"], r["verdict"]) for r in higher] == [("static-wor", "higher")]
+    assert higher[0]["difference"] == pytest.approx(0.5, rel=1e-12)
+    # the same tree every run (EAGLE's below T = 0.5): difference 0, interval [0, 0], a tie
+    same = standing(_runs(8, {"autoregressive": 1.0, "eagle": 4.0, "rheo-adaptive": 4.0},
+                          dict.fromkeys(("autoregressive", "eagle", "rheo-adaptive"), 0.1)))
+    assert [(r["difference"], r["diff_low"], r["diff_high"], r["verdict"]) for r in same] == [(0.0, 0.0, 0.0, "tie")]
+    assert standing(_runs(4, {"autoregressive": 1.0, "chain": 3.0}, {"autoregressive": 0.1, "chain": 0.1})) == []
+
+
+def test_out_writes_the_files_and_a_rerun_resumes_the_missing_block(tmp_path, capsys):
+    out = tmp_path / "curve"
+    assert main(ARGS + ["--out", str(out)]) == 0
+    for name in ("settings.json", "runs.csv", "curve.csv", "standing.csv", "curve.png", "curve.csv.provenance.json"):
+        assert (out / name).exists(), name
+    full = read_runs(out / "runs.csv")
+    assert {(r["temperature"], r["method"]) for r in full} == {(t, m) for t in (0.0, 1.0)
+                                                               for m in ("autoregressive", "chain", "rheo-adaptive")}
+    # a killed bench: the T = 1 block never written; the rerun redoes it alone, with the same seeds
+    kept = [r for r in full if r["temperature"] == 0.0]
+    with open(out / "runs.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(kept[0]))
+        w.writeheader()
+        w.writerows(kept)
+    capsys.readouterr()
+    assert main(ARGS + ["--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "T = 1" in text and "T = 0\n" not in text
+    again = read_runs(out / "runs.csv")
+    strip = [{k: v for k, v in r.items() if k != "seconds"} for r in again]
+    assert strip == [{k: v for k, v in r.items() if k != "seconds"} for r in full]
+
+
+def test_out_with_other_settings_or_json_is_refused(tmp_path, capsys):
+    out = tmp_path / "curve"
+    assert main(ARGS + ["--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main([*ARGS[:-1], "--seed", "5", "--no-progress", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "other settings (seed)" in err[0]
+    assert main(ARGS + ["--out", str(out / "x"), "--json"]) == 2
+
+
+# -- --budget auto (rheotheory.decode.budget) ----------------------------------------------------
+
+def test_step_cost_interpolates_and_the_physical_limit_is_tau_over_relative_cost():
+    from rheotheory.decode.budget import physical_limit, step_cost
+
+    costs = {1: 1.0, 3: 2.0, 5: 4.0}
+    assert step_cost(costs, 1, 1, 0.5) == 1.5 + 0.5  # a pass over 2 tokens: halfway between 1 and 3
+    assert step_cost(costs, 5, 2, 0.0) == 5.0  # a pass over 6 tokens, beyond the curve: its last slope
+    assert physical_limit(3.0, costs, 2, 2, 0.25) == 3.0 / (2.0 + 0.5)
+
+
+def test_decode_budget_auto_chooses_a_candidate_and_caches_it(tmp_path, monkeypatch, capsys):
+    import json
+
+    from rheotheory.decode.budget import CANDIDATES
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    argv = ["decode", "--budget", "auto", "--temperature", "1", "--max-new-tokens", "6", "--json", "--no-progress"]
+    assert main(argv) == 0
+    got = json.loads(capsys.readouterr().out)["method"]
+    assert (got["top_k"], got["depth"], got["budget"]) in CANDIDATES
+    cache = json.loads((tmp_path / "rheotheory" / "tree_sizes.json").read_text())
+    (entry,) = cache.values()
+    assert entry["size"] == [got["top_k"], got["depth"], got["budget"]]
+    best = max(entry["table"], key=lambda r: r["physical_limit"])
+    assert [best["top_k"], best["depth"], best["budget"]] == entry["size"]
+    assert main(argv) == 0  # from the cache: the same size
+    again = json.loads(capsys.readouterr().out)["method"]
+    assert again == got
+
+
+@pytest.mark.parametrize("extra, fragment", [
+    (["--top-k", "2"], "--top-k does not apply"),
+    (["--preset", "autoregressive"], "has none"),
+    (["--preset", "rheo:k=3"], "sets one of them"),
+])
+def test_budget_auto_refuses_what_it_would_override(extra, fragment, capsys):
+    assert main(["decode", "--budget", "auto", "--max-new-tokens", "4", *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and fragment in err[0]
