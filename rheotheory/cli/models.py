@@ -215,5 +215,6 @@ def choose_auto_size(args, pair, method, temperature: float, prompts):
     if not getattr(args, "json", False):
         print(f"--budget auto: K={size[0]} D={size[1]} N={size[2]} (tau {best['tau']:.2f} in the pilot, physical "
               f"limit {best['physical_limit']:.2f}x; {len(table)} sizes compared)")
-    fields = method.fields()
-    return method.fit(**{k: v for k, v in zip(("top_k", "depth", "budget"), size) if k in fields})
+    from ..decode.budget import sized
+
+    return sized(method, size)

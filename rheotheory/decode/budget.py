@@ -30,11 +30,13 @@ import os
 from pathlib import Path
 
 __all__ = ["CANDIDATES", "PILOT_PROMPTS", "PILOT_TOKENS", "PILOT_SEED", "choose_size", "physical_limit",
-           "step_cost", "cache_path", "measured_costs", "COST_SIZES"]
+           "step_cost", "cache_path", "sized", "measured_costs", "COST_SIZES"]
 
-#: Tree sizes (K, D, N) the search compares: chains' and small trees' sizes first, up to the
-#: ``model`` row of :data:`~rheotheory.methods.TREE_SIZES`.
-CANDIDATES = ((1, 2, 2), (1, 3, 3), (1, 4, 4), (2, 2, 4), (2, 3, 4), (2, 3, 6), (2, 4, 8), (3, 4, 10), (4, 6, 20))
+#: Tree sizes (K, D, N) the search compares, from one draft token (where a pass over two tokens
+#: costs little more than one and acceptance is low, the best a CPU can do) up to the ``model``
+#: row of :data:`~rheotheory.methods.TREE_SIZES`.
+CANDIDATES = ((1, 1, 1), (2, 1, 2), (1, 2, 2), (2, 2, 3), (1, 3, 3), (2, 2, 4), (2, 3, 4), (2, 3, 6), (2, 4, 8),
+              (3, 4, 8), (3, 4, 10), (4, 6, 20))
 #: Token counts at which the target pass is timed (a tree of N nodes costs a pass over N + 1).
 COST_SIZES = (1, 2, 3, 4, 5, 7, 9, 11, 16, 21, 32)
 PILOT_PROMPTS = 2
@@ -82,6 +84,16 @@ def physical_limit(tau: float, costs: dict, nodes: int, depth: int, draft_s: flo
     return tau * costs[1] / step_cost(costs, nodes, depth, draft_s)
 
 
+def sized(method, size):
+    """``method`` at tree size ``size`` = (K, D, N): the fields its family has (a chain takes D;
+    a static tree's shape is rebuilt from D and N; rheo's head is kept below K)."""
+    fields = method.fields()
+    over = {k: v for k, v in zip(("top_k", "depth", "budget"), size) if k in fields}
+    if "shape" in fields:
+        over["shape"] = None
+    return method.fit(**over)
+
+
 def _key(model_id: str, device: str, dtype: str, threads: int, method, temperature: float) -> str:
     import torch
 
@@ -119,13 +131,11 @@ def choose_size(pair, method, temperature: float, prompts, model_id: str, device
         return tuple(hit["size"]), hit["table"]
     costs = measured_costs(pair.target)
     _, draft_s, _ = cost_ratio(pair)
-    fields = method.fields()
     cfg = DecodeConfig(temperature=temperature, max_new_tokens=PILOT_TOKENS, **(decode_kw or {}))
     table, seen = [], set()
     for K, D, N in candidates:
-        over = {k: v for k, v in (("top_k", K), ("depth", D), ("budget", N)) if k in fields}
-        m = method.fit(**over)
-        sig = tuple(sorted(over.items()))
+        m = sized(method, (K, D, N))
+        sig = tuple(sorted((k, v) for k, v in m.fields().items() if k in ("top_k", "depth", "budget")))
         if sig in seen:
             continue
         seen.add(sig)
