@@ -625,30 +625,6 @@ RECIPES: list[Recipe] = [
            quick=(step("python benchmarks/optimum_scaling.py --quick --out {out}/optimum_scaling.csv"),),
            seconds=120, quick_seconds=10, seed="instances random_pair(V, D, seed), seeds 0..1",
            tables={"optimum_scaling": optimum_scaling_md}),
-    Recipe("smollm2_draft_table", BENCH, ("smollm2_draft_table.json",),
-           steps=(step("python benchmarks/smollm2_draft_table.py --threads 2 --out {out}/smollm2_draft_table.json"),),
-           quick=(step("python benchmarks/smollm2_draft_table.py --threads 1 --samples 1 --tokens 8 "
-                       "--out {out}/smollm2_draft_table.json"),),
-           seconds=900, quick_seconds=120, seed=777, needs=SMOL_NEEDS,
-           tables={"smollm2_draft_table": lambda f: code_block(
-               json.loads((f / "smollm2_draft_table.json").read_text())["table"])}),
-    Recipe("smollm2_bench", BENCH, ("smollm2_bench.json",),
-           steps=(step("python benchmarks/smollm2_bench.py --top-k 3 --depth 4 --budget 8 --max-new-tokens 32 "
-                       "--methods autoregressive,chain,static-wor,eagle,rheo-tuned --threads 2 --json {out}/smollm2_bench.json"),),
-           quick=(step("python benchmarks/smollm2_bench.py --top-k 3 --depth 4 --budget 8 --max-new-tokens 4 "
-                       "--min-steps 2 --prompts 1 --temperatures 1 --methods autoregressive,chain --threads 1 "
-                       "--json {out}/smollm2_bench.json"),),
-           seconds=5400, quick_seconds=120, seed=0, needs=SMOL_NEEDS,
-           tables={"smollm2_bench": lambda f: bench_md(f, "smollm2_bench.json")}),
-    Recipe("smollm2_bench_adaptive", BENCH, ("smollm2_bench_adaptive.json",),
-           steps=(step("python benchmarks/smollm2_bench.py --temperatures 1 --methods "
-                       "autoregressive,chain,static-wor,eagle,rheo,rheo-tuned,rheo-adaptive --top-k 3 --depth 4 "
-                       "--budget 8 --max-new-tokens 32 --threads 1 --json {out}/smollm2_bench_adaptive.json"),),
-           quick=(step("python benchmarks/smollm2_bench.py --temperatures 1 --methods autoregressive,rheo-adaptive "
-                       "--top-k 3 --depth 4 --budget 8 --max-new-tokens 4 --min-steps 2 --prompts 1 --threads 1 "
-                       "--json {out}/smollm2_bench_adaptive.json"),),
-           seconds=3600, quick_seconds=120, seed=0, needs=SMOL_NEEDS,
-           tables={"smollm2_bench_adaptive": lambda f: bench_md(f, "smollm2_bench_adaptive.json", speed=False)}),
     Recipe("smollm2_lossless", BENCH, ("smollm2_lossless.csv",),
            steps=(step("python benchmarks/smollm2_lossless.py --n 200 --seed 20261129 --out {out}/smollm2_lossless.csv"),),
            quick=(step("python benchmarks/smollm2_lossless.py --n 5 --seed 20261129 --out {out}/smollm2_lossless.csv"),),
