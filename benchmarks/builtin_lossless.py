@@ -4,7 +4,7 @@ Each method (the default suite's small trees, plus rheo at the benchmark's size)
 per prompt; the pairs (x1, x2) are compared with the exact target law p(x1) p(x2 | x1) by a
 chi-square test (:func:`rheotheory.decode.checks.lossless_test`; cells and pooling rule of
 :mod:`rheotheory.stats`, statistics summed over the prompts). The same test with the planted
-skip-residual verifier (``ot_skip_residual``) must reject. The output is the README table.
+skip-residual verifier (``ot_skip_residual``) must reject. The output is the table of docs/guide/real-models.md.
 
     python3 benchmarks/builtin_lossless.py --n 400 --seed 20260601
     python3 benchmarks/builtin_lossless.py --out benchmarks/results/builtin_lossless.csv   # also a CSV

@@ -29,7 +29,8 @@ the family's own head rules, verified as registered, then the negative controls:
 The published table (``simulations/results/certify_adaptive.csv`` and ``.md``, recipe
 ``certify_adaptive`` of ``simulations/recipes.py``) is the first command: every cell is a pure
 function of (V, K, D, variant, instances, max branches), so it is the same on every machine. The
-Markdown is rendered from the CSV by the renderer that also fills the README.
+Markdown is rendered from the CSV by the renderer that also fills docs/guide/adaptive.md and
+docs/theory.md.
 
 ``--cell-seconds`` stops a cell after the instance in flight once that many seconds have passed,
 and ``--max-branches`` at an instance whose enumeration grows past that many construction branches

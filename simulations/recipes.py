@@ -377,6 +377,110 @@ def mutant_table_md(folder: Path) -> str:
                       f"{r['mc_pair']}, N={r['mc_samples']}, seed {r['mc_seed']}", r["caught"]] for r in rows])
 
 
+def tail_vs_next_md(folder: Path) -> str:
+    """RheoSampling's sampled-slot proxies ``tail`` and ``next`` (head m = 1) side by side, from
+    the V = 32k sweep ``sweep_v32k.csv``."""
+    rows = read_csv(folder / "sweep_v32k.csv")
+    by = {(r["mismatch"], num(r["temperature"]), f"{r['top_k']},{r['depth']},{r['budget']}", r["method"]): r
+          for r in rows}
+    body = []
+    for (mis, t, kdn, meth), r in by.items():
+        if meth != "rheo:m=1:proxy=tail" or (mis, t, kdn, "rheo:m=1:proxy=next") not in by:
+            continue
+        n = by[(mis, t, kdn, "rheo:m=1:proxy=next")]
+        body.append([mis, t, kdn, f"{float(r['tau']):.3f} [{float(r['tau_low']):.3f}, {float(r['tau_high']):.3f}]",
+                     f"{float(n['tau']):.3f} [{float(n['tau_low']):.3f}, {float(n['tau_high']):.3f}]",
+                     f"{float(r['tau']) - float(n['tau']):+.3f}"])
+    steps = sorted({r["steps"] for r in rows})
+    return (f"Tokens per step [95% CI] of RheoSampling with head m = 1 and the `ot` verifier, V = 32k sweep "
+            f"(`sweep_v32k.csv`, seed {rows[0]['seed']}, {'/'.join(steps)} steps per row):\n\n"
+            + md_table(["mismatch", "T", "K,D,N", "proxy `tail`", "proxy `next`", "tail - next"], body))
+
+
+def adaptive_vs_traversal_md(folder: Path) -> str:
+    """rheo-adaptive against the static without-replacement tree under ``traversal`` for T >= 0.75,
+    per-method intervals, from ``sweep_adaptive.csv``."""
+    rows = read_csv(folder / "sweep_adaptive.csv")
+    by = {(r["mismatch"], num(r["temperature"]), f"{r['top_k']},{r['depth']},{r['budget']}", r["method"]): r
+          for r in rows}
+    body = []
+    for (mis, t, kdn, meth), r in by.items():
+        o = by.get((mis, t, kdn, "static-wor:verifier=traversal"))
+        if meth != "rheo-adaptive" or o is None or float(t) < 0.75:
+            continue
+        apart = float(r["tau_low"]) > float(o["tau_high"]) or float(o["tau_low"]) > float(r["tau_high"])
+        body.append([mis, t, kdn, f"{float(r['tau']):.3f} [{float(r['tau_low']):.3f}, {float(r['tau_high']):.3f}]",
+                     f"{float(o['tau']):.3f} [{float(o['tau_low']):.3f}, {float(o['tau_high']):.3f}]",
+                     f"{float(r['tau']) / float(o['tau']):.3f}", "apart" if apart else "overlap"])
+    return ("Tokens per step [95% CI, per method] on the same sweep (`sweep_adaptive.csv`):\n\n"
+            + md_table(["mismatch", "T", "K,D,N", "rheo-adaptive", "static-wor:verifier=traversal", "ratio",
+                        "intervals"], body))
+
+
+def synthetic_acceptance_md(folder: Path) -> str:
+    """Single-draft acceptance 1 - TV of the synthetic V = 32k pair by mismatch and T, from the
+    ``single_accept`` column of ``sweep_adaptive.csv`` (one value per cell)."""
+    rows = read_csv(folder / "sweep_adaptive.csv")
+    cell = {(r["mismatch"], num(r["temperature"])): float(r["single_accept"]) for r in rows}
+    temps = list(dict.fromkeys(num(r["temperature"]) for r in rows))
+    body = [[f"`{m}`"] + [f"{cell[(m, t)]:.3f}" for t in temps] for m in dict.fromkeys(r["mismatch"] for r in rows)]
+    return (f"Single-draft acceptance 1 − TV of the synthetic pair (V = 32k, sparse top-128 draft, sweep "
+            f"seed {rows[0]['seed']}; `sweep_adaptive.csv`):\n\n"
+            + md_table(["mismatch"] + [f"T = {t}" for t in temps], body))
+
+
+def draft_temperature_md(folder: Path) -> str:
+    """Greedy decoding (T = 0) with the draft laws at T_d = 1 and at the default sharp T_d, from
+    ``bench_draft_temperature_1.json`` and ``bench_draft_temperature_default.json``."""
+    runs = [("T_d = 1", json.loads((folder / "bench_draft_temperature_1.json").read_text())),
+            ("T_d = 0.05 (default)", json.loads((folder / "bench_draft_temperature_default.json").read_text()))]
+    names = [r["name"] for r in runs[0][1]["rows"] if r["name"] != "autoregressive"]
+    body = []
+    for name in names:
+        line = [f"`{name}`"]
+        for _, d in runs:
+            r = next(x for x in d["rows"] if x["name"] == name)
+            lo, hi = r["tokens_per_step_ci95"]
+            line.append(f"{r['tokens_per_step']:.3f} [{lo:.3f}, {hi:.3f}]")
+        body.append(line)
+    d = runs[0][1]
+    return (f"Tokens per step [95% CI] at T = 0, K,D,N = 2,4,8, {d['prompts']} prompts x {d['max_new_tokens']} "
+            f"tokens x {d['repeats']} passes, seed 0:\n\n" + md_table(["method"] + [t for t, _ in runs], body))
+
+
+def bench_proxies_md(folder: Path) -> str:
+    """The rheo proxies on the built-in pair (tokens per step per temperature), from ``bench_proxies.json``."""
+    d = json.loads((folder / "bench_proxies.json").read_text())
+    rows = [r for r in d["rows"] if r["name"] != "autoregressive"]
+    temps = list(dict.fromkeys(num(r["temperature"]) for r in rows))
+    body = []
+    for name in dict.fromkeys(r["name"] for r in rows):
+        line = [f"`{name}`"]
+        for t in temps:
+            r = next(x for x in rows if x["name"] == name and num(x["temperature"]) == t)
+            lo, hi = r["tokens_per_step_ci95"]
+            line.append(f"{r['tokens_per_step']:.3f} [{lo:.3f}, {hi:.3f}]")
+        body.append(line)
+    return (f"Tokens per step [95% CI], K,D,N = 2,4,8, verifier `ot`, {d['prompts']} prompts x {d['max_new_tokens']} "
+            f"tokens x {d['repeats']} passes, seed 7:\n\n" + md_table(["method"] + [f"T = {t}" for t in temps], body))
+
+
+def certify_scaling_md(folder: Path) -> str:
+    """``benchmarks/certify_scaling.py --quick`` as printed (with the machine note of its provenance)."""
+    lines = (folder / "certify_scaling.txt").read_text().rstrip().splitlines()
+    note = machine_note(folder / "certify_scaling.txt")
+    if note:
+        lines.append(f"measured on: {note} (the seconds depend on the load)")
+    return code_block(lines)
+
+
+def optimum_example_md(folder: Path) -> str:
+    """``rheo optimum`` on the built-in example (its output without the wall-time line)."""
+    out = [line for line in (folder / "optimum_example.txt").read_text().splitlines()
+           if not line.startswith("time ")]
+    return code_block(["$ rheo optimum --preset chain --depth 2            # built-in example, V = 4", *out])
+
+
 # ----------------------------------------------------------------------------------------------
 # the registry: one entry per recipe
 
@@ -532,7 +636,8 @@ RECIPES: list[Recipe] = [
                   step("python simulations/adaptive_vs_best.py {out}/sweep_adaptive.csv --workers 1 "
                        "--out {out}/sweep_adaptive_vs_best.csv")),
            seconds=7200, quick_seconds=40, seed=2,
-           tables={"adaptive_vs_best": adaptive_vs_best_md}),
+           tables={"adaptive_vs_best": adaptive_vs_best_md, "synthetic_acceptance": synthetic_acceptance_md,
+                   "adaptive_vs_traversal": adaptive_vs_traversal_md}),
     Recipe("sweep_adaptive_design_seed0", SIM, ("sweep_adaptive_design_seed0.csv", "sweep_adaptive_design_seed0.png"),
            steps=(step("python -m rheotheory.cli sweep --vocab 32000 --sparse 128 --mismatch low high "
                        "--temperatures 0 0.25 0.5 0.75 1 1.25 1.5 --trees 4,4,16 10,6,60 --seed 0 --steps 1000 "
@@ -576,7 +681,8 @@ RECIPES: list[Recipe] = [
     Recipe("sweep_v32k", SIM, ("sweep_v32k.csv", "sweep_v32k.png"),
            steps=(step("python simulations/sweep_evidence.py large --out {out}"),),
            quick=(step("python simulations/sweep_evidence.py large --steps 2 --workers 1 --out {out}"),),
-           seconds=3600, quick_seconds=120, seed=0),
+           seconds=3600, quick_seconds=120, seed=0,
+           tables={"rheo_tail_vs_next": tail_vs_next_md}),
     Recipe("builtin_lossless", BENCH, ("builtin_lossless.csv",),
            steps=(step("python benchmarks/builtin_lossless.py --n 400 --seed 20260601 "
                        "--out {out}/builtin_lossless.csv"),),
@@ -620,6 +726,37 @@ RECIPES: list[Recipe] = [
                        stdout="bench_adaptive_builtin.json"),),
            seconds=900, quick_seconds=15, seed=0,
            tables={"bench_adaptive_builtin": lambda f: bench_md(f, "bench_adaptive_builtin.json", speed=False)}),
+    Recipe("bench_draft_temperature", BENCH, ("bench_draft_temperature_1.json", "bench_draft_temperature_default.json"),
+           steps=(step("python -m rheotheory.cli bench --methods eagle,rheo --temperatures 0 --draft-temperature 1 "
+                       "--seed 0 --threads 1 --json", stdout="bench_draft_temperature_1.json"),
+                  step("python -m rheotheory.cli bench --methods eagle,rheo --temperatures 0 --seed 0 --threads 1 "
+                       "--json", stdout="bench_draft_temperature_default.json")),
+           quick=(step("python -m rheotheory.cli bench --methods eagle,rheo --temperatures 0 --draft-temperature 1 "
+                       "--seed 0 --threads 1 --max-new-tokens 10 --repeats 1 --json",
+                       stdout="bench_draft_temperature_1.json"),
+                  step("python -m rheotheory.cli bench --methods eagle,rheo --temperatures 0 --seed 0 --threads 1 "
+                       "--max-new-tokens 10 --repeats 1 --json", stdout="bench_draft_temperature_default.json")),
+           seconds=20, quick_seconds=5, seed=0,
+           tables={"bench_draft_temperature": draft_temperature_md}),
+    Recipe("bench_proxies", BENCH, ("bench_proxies.json",),
+           steps=(step("python -m rheotheory.cli bench --methods rheo:head=1:proxy=tail,rheo:head=1:proxy=next,"
+                       "rheo:head=1:proxy=min-best-tail,rheo:head=0:proxy=tail --repeats 3 --seed 7 --threads 1 --json",
+                       stdout="bench_proxies.json"),),
+           quick=(step("python -m rheotheory.cli bench --methods rheo:head=1:proxy=tail,rheo:head=1:proxy=next "
+                       "--repeats 1 --seed 7 --threads 1 --max-new-tokens 10 --temperatures 1 --json",
+                       stdout="bench_proxies.json"),),
+           seconds=60, quick_seconds=5, seed=7,
+           tables={"bench_proxies": bench_proxies_md}),
+    Recipe("certify_scaling", BENCH, ("certify_scaling.txt",),
+           steps=(step("python benchmarks/certify_scaling.py --quick", stdout="certify_scaling.txt"),),
+           quick=(step("python benchmarks/certify_scaling.py --quick --seeds 1", stdout="certify_scaling.txt"),),
+           seconds=30, quick_seconds=15, seed="instances random_pair(V, D, seed), seeds 0..2",
+           tables={"certify_scaling": certify_scaling_md}),
+    Recipe("optimum_example", BENCH, ("optimum_example.txt",),
+           steps=(step("python -m rheotheory.cli optimum --preset chain --depth 2", stdout="optimum_example.txt"),),
+           quick=(step("python -m rheotheory.cli optimum --preset chain --depth 2", stdout="optimum_example.txt"),),
+           seconds=5, quick_seconds=5, seed="none (the built-in example, exact LP)",
+           tables={"optimum_example": optimum_example_md}),
     Recipe("optimum_scaling", BENCH, ("optimum_scaling.csv",),
            steps=(step("python benchmarks/optimum_scaling.py --out {out}/optimum_scaling.csv"),),
            quick=(step("python benchmarks/optimum_scaling.py --quick --out {out}/optimum_scaling.csv"),),

@@ -1,4 +1,4 @@
-"""Calibration of the README's `rheo mc` showcase: its p-value over many seeds.
+"""Calibration of the `rheo mc` showcase (docs/guide/monte-carlo.md): its p-value over many seeds.
 
 Usage::
 
@@ -6,7 +6,7 @@ Usage::
     python3 simulations/showcase_calibration.py --seeds 20       # a smoke check
     python3 simulations/showcase_calibration.py --from-log LOG   # summarise a stopped run's log
 
-Runs exactly the README command (through ``rheotheory.cli.main``, so the same argument
+Runs exactly the showcase command of docs/guide/monte-carlo.md (through ``rheotheory.cli.main``, so the same argument
 parsing, preset and defaults)::
 
     rheo mc --vocab 32000 --temperature 1 --top-k 4 --depth 4 --budget 16 --head 1 --samples 2000 \
@@ -39,7 +39,7 @@ from scipy import stats as sps
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
-#: The README showcase, verbatim (the seed is appended per run).
+#: The showcase of docs/guide/monte-carlo.md, verbatim (the seed is appended per run).
 SHOWCASE = ["mc", "--vocab", "32000", "--temperature", "1", "--top-k", "4", "--depth", "4", "--budget", "16",
             "--head", "1", "--samples", "2000"]
 
