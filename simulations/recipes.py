@@ -465,6 +465,41 @@ def bench_proxies_md(folder: Path) -> str:
             f"tokens x {d['repeats']} passes, seed 7:\n\n" + md_table(["method"] + [f"T = {t}" for t in temps], body))
 
 
+def mutation_md(folder: Path) -> str:
+    """The mutation-testing totals, runs and per-function verdicts, from ``mutation.json``."""
+    d = json.loads((folder / "mutation.json").read_text())
+    c = d["counts"]
+    nonequiv = d["mutants"] - c.get("equivalent", 0) - c.get("not checked", 0)
+    other = {k: v for k, v in c.items() if k not in ("killed", "timeout", "equivalent", "survived")}
+    rows = [["mutants in the core", d["mutants"]], ["killed (a test fails)", c.get("killed", 0)],
+            ["timeout (killed by mutmut's time limit)", c.get("timeout", 0)],
+            ["equivalent (reasons below)", c.get("equivalent", 0)],
+            ["survived, not equivalent", c.get("survived", 0)]]
+    rows += [[k, v] for k, v in sorted(other.items())]
+    rows.append(["**score** = (killed + timeout) / (mutants - equivalent)",
+                 f"**{100 * d['score']:.1f}%** ({c.get('killed', 0) + c.get('timeout', 0)} of {nonequiv})"
+                 if d["score"] is not None else "-"])
+    text = f"Tool: {d['tool']}.\n\n" + md_table(["", "count"], rows)
+    if d["core_patterns_not_run"]:
+        text += "\n\nCore patterns with no verdicts: " + ", ".join(f"`{p}`" for p in d["core_patterns_not_run"]) + "."
+    runs = [[i, r["commit"], r["summarised"], r["functions"], r["machine"] or "-"] for i, r in enumerate(d["runs"])]
+    text += ("\n\nThe runs whose verdicts these are (each function's verdicts come from one run):\n\n"
+             + md_table(["run", "library code (commit)", "summarised", "functions", "machine"], runs))
+    verdicts = ["killed", "timeout", "equivalent", "survived"]
+    body = [[f"`{fn.removeprefix('rheotheory.').replace('.x_', '.').replace('.xǁ', '.').replace('ǁ', '.')}`",
+             rec["run"], rec["mutants"]] + [rec["verdicts"].get(v, 0) for v in verdicts]
+            for fn, rec in d["functions"].items()]
+    return text + "\n\n" + md_table(["function", "run", "mutants"] + verdicts, body)
+
+
+def mutation_equivalent_md(folder: Path) -> str:
+    """Every mutant counted as equivalent, with its reason, from ``mutation.json``."""
+    d = json.loads((folder / "mutation.json").read_text())
+    short = lambda n: n.removeprefix("rheotheory.").replace(".x_", ".").replace(".xǁ", ".").replace("ǁ", ".")  # noqa: E731
+    body = [[f"`{short(n)}`", why.replace("|", "\\|")] for n, why in d["equivalent"].items()]
+    return md_table(["mutant", "why equivalent"], body)
+
+
 def certify_scaling_md(folder: Path) -> str:
     """``benchmarks/certify_scaling.py --quick`` as printed (with the machine note of its provenance)."""
     lines = (folder / "certify_scaling.txt").read_text().rstrip().splitlines()
@@ -752,6 +787,11 @@ RECIPES: list[Recipe] = [
            quick=(step("python benchmarks/certify_scaling.py --quick --seeds 1", stdout="certify_scaling.txt"),),
            seconds=30, quick_seconds=15, seed="instances random_pair(V, D, seed), seeds 0..2",
            tables={"certify_scaling": certify_scaling_md}),
+    Recipe("mutation", BENCH, ("mutation.json",),
+           steps=(step("python benchmarks/mutation.py --out {out}/mutation.json"),),
+           quick=(step("python benchmarks/mutation.py --summary --out {out}/mutation.json"),),
+           seconds=5400, quick_seconds=5, seed="none (mutmut's mutants are deterministic)",
+           tables={"mutation": mutation_md, "mutation_equivalent": mutation_equivalent_md}),
     Recipe("optimum_example", BENCH, ("optimum_example.txt",),
            steps=(step("python -m rheotheory.cli optimum --preset chain --depth 2", stdout="optimum_example.txt"),),
            quick=(step("python -m rheotheory.cli optimum --preset chain --depth 2", stdout="optimum_example.txt"),),

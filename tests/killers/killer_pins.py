@@ -54,6 +54,18 @@ CASES = [
      dict(top_k=3, depth=2, budget=5, head=1, proxy="min-best-tail", fillers="none", verifier="ot")),
     ("rheo-true-ot", "rheo", dict(top_k=2, depth=2, budget=3, proxy="true", verifier="ot")),
     ("rheo-head1-fill-seq", "rheo", dict(top_k=3, depth=3, budget=5, head=1, proxy="next", verifier="sequential")),
+    # budgets below K: expansions left out as doomed and later settled (docs/theory.md section 5.6)
+    ("eagle-n1", "eagle", dict(top_k=3, depth=3, budget=1, verifier="onehot")),
+    ("rheo-next-n1", "rheo", dict(top_k=2, depth=3, budget=1, proxy="next", verifier="ot")),
+    ("rheo-head0-n1", "rheo", dict(top_k=3, depth=3, budget=1, head=0, proxy="tail", verifier="ot")),
+    ("rheo-head0-n2", "rheo", dict(top_k=3, depth=3, budget=2, head=0, proxy="tail", verifier="ot")),
+    ("rheo-k2-head0-n2", "rheo", dict(top_k=2, depth=3, budget=2, head=0, proxy="tail", verifier="ot")),
+    # head 0 with the tail proxy: a sample scores its parent's score, so ties everywhere and the
+    # creation order decides what is expanded, left out and kept
+    ("rheo-k1-tail-n1", "rheo", dict(top_k=1, depth=3, budget=1, proxy="tail", verifier="ot")),
+    ("rheo-k1-tail-n2", "rheo", dict(top_k=1, depth=3, budget=2, proxy="tail", verifier="ot")),
+    ("rheo-k2-head0-nofill-n2", "rheo", dict(top_k=2, depth=3, budget=2, head=0, proxy="tail", fillers="none",
+                                             verifier="ot")),
     ("adaptive-head0-traversal", "adaptive", dict(top_k=3, depth=2, budget=5, head=0, proxy="tail",
                                                   verifier="traversal")),
     ("adaptive-head1-ot-wor", "adaptive", dict(top_k=3, depth=2, budget=5, head=1, proxy="tail", verifier="ot-wor")),

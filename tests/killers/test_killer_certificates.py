@@ -49,7 +49,10 @@ def test_monte_carlo_draws_match_pin(case):
                                               ("rheo-head0-fillers", "dense", False),
                                               ("rheo-head1-fill-seq", "dense", False),
                                               ("adaptive-predicted", "zeros", False),
-                                              ("static-wor-rrs", "zeros", True)])
+                                              ("static-wor-rrs", "zeros", True),
+                                              ("rheo-next-n1", "dense", False),
+                                              ("rheo-k2-head0-n2", "dense", False),
+                                              ("rheo-k2-head0-n2", "zeros", False)])
 def test_unreduced_enumeration_gives_the_same_law(case, pair, eager):
     """Leaving out doomed expansions (docs/theory.md section 5.6) and integrating unresolved
     leaves are pure speed-ups: without them the exact law of Z and the outcome count agree."""
