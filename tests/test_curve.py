@@ -123,3 +123,14 @@ def test_budget_auto_refuses_what_it_would_override(extra, fragment, capsys):
     assert main(["decode", "--budget", "auto", "--max-new-tokens", "4", *extra]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and fragment in err[0]
+
+
+def test_a_rerun_with_more_temperatures_adds_their_blocks(tmp_path, capsys):
+    out = tmp_path / "curve"
+    assert main(ARGS + ["--out", str(out)]) == 0
+    first = read_runs(out / "runs.csv")
+    more = [a if a != "0,1" else "0,0.5,1" for a in ARGS]
+    assert main(more + ["--out", str(out)]) == 0
+    after = read_runs(out / "runs.csv")
+    assert {r["temperature"] for r in after} == {0.0, 0.5, 1.0}
+    assert [r for r in after if r["temperature"] != 0.5] == first  # the finished blocks untouched

@@ -143,7 +143,7 @@ def _run_curve(args, pair, named, sets, reps, top, total, log, pass_s) -> int:
                 "dtype": args.dtype, "threads": args.threads, "seed": args.seed,
                 "max_new_tokens": args.max_new_tokens, "prompts": args.prompts or "builtin",
                 "prompt_counts": {name: len(ps) for name, ps in sets.items()}, "repeats": reps,
-                "methods": {name: m.to_dict() for name, m in named}, "temperatures": list(args.temperatures),
+                "methods": {name: m.to_dict() for name, m in named},
                 "target_top_k": args.target_top_k, "target_top_p": args.target_top_p,
                 "draft_temperature": args.draft_temperature, "draft_top_k": top.get("draft_top_k")}
     with progress_bar(args, total, "bench", "prompt") as bar:

@@ -12,8 +12,9 @@ writes the same files as one that ran through.
 
 Files under ``DIR``:
 
-- ``settings.json``: what defines the bench (model, device, threads, methods, prompts, seed,
-  tokens per prompt, repeats); a rerun with other settings is refused.
+- ``settings.json``: what defines a block (model, device, threads, methods, prompts, seed,
+  tokens per prompt, repeats); a rerun with other settings is refused. The temperatures are not
+  part of it: a rerun with more temperatures adds their blocks to the same files.
 - ``runs.csv``: prompt_set, temperature, method, prompt, repeat, steps, emitted, kept, seconds, nodes.
 - ``curve.csv``: per (prompt set, temperature, method): tokens per step (tau) = emitted / steps
   with its 95% interval, accepted draft tokens per step (tau - 1), tokens/s, speed-up over
