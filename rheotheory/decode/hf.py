@@ -41,7 +41,8 @@ from .builtin import resolve_device
 from .models import CacheBase, check_positions
 from .smollm import SMOL_PROMPTS
 
-__all__ = ["HFConfig", "HFLM", "HFCache", "HFPair", "INSTALL_HINT", "HF_PROMPTS", "tree_bias", "load_hf_pair"]
+__all__ = ["HFConfig", "HFLM", "HFCache", "HFPair", "INSTALL_HINT", "HF_PROMPTS", "tree_bias", "load_hf_pair",
+           "bind_head"]
 
 #: One line telling how to install the optional Hugging Face back-end.
 INSTALL_HINT = "the Hugging Face back-end needs transformers: python3 -m pip install 'rheotheory[hf]'"
@@ -193,6 +194,42 @@ class HFLM(nn.Module):
     def embed_tokens(self) -> nn.Embedding:
         """The model's input embedding (a draft head shares it)."""
         return self.model.get_input_embeddings()
+
+
+def bind_head(target: HFLM, head):
+    """A draft head (:mod:`rheotheory.decode.draft_head`) for ``target``: ``head`` is a head
+    directory (``head.safetensors`` + ``manifest.json``), loaded and bound to the target's input
+    embedding in the target's dtype and device, or a loaded
+    :class:`~rheotheory.decode.draft_head.DraftHead` already bound to it.
+
+    The head must have been trained for this target: the same vocabulary and width (its embedding),
+    the same number of blocks (its feature layers are block indices) and, when its manifest names
+    one, the same ``transformers`` family (``transformers_model_type``); else a one-line error.
+    """
+    from .draft_head import DraftHead, load_head
+
+    c = target.model.config
+    if isinstance(head, DraftHead):
+        if head.embed is not target.embed_tokens:
+            raise InstanceError("the draft head is bound to another model's embedding; load it for this target "
+                                "(rheotheory.hf.draft_head(target, DIR) or pass the head directory)")
+        cfg, family, where = head.cfg, None, "the draft head"
+    else:
+        folder = Path(head)
+        if not folder.is_dir():
+            raise InstanceError(f"the draft head directory {str(folder)!r} does not exist")
+        w = target.embed_tokens.weight
+        head, manifest = load_head(folder, target.embed_tokens, w.device, target.dtype, max_len=target.cfg.max_len)
+        cfg, family, where = head.cfg, manifest.get("transformers_model_type"), f"the draft head in {str(folder)!r}"
+    n_layers = getattr(c, "num_hidden_layers", None)
+    if family is not None and family != c.model_type:
+        raise InstanceError(f"{where} was trained for a {family} target; this target is {c.model_type}")
+    if n_layers is not None and cfg.target_layers != n_layers:
+        raise InstanceError(f"{where} reads a target of {cfg.target_layers} blocks; this target has {n_layers}")
+    if cfg.vocab_size != target.cfg.vocab_size or cfg.hidden != target.embed_tokens.weight.shape[1]:
+        raise InstanceError(f"{where} reads a {cfg.vocab_size} x {cfg.hidden} embedding; the target has "
+                            f"{target.cfg.vocab_size} tokens of width {target.embed_tokens.weight.shape[1]}")
+    return head
 
 
 @dataclass(frozen=True)
