@@ -516,6 +516,17 @@ def optimum_example_md(folder: Path) -> str:
     return code_block(["$ rheo optimum --preset chain --depth 2            # built-in example, V = 4", *out])
 
 
+def forward_timing_md(folder: Path) -> str:
+    """transformers' SmolLM2 forward against the hand-written one, from ``forward_timing.json``:
+    the benchmark's table, the machine note and the decision of the rule."""
+    data = json.loads((folder / "forward_timing.json").read_text())
+    lines = list(data["table"])
+    note = machine_note(folder / "forward_timing.json")
+    if note:
+        lines.append(f"measured on: {note} (the milliseconds depend on the load; the ratios are paired)")
+    return code_block(lines)
+
+
 # ----------------------------------------------------------------------------------------------
 # the registry: one entry per recipe
 
@@ -862,6 +873,12 @@ RECIPES: list[Recipe] = [
                        "--max-new-tokens 8 --repeats 1 --out {out}/smollm2_speed --no-progress"),),
            seconds=1200, quick_seconds=30, seed=0, needs=SMOL_NEEDS + " and the sharegpt extra",
            tables={"smollm2_speed": lambda f: speed_md(f, "smollm2_speed")}),
+    Recipe("forward_timing", BENCH, ("forward_timing.json",),
+           steps=(step("python benchmarks/forward_timing.py --threads 2 --repeats 30 --out {out}/forward_timing.json"),),
+           quick=(step("python benchmarks/forward_timing.py --threads 1 --repeats 6 --sizes 1,9 "
+                       "--out {out}/forward_timing.json"),),
+           seconds=180, quick_seconds=90, seed=0, needs=SMOL_NEEDS,
+           tables={"forward_timing": forward_timing_md}),
     Recipe("mutant_table", SIM, ("mutant_table.csv", "mutant_table.md"),
            steps=(step("python simulations/mutant_table.py --out {out}"),),
            quick=(step("python simulations/mutant_table.py --out {out}"),),
