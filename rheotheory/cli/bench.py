@@ -139,7 +139,11 @@ def _run_curve(args, pair, named, sets, reps, top, total, log, pass_s) -> int:
     from ..provenance import write_provenance
 
     started = time.time()
-    settings = {"model": args.model, "target": args.target, "draft": args.draft, "device": args.device,
+    from ..decode.curve import fingerprint
+
+    settings = {"model": args.model, "target": args.target, "draft": args.draft,
+                "target_sha256": fingerprint(pair.target), "draft_sha256": fingerprint(pair.draft),
+                "device": args.device,
                 "dtype": args.dtype, "threads": args.threads, "seed": args.seed,
                 "max_new_tokens": args.max_new_tokens, "prompts": args.prompts or "builtin",
                 "prompt_counts": {name: len(ps) for name, ps in sets.items()}, "repeats": reps,

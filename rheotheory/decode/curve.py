@@ -12,7 +12,8 @@ writes the same files as one that ran through.
 
 Files under ``DIR``:
 
-- ``settings.json``: what defines a block (model, device, threads, methods, prompts, seed,
+- ``settings.json``: what defines a block (model, the fingerprints of the target's and the
+  draft's weights, device, threads, methods, prompts, seed,
   tokens per prompt, repeats); a rerun with other settings is refused. The temperatures are not
   part of it: a rerun with more temperatures adds their blocks to the same files.
 - ``runs.csv``: prompt_set, temperature, method, prompt, repeat, steps, emitted, kept, seconds, nodes.
@@ -44,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["GRID", "FOCUS", "BOOTSTRAP", "BOOTSTRAP_SEED", "RUN_FIELDS", "run_curve", "read_runs", "summarize",
-           "standing", "write_summaries", "plot_curve", "format_standing"]
+           "standing", "write_summaries", "plot_curve", "format_standing", "fingerprint"]
 
 #: Temperatures of a curve when none are given: 0, 0.25, ..., 1.5.
 GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
@@ -61,6 +62,25 @@ def _atomic_text(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def fingerprint(model) -> str | None:
+    """SHA-256 (first 16 hex digits) of a model's parameters and buffers, names and bytes: what a
+    resumed bench checks so that blocks measured with other weights (a newly shipped draft head)
+    are never mixed with new ones."""
+    import hashlib
+
+    import torch
+
+    if model is None:
+        return None
+    h = hashlib.sha256()
+    with torch.no_grad():
+        for name, t in sorted(list(model.state_dict().items()), key=lambda kv: kv[0]):
+            h.update(name.encode())
+            h.update(t.detach().to("cpu").contiguous().view(torch.uint8).numpy().tobytes()
+                     if t.numel() else b"")
+    return h.hexdigest()[:16]
 
 
 def read_runs(path) -> list[dict]:
