@@ -852,14 +852,14 @@ RECIPES: list[Recipe] = [
            seconds=300, quick_seconds=30, seed=0, needs=SMOL_NEEDS,
            tables={"step_profile": step_profile_md}),
     Recipe("smollm2_curve_sharegpt", BENCH, tuple(f"smollm2_curve_sharegpt/{f}" for f in CURVE_FILES),
-           steps=(fresh("{out}/smollm2_curve_sharegpt"), step("python -m rheotheory.cli bench --model smollm2 --prompts sharegpt:16 --out {out}/smollm2_curve_sharegpt --max-new-tokens 64 --repeats 1 --threads 2 --no-progress"),),
+           steps=(fresh("{out}/smollm2_curve_sharegpt"), step("python -m rheotheory.cli bench --model smollm2 --prompts sharegpt:8 --top-k 3 --depth 4 --budget 8 --max-new-tokens 64 --repeats 1 --threads 1 --no-progress --temperatures 0,0.5,1,1.5 --out {out}/smollm2_curve_sharegpt"),),
            quick=(step("python -m rheotheory.cli bench --prompts builtin --temperatures 0,1 --methods chain,rheo-adaptive "
                        "--max-new-tokens 8 --repeats 1 --out {out}/smollm2_curve_sharegpt --no-progress"),),
            seconds=3600, quick_seconds=30, seed=0, needs=SMOL_NEEDS + " and the sharegpt extra",
            tables={"smollm2_curve_sharegpt": lambda f: curve_md(f, "smollm2_curve_sharegpt"),
                    "smollm2_standing_sharegpt": lambda f: standing_md(f, "smollm2_curve_sharegpt")}),
     Recipe("smollm2_curve_humaneval", BENCH, tuple(f"smollm2_curve_humaneval/{f}" for f in CURVE_FILES),
-           steps=(fresh("{out}/smollm2_curve_humaneval"), step("python -m rheotheory.cli bench --model smollm2 --prompts humaneval:16 --out {out}/smollm2_curve_humaneval --max-new-tokens 64 --repeats 1 --threads 2 --no-progress"),),
+           steps=(fresh("{out}/smollm2_curve_humaneval"), step("python -m rheotheory.cli bench --model smollm2 --prompts humaneval:8 --top-k 3 --depth 4 --budget 8 --max-new-tokens 64 --repeats 1 --threads 1 --no-progress --temperatures 0,0.5,1,1.5 --out {out}/smollm2_curve_humaneval"),),
            quick=(step("python -m rheotheory.cli bench --prompts builtin --temperatures 0,1 --methods chain,rheo-adaptive "
                        "--max-new-tokens 8 --repeats 1 --out {out}/smollm2_curve_humaneval --no-progress"),),
            seconds=3600, quick_seconds=30, seed=0, needs=SMOL_NEEDS + " and the humaneval extra",

@@ -168,6 +168,7 @@ def _run_curve(args, pair, named, sets, reps, top, total, log, pass_s) -> int:
     t_target, t_draft, ratio = pass_s
     for key, path in paths.items():
         write_provenance(path, seed=args.seed, started=started, settings=settings,
+                         decode_seconds_all_blocks=round(sum(r["seconds"] for r in rows), 1),
                          pass_seconds={"target": t_target, "draft": t_draft, "cost_ratio": ratio,
                                        "target_by_tokens": {str(n): c for n, c in costs.items()}})
     if log:
