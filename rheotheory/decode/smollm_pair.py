@@ -5,8 +5,9 @@ The target is :class:`~rheotheory.decode.smollm.SmolLM`; the drafts share its to
 
 * ``"head"`` (:data:`DEFAULT_DRAFT`): the trained EAGLE-style draft head shipped in
   :data:`SMOLLM2_HEAD_DIR` (:mod:`rheotheory.decode.draft_head`; one decoder layer over the
-  target's features, a draft vocabulary of 8192 tokens, about 5% of a target pass);
-  ``"head:DIR"``: a head saved by ``scripts/train_draft_head.py``.
+  target's features, trained on ShareGPT conversations, a draft vocabulary of 12,288 tokens);
+  ``"head:DIR"``: a head saved by ``scripts/train_head_sharegpt.py`` or
+  ``scripts/train_draft_head.py``.
 * ``"int4"`` (:func:`~rheotheory.decode.smollm.quantised_copy`): a weight-quantised copy, every
   block's linear weight rounded to symmetric 4-bit integers per group of 32 (scale = group
   absmax / 7); the embedding/output head is kept. Single-draft acceptance about 0.75 on
