@@ -22,7 +22,7 @@ def register(sub) -> None:
                        "parameters, draft ~0.1M, trained on Python source), SmolLM2 (--model smollm2) or two local "
                        "Hugging Face model directories (--target, --draft). Prints the continuation "
                        "and per-step statistics. Tree sizes the preset leaves open: row 'builtin' (K=2 D=4 "
-                       "N=8) for the built-in pair, row 'model' (K=4 D=6 N=20) otherwise (`rheo methods`).")
+                       "N=8) for the built-in pair, row 'smollm2' (K=2 D=1 N=2) for SmolLM2, row 'model' (K=4 D=6 N=20) for a --target/--draft pair (`rheo methods`).")
     d.add_argument("--prompt", default="def fib(", help="ASCII prompt (default 'def fib(')")
     add_method_arguments(d, default=DECODE_PRESET, size=None, auto_budget=True)
     d.add_argument("--temperature", type=temperature_arg, default=1.0,

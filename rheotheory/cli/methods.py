@@ -38,6 +38,7 @@ def run(args) -> int:
         print(f"  {'':<15} fields: {', '.join(f['fields'])}; verifiers: {', '.join(f['verifiers'])}")
     print("\ndefault tree size (K, D, N) per command family")
     rows = {"toy": "certify, counterexample, mc", "sweep": "sweep", "builtin": "decode, bench (built-in pair)",
+            "smollm2": "decode, bench --model smollm2 (chosen by --budget auto on a 2-core CPU)",
             "model": "decode, bench (other models)"}
     for k, (K, D, N) in TREE_SIZES.items():
         print(f"  {k:<8} K={K} D={D} N={N}   {rows.get(k, '')}")

