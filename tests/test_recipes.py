@@ -41,10 +41,10 @@ def test_a_changed_cell_is_caught(tmp_path):
     for r in recipes.RECIPES:  # the results the tables read, with their provenance
         src = ROOT / r.folder
         for o in r.outputs:
-            for f in (src / o, src / (o + ".provenance.json")):
-                if f.is_file():
-                    (tmp_path / r.folder).mkdir(parents=True, exist_ok=True)
-                    shutil.copy(f, tmp_path / r.folder / f.name)
+            for rel in (o, o + ".provenance.json"):  # NOTE: an output may sit in a subfolder (a bench --out)
+                if (src / rel).is_file():
+                    (tmp_path / r.folder / rel).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(src / rel, tmp_path / r.folder / rel)
     assert recipes.check(tmp_path) == []
     # the first marked block that shows a number, in whichever document holds it
     doc, m = next((d, m) for d in recipes.documents(tmp_path) for m in recipes.MARKER.finditer(d.read_text())
