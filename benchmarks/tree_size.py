@@ -62,7 +62,8 @@ def main(argv=None) -> int:
         for T in (float(x) for x in args.temperatures.split(",")):
             m = resolve(spec, size=CANDIDATES[-1])
             print(f"{spec} at T = {T:g}:", flush=True)
-            size, table = choose_size(pair, m, T, PROMPTS, args.model, threads=args.threads, log=print)
+            size, table = choose_size(pair, m, T, PROMPTS, args.model, threads=args.threads, log=print, costs=costs,
+                                      draft_s=t_draft)  # NOTE: one cost curve for every row of the table
             best = max(table, key=lambda r: r["physical_limit"])
             print(f"  chosen K,D,N = {size} (physical limit {best['physical_limit']:.2f}x)", flush=True)
             rows.append({"method": spec, "temperature": T, "size": list(size), "table": table})

@@ -104,14 +104,16 @@ def _key(model_id: str, device: str, dtype: str, threads: int, method, temperatu
 
 def choose_size(pair, method, temperature: float, prompts, model_id: str, device: str = "cpu",
                 dtype: str = "float32", threads: int = 1, decode_kw: dict | None = None, log=None,
-                candidates=CANDIDATES) -> tuple[tuple[int, int, int], list[dict]]:
+                candidates=CANDIDATES, costs: dict | None = None,
+                draft_s: float | None = None) -> tuple[tuple[int, int, int], list[dict]]:
     """The candidate (K, D, N) of largest predicted speed-up for ``method`` at ``temperature``, and
     the table it was chosen from (one dict per candidate: size, tau, step cost, physical limit).
 
     ``method``: a resolved method whose family has ``top_k``/``depth``/``budget`` fields (or a
     subset: a chain takes D from the candidate and ignores K and N); ``prompts``: token-id lists
     or texts of the pair; ``decode_kw``: further :class:`~rheotheory.decode.engine.DecodeConfig`
-    fields (target top-k/top-p, draft settings)."""
+    fields (target top-k/top-p, draft settings); ``costs`` and ``draft_s``: pass costs measured
+    already (:func:`measured_costs`, one draft pass), so that several searches share one curve."""
     import torch
 
     from .bench import _ids, cost_ratio
@@ -129,8 +131,10 @@ def choose_size(pair, method, temperature: float, prompts, model_id: str, device
     if key in cache:
         hit = cache[key]
         return tuple(hit["size"]), hit["table"]
-    costs = measured_costs(pair.target)
-    _, draft_s, _ = cost_ratio(pair)
+    if costs is None:
+        costs = measured_costs(pair.target)
+    if draft_s is None:
+        _, draft_s, _ = cost_ratio(pair)
     cfg = DecodeConfig(temperature=temperature, max_new_tokens=PILOT_TOKENS, **(decode_kw or {}))
     table, seen = [], set()
     for K, D, N in candidates:
