@@ -222,7 +222,10 @@ def test_ctrl_c_stops_a_long_run_with_one_line():
     The child says when its imports are done (on a loaded machine they take seconds), so the
     signal lands in the run, not in the interpreter's start-up.
     """
-    code = ("import sys; from rheotheory.cli import main; print('ready', flush=True); "
+    # NOTE: the child restores Python's own SIGINT handler first: a test run started in the
+    # background of a shell without job control ignores SIGINT, and its children inherit that.
+    code = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+            "from rheotheory.cli import main; print('ready', flush=True); "
             "sys.exit(main(['mc', '--samples', '200000', '--no-progress']))")  # NOTE: no estimate line
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert p.stdout.readline() == "ready\n"
