@@ -3,6 +3,7 @@
 Usage:
     python benchmarks/step_profile.py [--model smollm2|builtin] [--methods SPEC,...] [--size K,D,N]
                                       [--temperatures 0,1] [--tokens 64] [--prompts 2] [--threads 2]
+                                      [--head-rows 1,3]
                                       [--out benchmarks/results/step_profile.json]
 
 Decodes the model's first ``--prompts`` benchmark prompts with each method and autoregressive
@@ -17,6 +18,12 @@ engine's functions (:mod:`rheotheory.decode.engine`):
 
 Prints milliseconds per step and per emitted token for each part and writes the table as JSON
 with its provenance. The wrappers cost a few microseconds per call.
+
+``--head-rows 1,3`` profiles every tree method once per value of the engine's
+``CPU_HEAD_ROWS`` (how many rows of a deferred output head one product computes: 1 is the
+row-by-row reading the engine used before, 3 its default), so the table shows the step before
+and after that change, measured in the same run (a target without a deferred head, such as the
+built-in pair's, is profiled once).
 """
 
 from __future__ import annotations
@@ -102,8 +109,16 @@ def main(argv=None) -> int:
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--prompts", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--head-rows", default="1,3",
+                    help="values of the engine's CPU_HEAD_ROWS to profile each tree method with (default 1,3)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
+    try:
+        head_rows = [int(x) for x in args.head_rows.split(",")]
+        if not head_rows or min(head_rows) < 1:
+            raise ValueError
+    except ValueError:
+        ap.error(f"--head-rows: positive integers separated by commas, got {args.head_rows!r}")
     import torch
 
     from rheotheory.methods import resolve
@@ -123,28 +138,38 @@ def main(argv=None) -> int:
 
         pair = load_builtin_pair("cpu")
         row = "builtin"
+    from rheotheory.decode import engine
     from rheotheory.methods import TREE_SIZES
+
+    default_rows = engine.CPU_HEAD_ROWS
 
     size = tuple(int(x) for x in args.size.split(",")) if args.size else TREE_SIZES.get(row, TREE_SIZES["model"])
     rows = []
-    head = f"{'method':<15} {'T':>4} {'tok/step':>8} {'target':>8} {'draft':>8} {'verify':>8} {'tree+Py':>8} " \
-           f"{'step ms':>8} {'ms/token':>8}"
+    head = f"{'method':<15} {'T':>4} {'rows':>4} {'tok/step':>8} {'target':>8} {'draft':>8} {'verify':>8} " \
+           f"{'tree+Py':>8} {'step ms':>8} {'ms/token':>8}"
     print(f"{args.model}, {args.threads} threads, size K,D,N = {size}; ms per step", flush=True)
     print(head)
     for T in (float(x) for x in args.temperatures.split(",")):
         for spec in args.methods.split(","):
             m = resolve(spec, size=size)
-            r = profile(pair, m, T, PROMPTS[:args.prompts], args.tokens)
-            r.update(method=spec, size=list(size) if m.nodes else None)
-            rows.append(r)
-            ms = r["ms_per_step"]
-            print(f"{spec:<15} {T:>4g} {r['tokens_per_step']:>8.2f} {ms['target']:>8.2f} {ms['draft']:>8.2f} "
-                  f"{ms['verify']:>8.2f} {ms['tree + Python']:>8.2f} {sum(ms.values()):>8.2f} "
-                  f"{r['ms_per_token']:>8.2f}", flush=True)
+            for hr in head_rows if m.nodes and hasattr(pair.target, "extend_hidden") else [None]:
+                if hr is not None:
+                    engine.CPU_HEAD_ROWS = hr
+                try:
+                    r = profile(pair, m, T, PROMPTS[:args.prompts], args.tokens)
+                finally:
+                    engine.CPU_HEAD_ROWS = default_rows
+                r.update(method=spec, size=list(size) if m.nodes else None, head_rows=hr)
+                rows.append(r)
+                ms = r["ms_per_step"]
+                print(f"{spec:<15} {T:>4g} {'-' if hr is None else hr:>4} {r['tokens_per_step']:>8.2f} "
+                      f"{ms['target']:>8.2f} {ms['draft']:>8.2f} {ms['verify']:>8.2f} {ms['tree + Python']:>8.2f} "
+                      f"{sum(ms.values()):>8.2f} {r['ms_per_token']:>8.2f}", flush=True)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"model": args.model, "threads": args.threads, "size": list(size),
-                                        "tokens": args.tokens, "prompts": args.prompts, "rows": rows}, indent=1))
+                                        "tokens": args.tokens, "prompts": args.prompts, "head_rows": head_rows,
+                                        "default_head_rows": default_rows, "rows": rows}, indent=1))
         write_provenance(args.out, seed=0, started=started)
     return 0
 

@@ -602,12 +602,14 @@ def step_profile_md(folder: Path) -> str:
     body = []
     for r in d["rows"]:
         ms = r["ms_per_step"]
-        body.append([f"`{r['method']}`", num(r["temperature"]), f"{r['tokens_per_step']:.2f}", f"{ms['target']:.1f}",
+        hr = r.get("head_rows")
+        body.append([f"`{r['method']}`", num(r["temperature"]), "-" if hr is None else str(hr),
+                     f"{r['tokens_per_step']:.2f}", f"{ms['target']:.1f}",
                      f"{ms['draft']:.1f}", f"{ms['verify']:.1f}", f"{ms['tree + Python']:.1f}",
                      f"{sum(ms.values()):.1f}", f"{r['ms_per_token']:.1f}"])
     note = machine_note(folder / "step_profile.json")
-    out = md_table(["method", "T", "tok/step", "target", "draft", "verify", "tree + Python", "step (ms)",
-                    "ms/token"], body)
+    out = md_table(["method", "T", "head rows", "tok/step", "target", "draft", "verify", "tree + Python",
+                    "step (ms)", "ms/token"], body)
     return out + f"\n\n{d['model']}, K,D,N = {','.join(map(str, d['size']))}, {d['threads']} threads, " \
         f"{d['prompts']} prompts x {d['tokens']} tokens" + (f"; measured on: {note}" if note else "")
 

@@ -213,3 +213,31 @@ def test_smollm_target_defers_its_output_head():
     got = decode(smol, smollm_copy(model), [5, 9, 17], make_method("rheo", top_k=3, depth=3, budget=8), cfg,
                  torch.Generator().manual_seed(1))
     assert got.tokens == ref and got.tokens_per_step > 2.0
+
+
+@torch.inference_mode()
+def test_deferred_head_computes_a_row_with_its_children(monkeypatch):
+    """On a CPU the deferred head computes a row together with its first children (one product,
+    about the cost of one row at batch 1): with K, D, N = 2, 1, 2 every step reads the head once,
+    and decoding (float64, T = 1, the same seed) emits the same tokens as reading row by row."""
+    from rheotheory.decode import engine
+
+    model = tiny_llama(dtype=torch.float64)
+    smol = smollm_copy(model)
+    calls = []
+    real = smol.logits_from
+
+    def counted(h):
+        calls.append(h.shape[0])
+        return real(h)
+
+    monkeypatch.setattr(smol, "logits_from", counted)
+    cfg = DecodeConfig(temperature=1.0, max_new_tokens=24)
+    method = make_method("rheo", top_k=2, depth=1, budget=2)
+    batched = decode(smol, smollm_copy(model), [5, 9, 17], method, cfg, torch.Generator().manual_seed(3))
+    assert calls == [3] * len(batched.steps)
+    calls.clear()
+    monkeypatch.setattr(engine, "CPU_HEAD_ROWS", 1)
+    single = decode(smol, smollm_copy(model), [5, 9, 17], method, cfg, torch.Generator().manual_seed(3))
+    assert set(calls) == {1} and len(calls) > len(single.steps)
+    assert single.tokens == batched.tokens

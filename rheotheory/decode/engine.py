@@ -402,19 +402,46 @@ class _State:
         return self.feats[start - 1:start - 1 + n]
 
 
+#: Rows of the deferred output head computed in one product on a CPU: a row and the first of its
+#: children, which the verifier reads next when it accepts one. At batch 1 the head's product is
+#: bound by reading its weights (49152 x 576 for SmolLM2), so up to three rows cost about one
+#: (benchmarks/step_profile.py times the step before and after; docs/guide/smollm2.md). On CUDA a
+#: row and all its children.
+CPU_HEAD_ROWS = 3
+
+
 class _TargetRows:
     """The target laws of one pass's rows (float64 numpy, # [V] each), computed when first read:
-    from the pass's logits, or from its final states through the model's ``logits_from``."""
+    from the pass's logits, or from its final states through the model's ``logits_from``.
+
+    ``children``: row -> its children's rows, in the tree's order; a deferred head computes a row
+    together with the first ``head_rows - 1`` of them not yet computed (None: all of them)."""
 
     def __init__(self, model, logits=None, hidden=None):
         self.model, self.logits, self.hidden = model, logits, hidden
+        self.children: dict[int, list[int]] = {}
+        self.head_rows: int | None = None if hidden is None or hidden.device.type != "cpu" else CPU_HEAD_ROWS
+        self._logits: dict[int, torch.Tensor] = {}
         self._laws = {}
+
+    def _row_logits(self, r: int) -> torch.Tensor:
+        if self.logits is not None:
+            return self.logits[r:r + 1]
+        got = self._logits.get(r)
+        if got is None:
+            rows = [r] + [c for c in self.children.get(r, ()) if c not in self._logits]
+            if self.head_rows is not None:
+                rows = rows[:self.head_rows]
+            lg = self.model.logits_from(self.hidden[rows])  # [len(rows), V]
+            for i, c in enumerate(rows):
+                self._logits[c] = lg[i:i + 1]
+            got = self._logits[r]
+        return got
 
     def law(self, r: int, cfg: DecodeConfig) -> np.ndarray:
         got = self._laws.get(r)
         if got is None:
-            lg = self.logits[r:r + 1] if self.logits is not None else self.model.logits_from(self.hidden[r:r + 1])
-            got = self._laws[r] = target_law(lg, cfg)[0].cpu().numpy()
+            got = self._laws[r] = target_law(self._row_logits(r), cfg)[0].cpu().numpy()
         return got
 
 
@@ -449,6 +476,8 @@ def _tree_step(target: TinyLM, draft: TinyLM, method: Method, st: _State, cfg: D
     tokens = torch.tensor([st.ctx[-1]] + [tree.nodes[i].token for i in order], device=st.device)
     depths = torch.tensor([0] + [tree.nodes[i].depth for i in order], device=st.device)
     rows = st.target_pass(target, tokens, depths, tree_mask(parents))
+    for r in range(1, len(parents)):
+        rows.children.setdefault(parents[r], []).append(r)
     # The verifier runs on float64 numpy laws, as the builders' draft laws are: per-node torch
     # calls on V-sized vectors would cost more than the target pass at batch 1.
     z = sample_outcome(as_tree_verifier(verifier), tree, lambda node, prefix: rows.law(row[node], cfg),
