@@ -241,3 +241,19 @@ def test_deferred_head_computes_a_row_with_its_children(monkeypatch):
     single = decode(smol, smollm_copy(model), [5, 9, 17], method, cfg, torch.Generator().manual_seed(3))
     assert set(calls) == {1} and len(calls) > len(single.steps)
     assert single.tokens == batched.tokens
+
+
+@torch.inference_mode()
+def test_pass_costs_time_a_deferred_head_as_the_engine_computes_it(monkeypatch):
+    """``pass_costs`` (what ``--budget auto`` chooses a tree size from) times a SmolLM target's pass
+    without its head plus one head product over at most ``CPU_HEAD_ROWS`` rows, as a step runs it."""
+    from rheotheory.decode.bench import pass_costs
+    from rheotheory.decode.engine import CPU_HEAD_ROWS
+
+    smol = smollm_copy(tiny_llama())
+    rows = []
+    real = smol.logits_from
+    monkeypatch.setattr(smol, "logits_from", lambda h: rows.append(h.shape[0]) or real(h))
+    out = pass_costs(smol, sizes=(1, 2, 5), context=8, repeats=2)
+    assert [n for n, _ in out] == [1, 2, 5] and all(t > 0 for _, t in out)
+    assert rows == [1] * 3 + [2] * 3 + [min(5, CPU_HEAD_ROWS)] * 3  # warm-up + 2 timings per size

@@ -234,27 +234,41 @@ def pass_costs(model, sizes=(1, 2, 4, 8, 16, 32), context: int = 64, repeats: in
     """(n, seconds) of one cached target pass over n new tokens (a chain, after ``context``
     committed tokens), for each n of ``sizes``: the table a tree size is chosen from (a tree of N
     nodes costs one pass over N + 1 tokens). ``stat``: ``median`` or ``min`` of the ``repeats``
-    timings (the minimum is the least disturbed by other work on the machine)."""
+    timings (the minimum is the least disturbed by other work on the machine).
+
+    A model whose output head the engine defers (``extend_hidden``, SmolLM) is timed as the engine
+    runs it: the pass without its head, then one head product over the rows a step computes
+    together (``engine.CPU_HEAD_ROWS`` of them on a CPU, all n on CUDA); at n = 1 this is the
+    autoregressive step's pass."""
     import statistics
 
     import numpy as np
 
+    from . import engine
     from .models import chain_mask
 
     p = next(model.parameters())
     cache = model.new_cache()
     model.extend(cache, np.arange(context) % model.cfg.vocab_size, np.arange(context), chain_mask(context))
     cache.commit(context)
+    deferred = hasattr(model, "extend_hidden")
+
+    def one(toks, depths, mask):
+        if not deferred:
+            return model.extend(cache, toks, depths, mask)
+        h, _ = model.extend_hidden(cache, toks, depths, mask)
+        return model.logits_from(h[:engine.CPU_HEAD_ROWS] if p.device.type == "cpu" else h)
+
     out = []
     for n in sizes:
         toks, depths, mask = np.arange(n) % model.cfg.vocab_size, np.arange(n), chain_mask(n)
-        model.extend(cache, toks, depths, mask)  # warm-up
+        one(toks, depths, mask)  # warm-up
         times = []
         for _ in range(repeats):
             if p.device.type == "cuda":
                 torch.cuda.synchronize()
             t0 = time.perf_counter()
-            model.extend(cache, toks, depths, mask)
+            one(toks, depths, mask)
             if p.device.type == "cuda":
                 torch.cuda.synchronize()
             times.append(time.perf_counter() - t0)

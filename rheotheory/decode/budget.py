@@ -66,6 +66,11 @@ def step_cost(costs: dict, nodes: int, depth: int, draft_s: float) -> float:
     return c + depth * draft_s
 
 
+#: Version of how :func:`measured_costs` times a pass, part of a cached choice's key: 2 times a
+#: deferred output head as the engine computes it (one product over the rows read together).
+COST_MODEL = 2
+
+
 def measured_costs(model, repeats: int = 15) -> dict:
     """n -> seconds of a cached target pass over n tokens: the minimum of ``repeats`` timings, made
     non-decreasing in n (a pass over more tokens is never cheaper; a dip is noise)."""
@@ -97,7 +102,7 @@ def sized(method, size):
 def _key(model_id: str, device: str, dtype: str, threads: int, method, temperature: float) -> str:
     import torch
 
-    return json.dumps([model_id, device, dtype, threads, method.family, method.verifier,
+    return json.dumps([COST_MODEL, model_id, device, dtype, threads, method.family, method.verifier,
                        sorted((k, str(v)) for k, v in method.fields().items() if k not in ("top_k", "depth", "budget")),
                        round(float(temperature), 4), torch.__version__])
 
