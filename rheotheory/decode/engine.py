@@ -352,9 +352,10 @@ def reads_features(draft) -> bool:
 
 class _State:
     """Committed text, both caches and, for a draft head, the target's features of the committed
-    positions (``feats`` # [capacity, F d]; row i: the target's hidden states after position i)."""
+    positions (``feats`` # [capacity, F d]; row i: the target's hidden states after position i).
+    ``capacity``: the most positions the decode commits (None: the model's ``max_len`` + 1)."""
 
-    def __init__(self, target: TinyLM, draft, prompt: list[int], device):
+    def __init__(self, target: TinyLM, draft, prompt: list[int], device, capacity: int | None = None):
         if len(prompt) < 1:
             raise InstanceError("the prompt must have at least one token")
         self.ctx = list(prompt)
@@ -366,7 +367,8 @@ class _State:
                                 f"({type(target).__name__} does not)")
         self.feats, self.n_feats = None, 0
         if self.layers is not None:  # row i: the target's states after position i
-            self.feats = torch.zeros(self.tcache.max_len + 1, draft.cfg.hidden * len(self.layers), device=device)
+            rows = self.tcache.max_len + 1 if capacity is None else min(capacity, self.tcache.max_len + 1)
+            self.feats = torch.zeros(rows, draft.cfg.hidden * len(self.layers), device=device)
         n = len(prompt) - 1
         if n:  # target cache: everything but the pending (last) token
             self.target_pass(target, prompt[:-1], np.arange(n), chain_mask(n))
@@ -525,7 +527,7 @@ def decode(target: TinyLM, draft: TinyLM | None, prompt: list[int], method: Meth
                             f"{depth} exceed the model's {target.cfg.max_len} positions")
     if tree_method and device.type == "cpu" and isinstance(draft, TinyLM):
         draft = NumpyLM(draft)  # batch-1 CPU drafting: numpy dispatch is cheaper than torch's
-    st = _State(target, draft if tree_method else None, prompt, device)
+    st = _State(target, draft if tree_method else None, prompt, device, capacity=need)
     stream = UniformStream(gen)
     res = DecodeResult([])
     if device.type == "cuda":
