@@ -16,8 +16,9 @@ the machine falls on all alike):
 
 - ``transformers``: ``HFLM.extend`` (logits of every row), the only path for other models;
 - ``hand-written``: ``SmolLM.extend`` (logits of every row), the same work;
-- ``hand-written, engine``: ``SmolLM.extend_hidden`` and the output head on one row, what the
-  engine calls (it applies the head to the rows the verifier reads, about tau of them).
+- ``hand-written, engine``: ``SmolLM.extend_hidden`` and one output-head product over at most
+  ``engine.CPU_HEAD_ROWS`` rows, what the engine calls first (it applies the head to the rows the
+  verifier reads, a row with its first children per product).
 
 Reported per way and size: the median seconds with a 95% distribution-free interval (order
 statistics of the binomial), and the median of the paired per-repeat ratio transformers /
@@ -98,6 +99,7 @@ def load_models(context: int):
 
 @torch.inference_mode()
 def run(repeats: int, sizes, context: int, threads: int) -> dict:
+    from rheotheory.decode.engine import CPU_HEAD_ROWS
     from rheotheory.decode.models import chain_mask, tree_mask
 
     torch.set_num_threads(threads)
@@ -119,7 +121,7 @@ def run(repeats: int, sizes, context: int, threads: int) -> dict:
 
         def engine(c=caches["hand-written"], t=toks, d=dep, m=mask):
             h, _ = smol.extend_hidden(c, t, d, m)
-            return smol.logits_from(h[:1])
+            return smol.logits_from(h[:CPU_HEAD_ROWS])
 
         calls[("hand-written, engine", n)] = engine
         check[n] = float((calls[("transformers", n)]() - calls[("hand-written", n)]()).abs().max())
