@@ -23,7 +23,8 @@ committed renders as a "to regenerate" line with the recipe's command, never as 
     python simulations/recipes.py render [--check]
 
 ``--quick`` always writes into a fresh temporary folder (or ``--out DIR``), never over the
-committed results. Adding a recipe is one entry in :data:`RECIPES`.
+committed results. ``--resume`` skips a recipe's step that deletes its folder, so a resumable
+command adds what is missing. Adding a recipe is one entry in :data:`RECIPES`.
 
 Set ``RHEO_MACHINE_NOTE`` (e.g. "shared 2-core machine, other jobs running") when the run is
 not on a quiet machine; the provenance records it.
@@ -65,6 +66,7 @@ class Step:
 
     argv: tuple[str, ...]
     stdout: str | None = None
+    fresh: bool = False  # deletes the output folder (skipped by ``run --resume``)
 
     def resolved(self, out: Path) -> list[str]:
         return [a.replace("{out}", str(out)) for a in self.argv]
@@ -77,7 +79,7 @@ class Step:
 def fresh(folder: str) -> Step:
     """A step that deletes ``folder``: a resumable command (``rheo bench --out``) regenerates from
     scratch instead of resuming the committed run."""
-    return Step(("python", "-c", f"import shutil; shutil.rmtree({folder!r}, ignore_errors=True)"))
+    return Step(("python", "-c", f"import shutil; shutil.rmtree({folder!r}, ignore_errors=True)"), fresh=True)
 
 
 def step(line: str, stdout: str | None = None) -> Step:
@@ -848,23 +850,23 @@ RECIPES: list[Recipe] = [
            seconds=600, quick_seconds=30, seed=0, needs=SMOL_NEEDS,
            tables={"tree_size": tree_size_md}),
     Recipe("step_profile", BENCH, ("step_profile.json",),
-           steps=(step("python benchmarks/step_profile.py --threads 2 --out {out}/step_profile.json"),),
+           steps=(step("python benchmarks/step_profile.py --threads 2 --prompts 6 --out {out}/step_profile.json"),),
            quick=(step("python benchmarks/step_profile.py --model builtin --tokens 16 --threads 1 "
                        "--out {out}/step_profile.json"),),
            seconds=300, quick_seconds=30, seed=0, needs=SMOL_NEEDS,
            tables={"step_profile": step_profile_md}),
     Recipe("smollm2_curve_sharegpt", BENCH, tuple(f"smollm2_curve_sharegpt/{f}" for f in CURVE_FILES),
-           steps=(fresh("{out}/smollm2_curve_sharegpt"), step("python -m rheotheory.cli bench --model smollm2 --prompts sharegpt:8 --top-k 3 --depth 4 --budget 8 --max-new-tokens 64 --repeats 1 --threads 1 --no-progress --temperatures 0,0.5,1,1.5 --out {out}/smollm2_curve_sharegpt"),),
+           steps=(fresh("{out}/smollm2_curve_sharegpt"), step("python -m rheotheory.cli bench --model smollm2 --prompts sharegpt:8 --top-k 3 --depth 4 --budget 8 --max-new-tokens 64 --repeats 1 --threads 1 --no-progress --out {out}/smollm2_curve_sharegpt"),),
            quick=(step("python -m rheotheory.cli bench --prompts builtin --temperatures 0,1 --methods chain,rheo-adaptive "
                        "--max-new-tokens 8 --repeats 1 --out {out}/smollm2_curve_sharegpt --no-progress"),),
-           seconds=3600, quick_seconds=30, seed=0, needs=SMOL_NEEDS + " and the sharegpt extra",
+           seconds=4500, quick_seconds=30, seed=0, needs=SMOL_NEEDS + " and the sharegpt extra",
            tables={"smollm2_curve_sharegpt": lambda f: curve_md(f, "smollm2_curve_sharegpt"),
                    "smollm2_standing_sharegpt": lambda f: standing_md(f, "smollm2_curve_sharegpt")}),
     Recipe("smollm2_curve_humaneval", BENCH, tuple(f"smollm2_curve_humaneval/{f}" for f in CURVE_FILES),
-           steps=(fresh("{out}/smollm2_curve_humaneval"), step("python -m rheotheory.cli bench --model smollm2 --prompts humaneval:8 --top-k 3 --depth 4 --budget 8 --max-new-tokens 64 --repeats 1 --threads 1 --no-progress --temperatures 0,0.5,1,1.5 --out {out}/smollm2_curve_humaneval"),),
+           steps=(fresh("{out}/smollm2_curve_humaneval"), step("python -m rheotheory.cli bench --model smollm2 --prompts humaneval:8 --top-k 3 --depth 4 --budget 8 --max-new-tokens 64 --repeats 1 --threads 1 --no-progress --out {out}/smollm2_curve_humaneval"),),
            quick=(step("python -m rheotheory.cli bench --prompts builtin --temperatures 0,1 --methods chain,rheo-adaptive "
                        "--max-new-tokens 8 --repeats 1 --out {out}/smollm2_curve_humaneval --no-progress"),),
-           seconds=3600, quick_seconds=30, seed=0, needs=SMOL_NEEDS + " and the humaneval extra",
+           seconds=4500, quick_seconds=30, seed=0, needs=SMOL_NEEDS + " and the humaneval extra",
            tables={"smollm2_curve_humaneval": lambda f: curve_md(f, "smollm2_curve_humaneval"),
                    "smollm2_standing_humaneval": lambda f: standing_md(f, "smollm2_curve_humaneval")}),
     Recipe("smollm2_speed", BENCH, tuple(f"smollm2_speed/{f}" for f in CURVE_FILES),
@@ -970,11 +972,13 @@ def feeds(recipe: Recipe, root: Path = ROOT) -> list[str]:
 # running
 
 
-def run(recipe: Recipe, quick: bool = False, out: Path | None = None) -> Path:
+def run(recipe: Recipe, quick: bool = False, out: Path | None = None, resume: bool = False) -> Path:
     """Run ``recipe`` (its quick size with ``quick``) and write the provenance of each results file.
 
     The full size writes into the committed folder unless ``out`` is given; the quick size writes
-    into ``out`` or a fresh temporary folder, never into the committed one.
+    into ``out`` or a fresh temporary folder, never into the committed one. ``resume`` skips the
+    steps that delete the output folder, so a resumable command (``rheo bench --out``) keeps the
+    blocks already there and adds the missing ones; the provenance says ``resumed``.
     """
     from rheotheory.provenance import provenance, write_provenance
 
@@ -988,6 +992,10 @@ def run(recipe: Recipe, quick: bool = False, out: Path | None = None) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
     steps = recipe.quick if quick else recipe.steps
+    if resume:
+        if not any(s.fresh for s in steps):
+            raise SystemExit(f"recipe {recipe.name} does not start afresh: --resume does not apply")
+        steps = tuple(s for s in steps if not s.fresh)
     for s in steps:
         argv = s.resolved(out)
         if argv[0] == "python":
@@ -1006,7 +1014,7 @@ def run(recipe: Recipe, quick: bool = False, out: Path | None = None) -> Path:
         if not (out / o).is_file():
             raise SystemExit(f"recipe {recipe.name} did not write {o}")
         write_provenance(out / o, seed=recipe.seed, started=started, command=command, recipe=recipe.name,
-                         size="quick" if quick else "full", commit=commit)
+                         size="quick" if quick else "full", commit=commit, **({"resumed": True} if resume else {}))
     return out
 
 
@@ -1019,6 +1027,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--all", action="store_true")
     r.add_argument("--quick", action="store_true", help="the quick size, into a temporary folder (or --out)")
     r.add_argument("--out", default=None, help="output folder (default: the committed folder; a temp one with --quick)")
+    r.add_argument("--resume", action="store_true",
+                   help="keep what a resumable recipe (rheo bench --out) already wrote and add what is missing")
     c = sub.add_parser("render", help="rewrite the marked tables of README.md and docs/*.md from the results")
     c.add_argument("--check", action="store_true", help="only report the blocks that differ (exit 1 if any)")
     args = ap.parse_args(argv)
@@ -1047,7 +1057,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out and len(args.names) != 1:
         ap.error("--out applies to one recipe")
     for rec in (RECIPES if args.all else [reg[n] for n in args.names]):
-        out = run(rec, quick=args.quick, out=Path(args.out) if args.out else None)
+        out = run(rec, quick=args.quick, out=Path(args.out) if args.out else None, resume=args.resume)
         print(f"{rec.name}: results in {out}")
     return 0
 
