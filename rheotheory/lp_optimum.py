@@ -88,7 +88,6 @@ import numpy as np
 
 from . import laws
 from .errors import RheoError
-from .exact import enumerate_classes, lossless_check, prepare_pair
 from .verify.walk import EnumerateBranch, draw_pending
 
 __all__ = [
@@ -193,6 +192,7 @@ def concrete_trees(pair, method, eager: bool = False, max_branches: int | None =
     enumerator instead of expanding classes here (used by the tests to cross-check).
     Raises :class:`LPSizeError` once the trees need more than ``max_variables`` LP columns.
     """
+    from .exact import enumerate_classes  # NOTE: deferred, as below: `rheo --help` reads this module's caps
 
     enum = enumerate_classes(pair, method, eager=eager, max_branches=max_branches)
     V = pair.vocab_size
@@ -379,6 +379,7 @@ def _dual_bound(lp: _LP, mu: dict, coeffs) -> Fraction:
 def _recheck(pair, lp: _LP, res, depth: int):
     """The rational re-check of the module docstring: ``(value, upper_bound, z_law, message)``,
     ``value`` None when the check failed."""
+    from .exact import lossless_check
 
     V = pair.vocab_size
     T = len(lp.trees)
@@ -511,6 +512,8 @@ def tree_optimum(pair, method, exact: bool | None = None, max_branches: int | No
     TreeOptimum
         ``value`` is the exact rational optimum when ``exact`` is True, else HiGHS's float.
     """
+
+    from .exact import prepare_pair
 
     t0 = time.perf_counter()
     pair = prepare_pair(pair, method, exact)

@@ -248,3 +248,46 @@ def test_start_up_loads_no_heavy_library(code):
 def test_the_start_up_probe_sees_a_heavy_import():
     pytest.importorskip("matplotlib")
     assert _loaded_after("import matplotlib")["matplotlib"]
+
+
+#: Modules that ``rheo --help`` must not load: the exact enumerator (about 0.1 s of start-up with
+#: what it pulls in, measured with ``python -X importtime``) is needed only by the commands
+#: that enumerate, never to build the parser.
+NOT_AT_HELP = ("rheotheory.exact",)
+
+
+def _package_modules_after(code: str) -> set:
+    probe = code + "\nimport json, sys\nprint(json.dumps(sorted(m for m in sys.modules if m.startswith('rheotheory'))))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         cwd=PACKAGE_DIR.parent).stdout
+    return set(json.loads(out.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize("code", [
+    "import rheotheory",
+    "import contextlib, io\nfrom rheotheory.cli import main\n"
+    "with contextlib.redirect_stdout(io.StringIO()):\n    assert main(['--help']) == 0",
+], ids=["import", "help"])
+def test_start_up_does_not_load_the_enumerator(code):
+    loaded = _package_modules_after(code)
+    assert not loaded & set(NOT_AT_HELP), f"loaded before any command ran: {sorted(loaded & set(NOT_AT_HELP))}"
+
+
+def test_the_enumerator_probe_sees_it_loaded():
+    """The probe's companion: a command that enumerates does load it, so the check above can fail."""
+    code = ("import contextlib, io\nfrom rheotheory.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n    assert main(['certify']) == 0")
+    assert "rheotheory.exact" in _package_modules_after(code)
+
+
+def test_the_public_api_resolves_lazily():
+    """Every name of ``rheotheory.__all__`` resolves (imported on first use), and an unknown one
+    is an AttributeError."""
+    code = ("import rheotheory, sys\nassert 'rheotheory.exact' not in sys.modules\n"
+            "missing = [n for n in rheotheory.__all__ if getattr(rheotheory, n, None) is None]\n"
+            "assert not missing, missing\nassert 'rheotheory.exact' in sys.modules\n"
+            "assert rheotheory.certify is __import__('rheotheory.exact').exact.certify\n"
+            "assert set(rheotheory.__all__) <= set(dir(rheotheory))\n"
+            "try:\n    rheotheory.no_such_name\nexcept AttributeError:\n    pass\n"
+            "else:\n    raise SystemExit('no AttributeError')")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=PACKAGE_DIR.parent)
