@@ -18,7 +18,7 @@ when emitting) is ``p``.
 Every rule is written once on top of :mod:`rheotheory.laws`, so it evaluates in exact rationals
 and in float64 (both numpy arrays); the decoder runs it on float64 numpy laws as well.
 
-Rules (REFERENCE section 3):
+Rules (docs/theory.md section 3, "Per-node verifiers"):
 
 - :func:`onehot` (EAGLE): every candidate treated as a point mass. Child ``x`` is accepted with
   the current ``p(x)``; on rejection ``x`` is zeroed and ``p`` renormalised.
