@@ -314,22 +314,43 @@ def plot_sweep(rows: list[dict], path, title: str = "") -> None:
     plt.close(fig)
 
 
+#: Footnotes of :func:`format_table`, printed under the table when a cell holds their mark.
+NO_NODE_ACCEPT = ("-", "node acc -: no visited node had candidates (an empty tree, as autoregressive "
+                  "sampling has): there is no per-node acceptance")
+NO_NODE_OPT = ("n/a", "node opt n/a: the per-node optimum is not computed at a node with two or more sampled "
+               "children that are not i.i.d. from one law (draws without replacement, say; "
+               "rheotheory.montecarlo.node_optimum), nor where node acc is -")
+
+
 def format_table(rows: list[dict]) -> str:
-    """A fixed-width text table of the main columns."""
+    """A fixed-width text table of the main columns.
+
+    A per-node column the sampler could not fill (``nan`` in the row) prints a mark instead of
+    ``nan``, and a footnote under the table says why (:data:`NO_NODE_ACCEPT`,
+    :data:`NO_NODE_OPT`).
+    """
     head = ("mismatch", "T", "K", "D", "N", "method", "tau", "95% CI", "vs eagle", "node acc", "node opt", "steps/s")
-    lines = []
+    lines, notes = [], []
     for r in rows:
         g = r.get("gain_vs_eagle", "")
         gain = "" if g == "" else f"{float(g):+.3f} [{float(r['gain_low']):+.3f},{float(r['gain_high']):+.3f}]"
-        opt = float(r["node_opt"])
+        cells = []
+        for value, (mark, note) in ((float(r["node_accept"]), NO_NODE_ACCEPT), (float(r["node_opt"]), NO_NODE_OPT)):
+            if math.isnan(value):
+                cells.append(mark)
+                if note not in notes:
+                    notes.append(note)
+            else:
+                cells.append(f"{value:.3f}")
         lines.append((str(r["mismatch"]), f"{float(r['temperature']):g}", str(int(r["top_k"])), str(int(r["depth"])),
                       str(int(r["budget"])), r["method"], f"{float(r['tau']):.3f}",
-                      f"[{float(r['tau_low']):.3f},{float(r['tau_high']):.3f}]", gain,
-                      f"{float(r['node_accept']):.3f}", "n/a" if math.isnan(opt) else f"{opt:.3f}",
+                      f"[{float(r['tau_low']):.3f},{float(r['tau_high']):.3f}]", gain, *cells,
                       f"{float(r['steps_per_second']):.1f}"))
     widths = [max(len(h), *(len(l[i]) for l in lines)) if lines else len(h) for i, h in enumerate(head)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return "\n".join([fmt.format(*head), fmt.format(*("-" * w for w in widths))] + [fmt.format(*l) for l in lines])
+    table = [fmt.format(*head), fmt.format(*("-" * w for w in widths))] + [fmt.format(*l) for l in lines]
+    notes = [note for _, note in (NO_NODE_ACCEPT, NO_NODE_OPT) if note in notes]  # NOTE: a fixed order
+    return "\n".join(table + ([""] + notes if notes else []))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ import pytest
 from rheotheory.cli import main
 from rheotheory.errors import RheoError
 from rheotheory.methods import resolve
-from rheotheory.sweep import CSV_FIELDS, SweepConfig, read_csv, run_sweep, sweep_method, sweep_to_files
+from rheotheory.sweep import (CSV_FIELDS, NO_NODE_ACCEPT, NO_NODE_OPT, SweepConfig, format_table, read_csv, run_sweep,
+                              sweep_method, sweep_to_files)
 from rheotheory.trees import parse_shape
 
 
@@ -89,6 +90,24 @@ def test_sweep_files(tmp_path):
     png = (tmp_path / "tiny.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
+
+
+def test_table_says_why_a_node_cell_is_empty():
+    """A row whose per-node columns the sampler could not fill (autoregressive: no node has
+    candidates; static-wor: draws without replacement have no computed optimum) prints a mark and
+    a footnote, never ``nan``; a table without such cells has no footnote."""
+    rows = run_sweep(SweepConfig(**{**TINY.__dict__, "methods": ("autoregressive", "static-wor", "eagle"),
+                                    "temperatures": (1.0,)}), progress=False)
+    by = {r["method"]: r for r in rows}
+    text = format_table(rows)
+    assert "nan" not in text
+    cells = {line.split()[5]: line.split()[-3:-1] for line in text.splitlines()[2:] if len(line.split()) > 8}
+    assert cells["autoregressive"] == [NO_NODE_ACCEPT[0], NO_NODE_OPT[0]]
+    assert cells["static-wor"] == [f"{float(by['static-wor']['node_accept']):.3f}", NO_NODE_OPT[0]]
+    assert cells["eagle"] == [f"{float(by['eagle']['node_accept']):.3f}", f"{float(by['eagle']['node_opt']):.3f}"]
+    assert text.splitlines()[-2:] == [NO_NODE_ACCEPT[1], NO_NODE_OPT[1]]
+    plain = format_table([by["eagle"]])
+    assert NO_NODE_ACCEPT[1] not in plain and NO_NODE_OPT[1] not in plain
 
 def test_cli_sweep_and_mc(tmp_path, capsys):
     rc = main(["sweep", "--vocab", "50", "--no-sparse", "--mismatch", "low", "--temperatures", "1",
