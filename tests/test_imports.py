@@ -36,7 +36,7 @@ FLOORS = (
     ("analyses", ("lp_optimum", "counterexample", "sweep", "stats")),
     ("public API", ("",)),
     ("real models", ("decode", "hf")),
-    ("commands and test helpers", ("cli", "testing")),
+    ("commands and test helpers", ("cli", "testing", "audit")),
 )
 
 #: Heavy imports that only the commands using them may load (``rheo --help`` and ``rheo certify``

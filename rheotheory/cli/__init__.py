@@ -19,7 +19,8 @@ __all__ = ["main", "build_parser", "COMMANDS"]
 #: Subcommands, in the order `rheo --help` lists them: the module ``rheotheory.cli.<name>`` of each
 #: defines ``register(sub)`` adding a parser whose ``func`` default takes the parsed arguments and
 #: returns an exit code.
-COMMANDS = ("certify", "optimum", "mc", "sweep", "counterexample", "instance", "methods", "decode", "bench")
+COMMANDS = ("certify", "optimum", "mc", "sweep", "counterexample", "instance", "methods", "decode", "bench",
+            "audit")
 
 
 def command_module(name: str):
