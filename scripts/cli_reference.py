@@ -17,8 +17,34 @@ ROOT = Path(__file__).resolve().parent.parent
 
 MARKER = "<!-- cli-reference -->"
 
-#: Help is wrapped at this width, whatever the terminal, so the page is the same on every build.
-WIDTH = "100"
+#: Help is wrapped at this width, whatever the terminal, so the page is the same on every build;
+#: 80 columns fit the site's code column (100 overflowed it and needed a horizontal scroll).
+WIDTH = "80"
+
+
+def fit(line: str, width: int = int(WIDTH)) -> str:
+    """``line`` with a choice list ``{a,b,...}`` that argparse cannot wrap broken after commas,
+    each continuation aligned under the list's first choice, so no line exceeds ``width``
+    (unless a single choice is longer)."""
+    start = line.find("{")
+    if len(line) <= width or start < 0:
+        return line
+    out, cur = [], line[:start + 1]
+    rest = line[start + 1:]
+    while rest:
+        comma = rest.find(",")
+        piece = rest if comma < 0 else rest[:comma + 1]
+        if len(cur) + len(piece) > width and len(cur) > start + 1:  # NOTE: a choice per line at least
+            out.append(cur.rstrip())
+            cur = " " * (start + 1)
+        cur += piece
+        rest = "" if comma < 0 else rest[comma + 1:]
+    out.append(cur)
+    return "\n".join(out)
+
+
+def _help(parser: argparse.ArgumentParser) -> str:
+    return "\n".join(fit(line) for line in parser.format_help().rstrip().split("\n"))
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -38,9 +64,9 @@ def render() -> str:
         from rheotheory.cli import build_parser
 
         top = build_parser()
-        parts = ["## `rheo`", "", "```text", top.format_help().rstrip(), "```", ""]
+        parts = ["## `rheo`", "", "```text", _help(top), "```", ""]
         for name, sub in _subparsers(top).items():
-            parts += [f"## `rheo {name}`", "", "```text", sub.format_help().rstrip(), "```", ""]
+            parts += [f"## `rheo {name}`", "", "```text", _help(sub), "```", ""]
         return "\n".join(parts)
     finally:
         if old is None:

@@ -61,6 +61,18 @@ def test_the_cli_reference_covers_every_subcommand():
         assert f"## `rheo {name}`" in text and f"usage: rheo {name}" in text, name
     page = (ROOT / "docs" / "reference" / "cli.md").read_text()
     assert cli_reference.MARKER in page and "usage:" not in page  # generated, never a hand-written copy
+    too_wide = [line for line in text.splitlines() if len(line) > int(cli_reference.WIDTH)]
+    assert not too_wide, too_wide  # the help fits the page's code column
+
+
+def test_a_choice_list_argparse_cannot_wrap_is_broken_after_commas():
+    cli_reference = _load("cli_reference", ROOT / "scripts" / "cli_reference.py")
+    line = "  [--verifier {" + ",".join(f"rule{i}" for i in range(12)) + "}]"
+    lines = cli_reference.fit(line, width=40).split("\n")
+    assert [len(x) <= 40 for x in lines] == [True] * len(lines) and len(lines) == 4
+    assert "".join(x.strip() for x in lines) == line.strip()
+    assert all(x.startswith(" " * line.index("{")) and x[line.index("{") + 1] != " " for x in lines[1:])
+    assert cli_reference.fit("short {a,b}", width=40) == "short {a,b}"
 
 
 def test_every_module_has_its_api_entry():
