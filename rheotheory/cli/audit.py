@@ -8,7 +8,10 @@ import sys
 from .args import (EXIT_BAD_INPUT, EXIT_LOSSLESS, EXIT_LOSSY, add_progress, announce, float_range, int_range,
                    progress_bar, seed_arg)
 
-__all__ = ["register", "run"]
+__all__ = ["register", "run", "PILOT_RUNS"]
+
+#: Runs of an engine's first setting timed before the audit, for its time estimate.
+PILOT_RUNS = 5
 
 EPILOG = (f"exit status: {EXIT_LOSSLESS} not rejected (reported as lossless), {EXIT_LOSSY} rejected (lossy), "
           f"{EXIT_BAD_INPUT} bad input or a verifier that breaks its contract")
@@ -84,10 +87,11 @@ def _verifier_runs(args):
     kind = args.kind or "chain"
     fn = user.load_verifier(args.verifier)
     vocab = args.vocab or toy.DEFAULT_VOCAB
-    settings = _select(user.settings_for(fn, kind, vocab, args.seed), args.setting)
+    settings, counted = user.settings_for(fn, kind, vocab, args.seed)
+    settings = _select(settings, args.setting)
     companion = None if args.no_companion else _select(
-        user.settings_for(examples.COMPANIONS[kind], kind, vocab, args.seed), args.setting)
-    return args.verifier, settings, companion, args.runs or user.DEFAULT_RUNS
+        user.settings_for(examples.COMPANIONS[kind], kind, vocab, args.seed)[0], args.setting)
+    return args.verifier, settings, companion, args.runs or user.DEFAULT_RUNS, counted
 
 
 def _engine_runs(args):
@@ -104,7 +108,7 @@ def _engine_runs(args):
     companion = None
     if not args.no_companion and args.planted is None:
         companion = _select(mod.settings(planted=e.planted[0]), args.setting)
-    return subject, settings, companion, args.runs or mod.DEFAULT_RUNS
+    return subject, settings, companion, args.runs or mod.DEFAULT_RUNS, None
 
 
 def run(args) -> int:
@@ -121,20 +125,27 @@ def run(args) -> int:
         raise RheoError("--kind and --vocab apply to --verifier, not to --engine")
     if args.verifier is not None and args.planted is not None:
         raise RheoError("--planted applies to --engine; a verifier's companion runs unless --no-companion")
-    subject, settings, companion, runs = (_verifier_runs if args.verifier else _engine_runs)(args)
+    subject, settings, companion, runs, counted = (_verifier_runs if args.verifier else _engine_runs)(args)
+    total = len(settings) * (1 + (companion is not None)) * runs
     if args.verifier is not None:
         from ..audit import user
 
         per_run = user.check_reproducible(settings, args.seed)
-        total = len(settings) * (1 + (companion is not None)) * runs
         announce(args, per_run * total, f"{total} runs of {len(settings)} settings")
+    else:  # NOTE: an engine run costs what its first few runs cost: time them
+        pilot = time.perf_counter()
+        settings[0].sample(PILOT_RUNS, args.seed)
+        announce(args, (time.perf_counter() - pilot) / PILOT_RUNS * total, f"{total} runs of {len(settings)} settings")
     t0 = time.perf_counter()
+    calls0 = counted.calls if counted is not None else 0
     results = []
     todo = [(subject, settings)] + ([(f"planted companion of {subject}", companion)] if companion else [])
     for name, sets in todo:
         with progress_bar(args, len(sets) * runs, "audit", unit="run") as bar:
             results.append(core.run_audit(name, sets, runs, args.alpha, args.seed,
                                           progress=lambda _name, n: bar.update(n)))
+        if counted is not None and name == subject:
+            calls, call_secs = counted.calls - calls0, results[0].seconds
     res, comp = results[0], (results[1] if len(results) > 1 else None)
     secs = time.perf_counter() - t0
     if args.json:
@@ -142,13 +153,16 @@ def run(args) -> int:
         d["companion"] = None if comp is None else dict(subject=comp.subject, verdict=comp.verdict,
                                                          p_value=comp.p_value, runs=comp.runs)
         d["wall_seconds"] = round(secs, 3)
+        if counted is not None:
+            d.update(verifier_calls=calls, calls_per_minute=round(60 * calls / max(call_secs, 1e-9)))
         print(json.dumps(d))
     else:
         _print_table(res)
         print(res.summary())
         if comp is not None:
             print(comp.summary())
-        print(f"time: {secs:.1f} s")
+        rate = f", {calls} verifier calls ({60 * calls / max(call_secs, 1e-9):,.0f} a minute)" if counted else ""
+        print(f"time: {secs:.1f} s{rate}")
     if comp is not None and comp.verdict != core.LOSSY:
         print(f"rheo audit: warning: the planted companion was not rejected at N = {runs} runs per setting: "
               "this test could not tell a known bug; raise --runs", file=sys.stderr)

@@ -1,0 +1,302 @@
+"""``rheo audit``: the law test of other people's verifiers and engines (rheotheory.audit).
+
+Statistical tests here state alpha, seed and N; each has its companion that a known-lossy
+function must fail at the same size. The audit's power at each size is what it prints
+(``min_detectable_tv``: the smallest TV of the law of L tokens, in any one setting, detected with
+probability 0.8); the values quoted below are those of seed 0.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from rheotheory.audit import LOSSLESS, LOSSY, detectable_tv, examples, run_audit, user  # noqa: E402
+from rheotheory.audit.core import Setting  # noqa: E402
+from rheotheory.audit.sampling import Sampling, processed_law  # noqa: E402
+from rheotheory.audit.toy import FAMILIES, ToyLaws  # noqa: E402
+from rheotheory.cli import main  # noqa: E402
+from rheotheory.errors import RheoError  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+VERIFIERS = "tests/audit_verifiers.py"
+ALPHA = 0.01
+
+
+def audit(fn, kind="chain", runs=1000, select=None, seed=0):
+    settings, _ = user.settings_for(fn, kind, seed=seed)
+    if select:
+        settings = [s for s in settings if select in s.name]
+    return run_audit(getattr(fn, "__name__", "fn"), settings, runs, ALPHA, seed)
+
+
+def rheo(*argv, cwd=ROOT):
+    """``rheo`` in a subprocess: (exit code, stdout, stderr)."""
+    p = subprocess.run([sys.executable, "-m", "rheotheory.cli", *argv], capture_output=True, text=True, cwd=cwd,
+                       timeout=600)
+    return p.returncode, p.stdout, p.stderr
+
+
+# -- the core ---------------------------------------------------------------------------------------
+
+
+def test_detectable_tv_matches_the_noncentral_chi_square():
+    from scipy import stats
+
+    d = detectable_tv(10, 500, 0.001)
+    lam = 4 * 500 * d**2
+    assert stats.ncx2.sf(stats.chi2.isf(0.001, 10), 10, lam) == pytest.approx(0.8, abs=1e-6)
+    assert detectable_tv(10, 2000, 0.001) == pytest.approx(d / 2)  # 1 / sqrt(N)
+
+
+def _flat_setting(name, law, draws):
+    """A one-token setting: target ``law``, runs from ``draws(n, rng)``."""
+    law = np.asarray(law, dtype=np.float64)
+    return Setting(name, 1, lambda prefixes: np.tile(law, (len(prefixes), 1)),
+                   lambda n, seed: [(int(x),) for x in draws(n, np.random.default_rng(seed))])
+
+
+def test_run_audit_rejects_a_biased_source_and_not_the_right_one():
+    """alpha 0.01, seed 0, N = 4000 per setting, one token over 3 values: the biased source is off
+    by TV 0.05, above the test's detectable TV at that size (0.04 at power 0.8)."""
+    p = [0.5, 0.3, 0.2]
+    right = _flat_setting("right", p, lambda n, rng: rng.choice(3, size=n, p=p))
+    wrong = _flat_setting("wrong", p, lambda n, rng: rng.choice(3, size=n, p=[0.55, 0.25, 0.2]))
+    res = run_audit("both", [right, wrong], 4000, ALPHA, 0)
+    assert res.min_detectable_tv < 0.05
+    assert res.verdict == LOSSY and res.worst.name == "wrong"
+    assert run_audit("right", [right], 4000, ALPHA, 0).verdict == LOSSLESS
+
+
+def test_run_audit_refuses_bad_input():
+    s = _flat_setting("a", [1.0], lambda n, rng: np.zeros(n, dtype=int))
+    with pytest.raises(RheoError, match="no settings"):
+        run_audit("x", [], 10)
+    with pytest.raises(RheoError, match="unique"):
+        run_audit("x", [s, s], 10)
+    with pytest.raises(RheoError, match="runs"):
+        run_audit("x", [s], 1)
+
+
+# -- the law an engine claims to sample ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("s", [Sampling(), Sampling(temperature=0.5), Sampling(top_k=3), Sampling(top_p=0.7),
+                               Sampling(min_p=0.3), Sampling(repetition_penalty=1.7),
+                               Sampling(temperature=1.3, top_k=5, top_p=0.9, min_p=0.05, repetition_penalty=1.2)])
+def test_processed_law_agrees_with_transformers_processors(s):
+    """Our definitions of the sampling settings against transformers' own processors (the
+    engine's code, here only as an outside check of ours)."""
+    tf = pytest.importorskip("transformers")
+    from transformers.generation import logits_process as lp
+
+    g = torch.Generator().manual_seed(3)
+    logits = torch.randn(6, 11, generator=g) * 3  # [m, V]
+    ids = torch.randint(0, 11, (6, 4), generator=g)  # [m, len]
+    procs = []
+    if s.repetition_penalty:
+        procs.append(lp.RepetitionPenaltyLogitsProcessor(s.repetition_penalty))
+    if s.temperature != 1.0:
+        procs.append(lp.TemperatureLogitsWarper(s.temperature))
+    if s.top_k:
+        procs.append(lp.TopKLogitsWarper(s.top_k))
+    if s.top_p:
+        procs.append(lp.TopPLogitsWarper(s.top_p))
+    if s.min_p:
+        procs.append(lp.MinPLogitsWarper(s.min_p))
+    theirs = tf.LogitsProcessorList(procs)(ids, logits.clone()).double().softmax(-1).numpy()
+    ours = processed_law(logits, ids, s)
+    assert np.array_equal(ours == 0, theirs == 0)
+    assert np.abs(ours - theirs).max() < 1e-6
+
+
+# -- toy laws -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_toy_laws_are_laws_that_depend_on_the_prefix(family):
+    laws = ToyLaws(family, seed=5)
+    rows = [laws.p(u) for u in [(), (0,), (1,), (0, 1)]] + [laws.q(u) for u in [(), (0,)]]
+    for r in rows:
+        assert r.shape == (5,) and (r >= 0).all() and abs(r.sum() - 1) < 1e-12
+    assert len({r.tobytes() for r in rows}) > 3
+    assert np.array_equal(laws.p((0, 1)), ToyLaws(family, seed=5).p((0, 1)))  # reproducible
+
+
+def test_the_families_hold_what_breaks_verifiers():
+    zeros = [ToyLaws("generic", s).p(()) for s in range(20)]
+    assert any((z == 0).any() for z in zeros)
+    tied = [t for t in (ToyLaws("ties", s).p(()) for s in range(10)) if len(set(t[t > 0])) < (t > 0).sum()]
+    assert len(tied) >= 5
+    assert any(ToyLaws("peaked", s).p(()).max() >= 0.99 for s in range(10))
+    dis = [ToyLaws("disjoint", s) for s in range(20)]
+    assert any(((d.p(()) > 0) != (d.q(()) > 0)).any() for d in dis)
+    assert ToyLaws("greedy", 0).deterministic_draft and not ToyLaws("generic", 0).deterministic_draft
+
+
+# -- the user protocol: verdicts --------------------------------------------------------------------------
+# alpha 0.01, seed 0; N = 1000 runs per setting on the k = 2 chain settings (5 settings: TV >= 0.13
+# detected in any one of them at power 0.8) and on the D = 2 tree settings (4 settings, TV >= 0.12).
+
+
+def test_correct_chain_verifier_not_rejected_and_its_companion_rejected():
+    ok = audit(examples.chain_rejection, select="k=2")
+    bad = audit(examples.chain_skip_residual, select="k=2")
+    assert ok.verdict == LOSSLESS, ok.summary()
+    assert bad.verdict == LOSSY, bad.summary()
+    assert ok.min_detectable_tv < 0.15
+
+
+def test_correct_tree_verifier_not_rejected_and_its_companion_rejected():
+    ok = audit(examples.tree_rejection, "tree", select="D=2")
+    bad = audit(examples.tree_skip_residual, "tree", select="D=2")
+    assert ok.verdict == LOSSLESS, ok.summary()
+    assert bad.verdict == LOSSY, bad.summary()
+    assert {s.detail["draw"] for s in ok.settings} == set(user.TREE_DRAWS)
+
+
+def test_always_accept_companions_are_rejected():
+    assert audit(examples.chain_always_accept, select="k=2").verdict == LOSSY
+    assert audit(examples.tree_always_accept, "tree", select="D=2").verdict == LOSSY
+
+
+def test_unusual_but_correct_verifiers_are_not_called_lossy():
+    """An unnormalised residual fed to torch.multinomial, and EAGLE's one-hot rule on a sampled
+    draft: both lossless (docs/guide/audit.md); the companion above is rejected at this size."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("audit_verifiers", ROOT / VERIFIERS)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for fn in (mod.unnormalised_residual, mod.eagle_one_hot):
+        res = audit(fn, select="k=2")
+        assert res.verdict == LOSSLESS, res.summary()
+
+
+def test_lossy_verifiers_of_our_own_are_rejected():
+    """A target row off by one and a sharpened bonus token (lossy only after a fully accepted
+    draft, so tested at k = 1: 5 settings, N = 1000, TV >= 0.12 detected at power 0.8)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("audit_verifiers", ROOT / VERIFIERS)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for fn in (mod.wrong_target_row, mod.sharpened_bonus):
+        res = audit(fn, select="k=1")
+        assert res.verdict == LOSSY, res.summary()
+
+
+def test_the_harness_runs_several_steps_and_tests_the_bonus_position():
+    settings, counted = user.settings_for(examples.chain_rejection, "chain")
+    for s in settings:
+        assert s.length == s.detail["k"] + 2
+    s = settings[0]
+    s.sample(50, 0)
+    assert counted.calls >= 100  # at least two steps a run
+
+
+# -- the user protocol: contract errors (one line, exit 2) ----------------------------------------------
+
+
+@pytest.mark.parametrize("name, message", [
+    ("raises", "the verifier raised IndexError: index 9 is out of bounds (setting 'chain k=1 generic')"),
+    ("returns_list", "the verifier returned list, expected a LongTensor"),
+    ("returns_floats", "expected integer tokens"),
+    ("returns_2d", "the verifier returned shape [1, 1]"),
+    ("returns_too_many", "expected an accepted prefix of the drafts"),
+    ("not_a_prefix", "expected an accepted prefix of the drafts"),
+    ("python_random", "the verifier ignores its generator: two runs of setting 'chain k=1 generic'"),
+    ("three_arguments", "does not take the 4 positional arguments of --kind chain"),
+])
+def test_a_verifier_that_breaks_its_contract_gets_one_line_and_exit_2(name, message, capsys):
+    code = main(["audit", "--verifier", f"{VERIFIERS}:{name}", "--runs", "20", "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and message in err, err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--verifier", "no_colon"], "MODULE:FUNCTION"),
+    (["--verifier", "missing/file.py:f"], "no such file"),
+    (["--verifier", "rheotheory.audit.examples:nothing"], "has no function 'nothing'"),
+    (["--verifier", "no_such_module_x:f"], "importing 'no_such_module_x' failed"),
+    (["--verifier", "rheotheory.audit.examples:chain_rejection", "--setting", "zzz"], "matches no setting"),
+    (["--engine", "nope"], "unknown engine 'nope'"),
+    (["--engine", "transformers", "--kind", "tree"], "apply to --verifier"),
+    (["--verifier", "rheotheory.audit.examples:chain_rejection", "--planted", "x"], "applies to --engine"),
+    (["--engine", "transformers", "--planted", "x"], "is not a companion of transformers"),
+    ([], "give --verifier SPEC, --engine NAME or --list"),
+])
+def test_bad_audit_input_gets_one_line_and_exit_2(argv, message, capsys):
+    code = main(["audit", *argv, "--runs", "20", "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and message in err, err
+
+
+def test_a_missing_engine_package_is_refused_naming_the_extra(monkeypatch):
+    from rheotheory.audit.engines import Engine, require
+
+    with pytest.raises(RheoError, match=r'pip install -e "\.\[nothing\]"'):
+        require(Engine("x", "no_such_package_x", "no-such-package-x", "1.0", "nothing", "", (), ()))
+
+
+def test_json_carries_the_verdict_fields(capsys):
+    code = main(["audit", "--verifier", "rheotheory.audit.examples:chain_always_accept", "--setting", "k=1 generic",
+                 "--runs", "300", "--json", "--no-progress"])
+    d = json.loads(capsys.readouterr().out)
+    assert code == 1
+    for key in ("verdict", "p_value", "runs", "alpha", "min_detectable_tv", "worst_setting", "companion",
+                "verifier_calls", "calls_per_minute"):
+        assert key in d
+    assert d["verdict"] == "lossy" and d["worst_setting"]["name"] == "chain k=1 generic"
+
+
+def test_list_names_every_engine(capsys):
+    from rheotheory.audit.engines import ENGINES
+
+    assert main(["audit", "--list"]) == 0
+    out = capsys.readouterr().out
+    for name in ENGINES:
+        assert f"{name}:" in out
+
+
+# -- the central claims (CI's claims tier) ---------------------------------------------------------------
+# alpha 0.01, seed 0, the command's defaults: N = 2000 runs per setting, 20 chain settings (TV >= 0.11
+# detected in any one setting at power 0.8) and 12 tree settings (TV >= 0.10).
+
+
+@pytest.mark.claims
+@pytest.mark.parametrize("kind, spec, verdict", [
+    ("chain", "rheotheory.audit.examples:chain_rejection", 0),
+    ("chain", f"{VERIFIERS}:wrong_target_row", 1),
+    ("chain", f"{VERIFIERS}:sharpened_bonus", 1),
+    ("tree", "rheotheory.audit.examples:tree_rejection", 0),
+    ("tree", f"{VERIFIERS}:tree_first_child_only_residual", 1),
+])
+def test_user_protocol_at_the_default_size(kind, spec, verdict):
+    """The command as a user runs it, planted companion included (it must be rejected too)."""
+    code, out, err = rheo("audit", "--verifier", spec, "--kind", kind, "--json", "--no-progress")
+    d = json.loads(out)
+    assert code == verdict, (d["verdict"], d["p_value"], err)
+    assert d["companion"]["verdict"] == "lossy"
+    assert d["min_detectable_tv"] < 0.12
+    assert d["calls_per_minute"] > 0
+
+
+@pytest.mark.claims
+def test_transformers_assisted_generation_at_one_setting():
+    """transformers' generate with an assistant, k = 2 (L = 4 tokens), alpha 0.01, seed 0, N = 600:
+    not rejected, and its planted companion (skip-residual, same generate call) rejected."""
+    pytest.importorskip("transformers")
+    code, out, err = rheo("audit", "--engine", "transformers", "--setting", "k=2", "--runs", "600", "--json",
+                          "--no-progress")
+    d = json.loads(out)
+    assert d["companion"]["verdict"] == "lossy", d
+    assert code == 0, (d["p_value"], err)
