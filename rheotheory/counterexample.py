@@ -20,6 +20,7 @@ arguments always give the same counterexample.
 
 from __future__ import annotations
 
+import itertools
 import math
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -167,10 +168,11 @@ def _draws(method: Method, instances: int, seed: int, space: SearchSpace):
         yield m, v, pair_seed, logits
 
 
-def _chunks(draws, size: int):
-    """``(index of the first draw, [draws])`` for consecutive chunks of ``size`` draws."""
-    chunk, start = [], 0
-    for i, d in enumerate(draws):
+def _chunks(draws, size: int, first: int = 0):
+    """``(index of the first draw, [draws])`` for consecutive chunks of ``size`` draws, the
+    first draw having index ``first``."""
+    chunk, start = [], first
+    for i, d in enumerate(draws, first):
         if not chunk:
             start = i
         chunk.append(d)
@@ -181,47 +183,121 @@ def _chunks(draws, size: int):
         yield start, chunk
 
 
+def _instance(draw):
+    """``(pair, method)`` of one draw of :func:`_draws` (a parameter error is raised)."""
+    m, v, pair_seed, logits = draw
+    if isinstance(m, RheoError):
+        raise m
+    if logits is not None:
+        return logits_pair(v, m.depth, seed=pair_seed, logit_scale=logits[0], noise=logits[1]), m
+    return random_pair(v, m.depth, seed=pair_seed), m
+
+
 def _first_lossy(chunk):
     """``(pair, method, cert, instances used)`` for the first lossy draw of a chunk, or None.
 
     Top-level so that worker processes can run it.
     """
     start, draws = chunk
-    for k, (m, v, pair_seed, logits) in enumerate(draws):
-        if isinstance(m, RheoError):
-            raise m
-        if logits is not None:
-            pair = logits_pair(v, m.depth, seed=pair_seed, logit_scale=logits[0], noise=logits[1])
-        else:
-            pair = random_pair(v, m.depth, seed=pair_seed)
+    for k, draw in enumerate(draws):
+        pair, m = _instance(draw)
         cert = is_lossy(pair, m)
         if cert is not None:
             return pair, m, cert, start + k + 1
     return None
 
 
+#: Probes of :func:`rheotheory.exact.estimate_cost` per distinct drawn instance shape in
+#: :func:`estimate_search_seconds` (fewer than a certification's 64: the sum over many instances
+#: averages their errors out).
+ESTIMATE_PROBES = 16
+
+#: Seconds of one certification beyond its enumeration and class verification (the pair made
+#: exact, the lossless check, the certificate). Measured: 0.3-0.6 ms on the smallest instances
+#: of the documented searches (V = 3, 1-2 classes), `python benchmarks/estimates.py`.
+CERTIFY_OVERHEAD_SECONDS = 5e-4
+
+
+def estimate_search_seconds(method: Method, instances: int, seed: int = 0, space: SearchSpace = SearchSpace(),
+                            start: int = 0) -> float:
+    """Estimated seconds of certifying draws ``start .. instances - 1`` of a search in one process
+    (when none of them is lossy: a lossy one ends the search earlier).
+
+    The draws are made as :func:`search` makes them (cheap); draws of the same shape (method
+    fields, vocabulary, family) share one cost estimate, made on the first of them
+    (:func:`rheotheory.exact.estimate_cost`, whose seconds are timed on this machine), so the
+    estimate costs a few probes per shape, not per instance.
+    """
+    from .exact import estimate_cost
+
+    costs: dict = {}
+    total = 0.0
+    for i, draw in enumerate(_draws(method, instances, seed, space)):
+        if i < start:
+            continue
+        m, v, _, logits = draw
+        if isinstance(m, RheoError):
+            raise m
+        key = (m.describe(), v, logits)
+        if key not in costs:
+            pair, m = _instance(draw)
+            try:
+                costs[key] = estimate_cost(pair, m, probes=ESTIMATE_PROBES).seconds() + CERTIFY_OVERHEAD_SECONDS
+            except RheoError:
+                costs[key] = 0.0  # NOTE: parameters the method rejects: is_lossy skips the draw at once
+        total += costs[key]
+    return total
+
+
 def search(method: Method, instances: int = 200, seed: int = 0, space: SearchSpace = SearchSpace(),
-           executor: Executor | None = None, workers: int = 1, progress=None):
+           executor: Executor | None = None, workers: int = 1, progress=None, pilot_seconds: float = 0.0,
+           on_estimate=None):
     """Certify ``instances`` random instances; return (pair, method, cert, index) of the first lossy
     one, or None.
 
     With an ``executor`` (:func:`rheotheory.executors.open_executor`; ``workers`` sets how many
     chunks of :data:`SEARCH_CHUNK` instances are in flight) the certifications run in parallel,
     and the result is the same: the instances are drawn serially here, and the lossy one of
-    lowest index wins. ``progress`` (with an executor) is called with the number of instances of
-    each chunk certified.
+    lowest index wins. ``progress`` is called with the number of instances certified (each
+    chunk's with an executor). With ``pilot_seconds`` the first instances are certified here, in
+    order, until that much time has passed; if none of them is lossy and some remain,
+    ``on_estimate(seconds)`` is told the estimated seconds of the rest
+    (:func:`estimate_search_seconds`, divided among ``workers``) before they start.
     """
+    import time
+
     if not isinstance(instances, int) or instances < 1:
         raise RheoError(f"instances must be a positive integer, got {instances!r}")
+    done = 0
+    if pilot_seconds > 0:
+        t0 = time.perf_counter()
+        for draw in _draws(method, instances, seed, space):
+            pair, m = _instance(draw)
+            cert = is_lossy(pair, m)
+            done += 1
+            if progress is not None:
+                progress(1)
+            if cert is not None:
+                return pair, m, cert, done
+            if time.perf_counter() - t0 >= pilot_seconds:
+                break
+        if done == instances:
+            return None
+        if on_estimate is not None:
+            on_estimate(estimate_search_seconds(method, instances, seed, space, start=done) / max(1, workers))
+    rest = itertools.islice(_draws(method, instances, seed, space), done, None)
     if executor is None:
-        return _first_lossy((0, _draws(method, instances, seed, space)))
-    chunks = _chunks(_draws(method, instances, seed, space), SEARCH_CHUNK)
+        hit = _first_lossy((done, rest))
+        if progress is not None and hit is None:
+            progress(instances - done)
+        return hit
+    chunks = _chunks(rest, SEARCH_CHUNK, first=done)
     finished: dict = {}  # chunk number -> its result, until every lower chunk is in
     nxt = 0  # lowest chunk number not yet examined
     for c, hit in imap_unordered(executor, _first_lossy, chunks, window=CHUNKS_PER_WORKER * max(1, workers)):
         finished[c] = hit
         if progress is not None:
-            progress(min(SEARCH_CHUNK, instances - c * SEARCH_CHUNK))
+            progress(min(SEARCH_CHUNK, instances - done - c * SEARCH_CHUNK))
         while nxt in finished:
             hit = finished.pop(nxt)
             if hit is not None:
@@ -336,14 +412,16 @@ def shrink(pair: ToyPair, method: Method, max_rounds: int = 20):
 
 def find_counterexample(method: Method, instances: int = 200, seed: int = 0,
                         space: SearchSpace = SearchSpace(), do_shrink: bool = True,
-                        executor: Executor | None = None, workers: int = 1, progress=None) -> CounterexampleResult:
+                        executor: Executor | None = None, workers: int = 1, progress=None,
+                        pilot_seconds: float = 0.0, on_estimate=None) -> CounterexampleResult:
     """Search for a lossy instance and shrink it (see the module docstring).
 
     The search runs on ``executor`` if one is given (see :func:`search`; same result, and
-    ``progress`` told of the instances certified); the shrinking, a sequence of dependent steps,
-    runs here.
+    ``progress`` told of the instances certified; ``pilot_seconds`` and ``on_estimate`` time the
+    first instances and estimate the rest); the shrinking, a sequence of dependent steps, runs here.
     """
-    hit = search(method, instances, seed, space, executor=executor, workers=workers, progress=progress)
+    hit = search(method, instances, seed, space, executor=executor, workers=workers, progress=progress,
+                 pilot_seconds=pilot_seconds, on_estimate=on_estimate)
     if hit is None:
         return CounterexampleResult(False, instances, seed, certifications=instances)
     pair, m, cert, used = hit

@@ -44,7 +44,7 @@ from .methods import Method, resolve
 from .montecarlo import Z_95, run_steps
 from .synthetic import DEFAULT_DRAFT_TOP_K, SyntheticPair, mismatch_value, single_draft_acceptance
 
-__all__ = ["SweepConfig", "sweep_method", "run_sweep", "write_csv", "plot_sweep",
+__all__ = ["SweepConfig", "sweep_method", "run_sweep", "estimate_seconds", "write_csv", "plot_sweep",
            "format_table", "DEFAULT_METHODS", "CSV_FIELDS", "SweepInterrupted"]
 
 #: Methods of the default sweep (preset names, see :data:`rheotheory.methods.PRESETS`).
@@ -129,7 +129,7 @@ def _run_task(args) -> dict:
     row = {
         "vocab_size": cfg.vocab_size, "draft_top_k": cfg.draft_top_k if cfg.draft_top_k is not None else "",
         "mismatch": str(task["mismatch"]), "mismatch_value": mv,
-        "single_accept": single_draft_acceptance(pair, contexts=50, seed=cfg.seed),
+        "single_accept": single_draft_acceptance(pair, contexts=SINGLE_ACCEPT_CONTEXTS, seed=cfg.seed),
         "temperature": task["temperature"], "top_k": K, "depth": D, "budget": N,
         "method": task["method"], "description": method.describe(),
         "resolved": json.dumps(method.to_dict(), sort_keys=True), "steps": res.steps, "tau": res.tau,
@@ -138,6 +138,50 @@ def _run_task(args) -> dict:
     }
     row["_lengths"] = [len(r.z) for r in records]
     return row
+
+
+#: Steps each row runs in the pilot of :func:`estimate_seconds` (the fewest a run accepts).
+PILOT_STEPS = 2
+
+#: Seed of the pilot's steps: apart from every sweep's own (its rows are thrown away).
+PILOT_SEED = 2**62 + 1
+
+#: Contexts of a row's single-draft acceptance (the ``single_accept`` column).
+SINGLE_ACCEPT_CONTEXTS = 50
+
+#: Seconds a worker process takes to start and import numpy and this package before its first
+#: row (measured: 0.3-0.5 s on a 2-core machine); paid once per worker when ``workers > 1``.
+WORKER_START_SECONDS = 0.5
+
+
+def estimate_seconds(cfg: SweepConfig) -> float:
+    """Estimated wall seconds of :func:`run_sweep` on ``cfg``, from a pilot run here: every row's
+    method runs :data:`PILOT_STEPS` steps (seeded with :data:`PILOT_SEED`, so the sweep's own
+    steps are untouched) and a row's fixed work (its single-draft acceptance) is timed once per
+    mismatch level and temperature; the rows are shared among ``cfg.workers`` processes. The
+    pilot costs about ``PILOT_STEPS / cfg.steps`` of the sweep, and its own time is included.
+    """
+    t_start = time.perf_counter()
+    tasks = cfg.tasks()
+    fixed: dict = {}  # (mismatch, T) -> (pair, seconds of the row's fixed work)
+    total = 0.0
+    for task in tasks:
+        key = (task["mismatch"], task["temperature"])
+        if key not in fixed:
+            pair = SyntheticPair(cfg.vocab_size, seed=cfg.seed, mismatch=mismatch_value(task["mismatch"]),
+                                 temperature=task["temperature"], temper_draft=cfg.temper_draft,
+                                 draft_top_k=cfg.draft_top_k)
+            t0 = time.perf_counter()
+            single_draft_acceptance(pair, contexts=SINGLE_ACCEPT_CONTEXTS, seed=cfg.seed)
+            fixed[key] = (pair, time.perf_counter() - t0)
+        pair, row_fixed = fixed[key]
+        method = sweep_method(task["method"], task["tree"], task["temperature"])
+        t0 = time.perf_counter()
+        run_steps(pair, method, PILOT_STEPS, seed=PILOT_SEED, contexts=True, optimum=True)
+        total += row_fixed + (time.perf_counter() - t0) / PILOT_STEPS * cfg.steps
+    workers = max(1, min(cfg.workers, len(tasks)))
+    start = WORKER_START_SECONDS if workers > 1 else 0.0
+    return time.perf_counter() - t_start + start + total / workers
 
 
 def _add_gains(rows: list[dict]) -> None:

@@ -10,17 +10,15 @@ from .args import (EXIT_CODES, EXIT_LOSSLESS, EXIT_LOSSY, add_method_arguments, 
 
 __all__ = ["register", "run", "sized_certify", "size_enumeration"]
 
-#: `rheo certify` gives up after this many builder runs (about an hour of exact arithmetic).
+#: `rheo certify` gives up after this many builder runs (about an hour of exact arithmetic: a
+#: run with its share of the class verification costs 0.3-2 ms on the instances of
+#: `python benchmarks/estimates.py`).
 DEFAULT_MAX_BRANCHES = 2_000_000
 
 #: Builder runs tried before a run is sized: an enumeration this small finishes at once (the
-#: built-in example's default method needs about 40), a larger one is estimated first.
+#: built-in example's default method needs about 40), a larger one is estimated first, and the
+#: probe's own time gives the seconds of one run on this machine.
 PROBE_BRANCHES = 300
-
-#: Seconds of one builder run with its share of the class verification, exact rationals
-#: (measured: rheo K,D,N = 4,3,30 on the built-in example, about 12,500 runs in 40-55 s on a
-#: shared core).
-SECONDS_PER_BRANCH = 4e-3
 
 
 def register(sub) -> None:
@@ -36,8 +34,7 @@ def register(sub) -> None:
     add_progress(c)
     c.add_argument("--max-branches", type=positive_int, default=DEFAULT_MAX_BRANCHES, metavar="B",
                    help=f"refuse an enumeration estimated over B construction branches, and stop at B (default "
-                   f"{DEFAULT_MAX_BRANCHES}, about {DEFAULT_MAX_BRANCHES * SECONDS_PER_BRANCH / 3600:.0f} h "
-                   "of one core); the tree's K must be at most the instance's V")
+                   f"{DEFAULT_MAX_BRANCHES}, about an hour of one core); the tree's K must be at most the instance's V")
     c.set_defaults(func=run)
 
 
@@ -53,35 +50,43 @@ def _cap_error(e, cap: int):
 def size_enumeration(args, pair, method, what: str):
     """The sizing rule of the exact commands: an enumeration that finishes within
     :data:`PROBE_BRANCHES` is returned (its certificate); a larger one is estimated
-    (:func:`rheotheory.exact.estimate_branches`), refused over ``--max-branches``, announced when
-    long, and then left to the caller: returns ``(None, estimate)``."""
-    from ..errors import RheoError
-    from ..exact import certify, estimate_branches
+    (:func:`rheotheory.exact.estimate_cost`: the runs by random probes, the seconds of a run from
+    the timed probe enumeration, the seconds of a class verification timed on the probes' trees),
+    refused over ``--max-branches``, announced when long, and then left to the caller: returns
+    ``(None, cost, seconds)``; a finished probe returns ``(certificate, None, None)``."""
+    import time
 
+    from ..errors import RheoError
+    from ..exact import certify, estimate_cost
+
+    t0 = time.perf_counter()
     try:
-        return certify(pair, method, max_branches=min(PROBE_BRANCHES, args.max_branches)), None
+        return certify(pair, method, max_branches=min(PROBE_BRANCHES, args.max_branches)), None, None
     except RheoError as e:
         if "construction branches" not in str(e):
             raise
         if args.max_branches <= PROBE_BRANCHES:
             raise _cap_error(e, args.max_branches) from None
-    est = estimate_branches(pair, method)
-    check_work(est, args.max_branches, what, "--max-branches", "DEFAULT_MAX_BRANCHES", "construction branches")
-    announce(args, est * SECONDS_PER_BRANCH, f"{est:.3g} construction branches")
-    return None, est
+    run_seconds = (time.perf_counter() - t0) / PROBE_BRANCHES  # NOTE: a probe run, as the enumeration makes it
+    cost = estimate_cost(pair, method)
+    check_work(cost.runs, args.max_branches, what, "--max-branches", "DEFAULT_MAX_BRANCHES", "construction branches")
+    seconds = time.perf_counter() - t0 + cost.seconds(run_seconds=run_seconds)  # NOTE: the probes' time too
+    announce(args, seconds, f"{cost.runs:.3g} construction branches")
+    return None, cost, seconds
 
 
 def sized_certify(args, pair, method, what: str = "the enumeration"):
-    """:func:`rheotheory.exact.certify` under the sizing rule, with a progress bar when it is big."""
+    """:func:`rheotheory.exact.certify` under the sizing rule, with a progress bar when it is big:
+    ``(certificate, estimated seconds or None)`` (None: the probe finished it)."""
     from ..errors import RheoError
     from ..exact import certify
 
-    cert, est = size_enumeration(args, pair, method, what)
+    cert, cost, seconds = size_enumeration(args, pair, method, what)
     if cert is not None:
-        return cert
-    with progress_bar(args, round(est), "construction branches (estimated total)", "br") as bar:
+        return cert, None
+    with progress_bar(args, round(cost.runs), "construction branches (estimated total)", "br") as bar:
         try:
-            return certify(pair, method, progress=bar, max_branches=args.max_branches)
+            return certify(pair, method, progress=bar, max_branches=args.max_branches), seconds
         except RheoError as e:
             raise _cap_error(e, args.max_branches) from None
 
@@ -92,10 +97,11 @@ def run(args) -> int:
     method = method_from_args(args, size="toy")
     exact = not args.use_float
     pair = toy_pair_from_args(args, method, exact)
-    cert = sized_certify(args, pair, method)
+    cert, estimated = sized_certify(args, pair, method)
     code = EXIT_LOSSLESS if cert.lossless else EXIT_LOSSY
     if args.json:
         d = cert.to_dict()
+        d["estimated_seconds"] = None if estimated is None else round(estimated, 3)
         d["instance"] = args.instance
         d["preset"] = args.preset
         print(json.dumps(d))
@@ -111,5 +117,5 @@ def run(args) -> int:
     print(f"tokens per step : {fmt(cert.tokens_per_step)}" + (f"  (~{float(cert.tokens_per_step):.6f})" if exact else ""))
     print(f"outcomes        : {cert.outcomes} raw construction outcomes")
     print(f"classes         : {cert.classes} equivalence classes ({cert.branches} construction branches)")
-    print(f"time            : {cert.seconds:.3f} s")
+    print(f"time            : {cert.seconds:.3f} s" + ("" if estimated is None else f" (estimated {estimated:.3g} s)"))
     return code

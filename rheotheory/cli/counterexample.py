@@ -18,11 +18,16 @@ MAX_SEARCH_VOCAB = 8
 MAX_INSTANCES = 10**6
 
 #: Default cap on the search's construction branches, estimated up front as --instances times the
-#: branches of the largest instance the search can draw (a branch is a builder run, 1-4 ms of
-#: exact arithmetic; the estimate is rheotheory.exact.estimate_branches), the same cap as one
-#: `rheo certify` (about an hour in the worst case; a lossy method usually stops at its first
-#: instances, and most drawn instances are smaller than the largest).
+#: branches of the largest instance the search can draw (a bound, not the time it announces: a
+#: lossy method usually stops at its first instances, and most drawn instances are smaller than
+#: the largest; the estimate is rheotheory.exact.estimate_branches), the same cap as one
+#: `rheo certify`.
 DEFAULT_SEARCH_BRANCHES = 2_000_000
+
+#: Seconds of certifications made in this process, in order, before the rest of the search is
+#: estimated and announced: a search this short, or one that finds a lossy instance this soon,
+#: announces nothing (see rheotheory.counterexample.search).
+PILOT_SECONDS = 1.0
 
 
 def register(sub) -> None:
@@ -59,6 +64,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    import time
+
     from .. import laws
     from ..counterexample import SearchSpace, find_counterexample
     from ..errors import RheoError
@@ -67,7 +74,14 @@ def run(args) -> int:
     method = method_from_args(args, size="toy")
     if args.out:
         check_out_file(args.out)
+    t0 = time.perf_counter()
     check_search(method, args)
+    estimated = []
+
+    def on_estimate(rest):
+        estimated.append(time.perf_counter() - t0 + rest)  # NOTE: the whole search, the timed first instances too
+        announce(args, estimated[0], f"{args.instances} certifications (fewer if one is lossy)")
+
     space = SearchSpace(min_vocab=min(3, args.max_vocab), max_vocab=args.max_vocab,
                         max_top_k=getattr(method, "top_k", 2), max_depth=method.depth,
                         max_budget=getattr(method, "budget", 1), family=args.family)
@@ -75,7 +89,7 @@ def run(args) -> int:
             progress_bar(args, args.instances, "counterexample search", "instance") as bar:
         res = find_counterexample(method, instances=args.instances, seed=args.seed, space=space,
                                   do_shrink=not args.no_shrink, executor=ex, workers=args.workers,
-                                  progress=bar.update)
+                                  progress=bar.update, pilot_seconds=PILOT_SECONDS, on_estimate=on_estimate)
     if res.found and args.out:
         try:
             res.pair.save(args.out)
@@ -85,6 +99,7 @@ def run(args) -> int:
         d = res.to_dict()
         d["out"] = args.out if res.found else None
         d["searched"] = method.to_dict()
+        d["estimated_seconds"] = round(estimated[0], 3) if estimated else None
         print(json.dumps(d))
         return 0
     if not res.found:
@@ -106,13 +121,12 @@ def check_search(method, args) -> None:
 
     K in 2..--max-vocab, D >= 2, N >= K (families with those fields); then the construction
     branches of the largest instance the search can draw (V = --max-vocab, K, D, N at their maxima)
-    are estimated, and the search is refused when --instances of them exceed --max-branches, and
-    announced when long (the sizing rule of rheotheory.cli.args.announce).
+    are estimated, and the search is refused when --instances of them exceed --max-branches. The
+    time is announced later, once the first instances have been timed (:data:`PILOT_SECONDS`).
     """
     from ..errors import RheoError
     from ..exact import estimate_branches
     from ..pairs import random_pair
-    from .certify import SECONDS_PER_BRANCH
 
     fields = method.fields()
     k, d, n = fields.get("top_k"), fields.get("depth"), fields.get("budget")
@@ -137,5 +151,3 @@ def check_search(method, args) -> None:
     what = f"{args.instances} certifications of up to V={args.max_vocab}, {largest.describe()}"
     check_work(args.instances * est, args.max_branches, f"{what} (about {est:.3g} construction branches each)",
                "--max-branches", "DEFAULT_SEARCH_BRANCHES", "construction branches")
-    announce(args, args.instances * est * SECONDS_PER_BRANCH / args.workers,
-             f"at most {args.instances * est:.3g} construction branches")

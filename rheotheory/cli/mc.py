@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from .args import (EXIT_CODES, EXIT_LOSSLESS, EXIT_LOSSY, MAX_SYNTHETIC_VOCAB, TEMPERATURE_RANGE, WORK_PER_SECOND,
+from .args import (EXIT_CODES, EXIT_LOSSLESS, EXIT_LOSSY, MAX_SEED, MAX_SYNTHETIC_VOCAB, PILOT_FROM_SECONDS,
+                   TEMPERATURE_RANGE, WORK_PER_SECOND,
                    add_max_entries, add_max_work, add_method_arguments, add_progress, announce, check_fits_vocab,
                    check_work, float_range, given_settings, int_range, mc_work, method_at, method_from_args,
                    progress_bar, seed_arg, show, temperature_arg, vocab_arg)
@@ -15,6 +16,14 @@ __all__ = ["register", "run", "mismatch_arg"]
 #: Largest numeric draft mismatch: the noise is added to logits, and past this scale float64 softmax
 #: inputs approach overflow (the same bound as rheotheory.pairs.MAX_LOGIT_SCALE).
 MAX_MISMATCH = 1e3
+
+#: The pilot that times a long run (see rheotheory.cli.args.PILOT_FROM_SECONDS): two small runs
+#: of the same test, each of this fraction of --samples (at least PILOT_MIN_SAMPLES), with seeds
+#: after --seed (their outputs are thrown away); only the second is timed per sample, since the
+#: first fills the pair's law cache as the run's first steps would (measured at V = 32000: the
+#: first 20 steps of a cold pair cost 1.7x the warm ones).
+PILOT_FRACTION = 0.01
+PILOT_MIN_SAMPLES = 10
 
 #: Flags that describe the synthetic pair; with an instance file they are an error.
 PAIR_FLAGS = ("vocab", "mismatch", "temperature", "temper_draft", "sparse", "no_sparse", "pair_seed")
@@ -109,15 +118,26 @@ def run(args) -> int:
     work = mc_work(args.samples, method, pair.vocab_size)
     what = f"{args.samples} steps of {method.nodes} nodes at V={pair.vocab_size}"
     check_work(work, args.max_work, what, "--max-work")
-    announce(args, work / WORK_PER_SECOND, what)
     t0 = time.perf_counter()
+    estimated = work / WORK_PER_SECOND
+    if estimated >= PILOT_FROM_SECONDS:
+        # NOTE: the work model is a cap's unit, not a clock: time a pilot of the same test
+        n = min(args.samples, max(PILOT_MIN_SAMPLES, round(PILOT_FRACTION * args.samples)))
+        for k in (1, 2):
+            t1 = time.perf_counter()
+            lossless_test(pair, method, samples=n, alpha=args.alpha, seed=(args.seed + k) % (MAX_SEED + 1),
+                          min_expected=args.min_expected)
+        now = time.perf_counter()
+        estimated = now - t0 + (now - t1) / n * args.samples
+    announce(args, estimated, what)
     with progress_bar(args, args.samples, "mc") as bar:
         res = lossless_test(pair, method, samples=args.samples, alpha=args.alpha, seed=args.seed,
                             min_expected=args.min_expected, progress=bar.update)
     secs = time.perf_counter() - t0
     if args.json:
         d = res.to_dict()
-        d.update(instance=name, method=method.to_dict(), preset=args.preset, seed=args.seed, seconds=round(secs, 3))
+        d.update(instance=name, method=method.to_dict(), preset=args.preset, seed=args.seed, seconds=round(secs, 3),
+                 estimated_seconds=round(estimated, 3))
         print(json.dumps(d))
         return EXIT_LOSSLESS if res.lossless else EXIT_LOSSY
     worst = min(res.per_length, key=lambda t: t.p_value)

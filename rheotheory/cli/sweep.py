@@ -6,9 +6,9 @@ import json
 import math
 import sys
 
-from .args import (MAX_SYNTHETIC_VOCAB, TEMPERATURE_RANGE, WORK_PER_SECOND, add_list, add_max_work, add_progress,
-                   announce, check_fits_vocab, check_work, file_stem, int_range, mc_work, positive_int, progress_on,
-                   seed_arg, spec_arg, temperature_arg, threads_arg, vocab_arg)
+from .args import (MAX_SYNTHETIC_VOCAB, PILOT_FROM_SECONDS, TEMPERATURE_RANGE, WORK_PER_SECOND, add_list,
+                   add_max_work, add_progress, announce, check_fits_vocab, check_work, file_stem, int_range, mc_work,
+                   positive_int, progress_on, seed_arg, spec_arg, temperature_arg, threads_arg, vocab_arg)
 from .mc import mismatch_arg
 
 __all__ = ["register", "run"]
@@ -92,7 +92,7 @@ def check_sweep_work(cfg, cap: int) -> float:
 
 
 def run(args) -> int:
-    from ..sweep import SweepConfig, SweepInterrupted, format_table, row_key, sweep_to_files
+    from ..sweep import SweepConfig, SweepInterrupted, estimate_seconds, format_table, row_key, sweep_to_files
 
     cfg = SweepConfig(vocab_size=args.vocab, draft_top_k=None if args.no_sparse else args.sparse,
                       mismatch=tuple(args.mismatch), temperatures=tuple(args.temperatures), trees=tuple(args.trees),
@@ -100,7 +100,10 @@ def run(args) -> int:
                       temper_draft=args.temper_draft)
     work = check_sweep_work(cfg, args.max_work)
     check_out_dir(args.out)
-    announce(args, work / WORK_PER_SECOND / cfg.workers, f"the sweep ({cfg.workers} worker(s))")
+    seconds = work / WORK_PER_SECOND / cfg.workers
+    if seconds >= PILOT_FROM_SECONDS:
+        seconds = estimate_seconds(cfg)  # NOTE: the work model is a cap's unit, not a clock: time a pilot
+    announce(args, seconds, f"the sweep ({cfg.workers} worker(s))")
     try:
         out = sweep_to_files(cfg, args.out, stem=args.stem, progress=progress_on(args), plot=not args.no_plot,
                              resume=args.resume, executor=args.executor, scheduler=args.scheduler)
@@ -109,7 +112,8 @@ def run(args) -> int:
         return 130
     if args.json:
         print(json.dumps({"config": row_key(cfg), "rows": [_plain(r) for r in out.rows], "csv": out.csv_path,
-                          "png": out.png_path or None, "seconds": round(out.seconds, 3)}))
+                          "png": out.png_path or None, "seconds": round(out.seconds, 3),
+                          "estimated_seconds": round(seconds, 3)}))
         return 0
     print(format_table(out.rows))
     print(f"csv: {out.csv_path}" + (f"\npng: {out.png_path}" if out.png_path else "") + f"\ntime: {out.seconds:.1f} s",
