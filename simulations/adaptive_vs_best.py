@@ -1,20 +1,25 @@
 """rheo-adaptive against the best other method of each sweep cell, on paired steps.
 
 Reads a sweep CSV (``rheo sweep ... --methods ... rheo-adaptive``). For every cell (mismatch,
-T, K, D, N) it takes the other method with the highest tau, re-runs that row and the
-``rheo-adaptive`` row with the sweep's own seed (a row depends only on its configuration, so
-the re-run reproduces it exactly; the script checks tau against the CSV) to get per-step
-accepted lengths, and prints the paired difference of tau with its 95% normal interval
-(``mean +- 1.96 sd / sqrt(n)`` over the n steps; both methods see the same contexts, their
-construction and verification draws differ). The CSV keeps no per-step lengths, hence the re-run.
+T, K, D, N) it takes the other method with the highest tau and needs the per-step accepted
+lengths of that row and of the ``rheo-adaptive`` row, and prints the paired difference of tau
+with its 95% normal interval (``mean +- 1.96 sd / sqrt(n)`` over the n steps; both methods see
+the same contexts, their construction and verification draws differ).
+
+The CSV keeps no per-step lengths. ``--lengths`` reads them from a copy of the sweep's row log;
+rows the log lacks (or all of them, without a log) are **re-run** with the sweep's own seed (a
+row depends only on its configuration, so the re-run reproduces it exactly; the script checks
+tau against the CSV), which costs as much as those rows of the sweep did. That is never done
+silently: without ``--rerun`` the script refuses (one line, exit 2) naming how many rows it
+would re-run and their estimated time; with ``--rerun`` it says so on stderr before it starts.
 
 The issue's bar is the best of ``--against`` (default: eagle, rheo, rheo-tuned, static-wor,
 chain); methods of the CSV outside that list (e.g. ``static-wor:verifier=traversal``) are left
-out unless named. ``--lengths`` reads the per-step lengths from a copy of the sweep's row log
-(``<stem>.csv.partial``, which the sweep deletes when it finishes) instead of re-running the rows.
+out unless named. The row log is ``<stem>.csv.partial``, which the sweep deletes when it
+finishes (copy it while the sweep runs, or keep an interrupted sweep's).
 
-    python simulations/adaptive_vs_best.py simulations/results/sweep_adaptive.csv
     python simulations/adaptive_vs_best.py sweep.csv --lengths sweep.log --out comparison.csv
+    python simulations/adaptive_vs_best.py simulations/results/sweep_adaptive.csv --rerun
 """
 
 from __future__ import annotations
@@ -22,12 +27,15 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import sys
+import time
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from rheotheory.montecarlo import Z_95, run_steps
 from rheotheory.checkpoint import HEADER_PREFIX
+from rheotheory.cli.args import format_seconds
+from rheotheory.montecarlo import Z_95, run_steps
 from rheotheory.sweep import read_csv, sweep_method
 from rheotheory.synthetic import SyntheticPair
 
@@ -43,18 +51,41 @@ TAU_MATCH_TOL = 1e-4
 CLEAR_WIN = 1.05
 
 
-def lengths(args) -> list[int]:
-    """Per-step |Z| of one sweep row, re-run exactly as ``rheotheory.sweep`` runs it."""
-    row, spec = args
+#: Steps of each row the re-run estimate times (the fewest a run accepts), seeded apart from the rows.
+PILOT_STEPS = 2
+PILOT_SEED = 2**62 + 1
+
+
+def _row_run(row, spec):
+    """(pair, method) of one sweep row, as ``rheotheory.sweep`` makes them."""
     T = float(row["temperature"])
     tree = (int(row["top_k"]), int(row["depth"]), int(row["budget"]))
     sparse = row["draft_top_k"]
     pair = SyntheticPair(int(row["vocab_size"]), seed=int(row["seed"]), mismatch=float(row["mismatch_value"]),
                          temperature=T, draft_top_k=int(sparse) if sparse not in ("", None) else None)
+    return pair, sweep_method(spec, tree, T)
+
+
+def lengths(args) -> list[int]:
+    """Per-step |Z| of one sweep row, re-run exactly as ``rheotheory.sweep`` runs it."""
+    row, spec = args
+    pair, method = _row_run(row, spec)
     records: list = []
-    run_steps(pair, sweep_method(spec, tree, T), int(row["steps"]), seed=int(row["seed"]), contexts=True,
-              records=records)
+    run_steps(pair, method, int(row["steps"]), seed=int(row["seed"]), contexts=True, records=records)
     return [len(r.z) for r in records]
+
+
+def rerun_seconds(jobs, workers: int) -> float:
+    """Estimated seconds of re-running ``jobs`` (row, spec) on ``workers`` processes: each row's
+    method timed on :data:`PILOT_STEPS` steps here (the pilot's own time included)."""
+    t_start = time.perf_counter()
+    total = 0.0
+    for row, spec in jobs:
+        pair, method = _row_run(row, spec)
+        t0 = time.perf_counter()
+        run_steps(pair, method, PILOT_STEPS, seed=PILOT_SEED, contexts=True)
+        total += (time.perf_counter() - t0) / PILOT_STEPS * int(row["steps"])
+    return time.perf_counter() - t_start + total / max(1, min(workers, len(jobs)))
 
 
 def logged_lengths(path) -> dict:
@@ -78,6 +109,8 @@ def main():
     ap.add_argument("--out", default=None, help="also write the comparison as CSV")
     ap.add_argument("--against", nargs="+", default=list(AGAINST), help="the methods whose best is the bar")
     ap.add_argument("--lengths", default=None, help="a copy of the sweep's row log (per-step lengths)")
+    ap.add_argument("--rerun", action="store_true",
+                    help="re-run the rows whose per-step lengths no --lengths log holds (refused without it)")
     args = ap.parse_args()
     rows = [r for r in read_csv(args.csv) if r["method"] == NEW or r["method"] in args.against]
     cell = lambda r: (r["mismatch"], float(r["temperature"]), int(r["top_k"]), int(r["depth"]), int(r["budget"]))  # noqa: E731
@@ -92,9 +125,21 @@ def main():
     logged = logged_lengths(args.lengths) if args.lengths else {}
     key = lambda r, spec: (r["mismatch"], float(r["temperature"]), int(r["top_k"]), int(r["depth"]),  # noqa: E731
                            int(r["budget"]), spec)
-    missing = [j for j in jobs if key(*j) not in logged]  # rows the log lacks are re-run
-    with ProcessPoolExecutor(args.workers) as ex:
-        rerun = dict(zip((key(*j) for j in missing), ex.map(lengths, missing)))
+    missing = list({key(*j): j for j in jobs if key(*j) not in logged}.values())  # rows the log lacks
+    if missing:
+        secs = rerun_seconds(missing, args.workers)
+        what = (f"{len(missing)} of {len(jobs)} sweep rows have no per-step lengths"
+                + (f" in {args.lengths}" if args.lengths else " (no --lengths log)"))
+        if not args.rerun:
+            print(f"adaptive_vs_best: {what}; re-running them takes about {format_seconds(secs)} (estimated): pass --rerun "
+                  "to re-run them, or --lengths with the sweep's row log", file=sys.stderr)
+            sys.exit(2)
+        print(f"adaptive_vs_best: {what}: re-running them, about {format_seconds(secs)} (estimated)", file=sys.stderr,
+              flush=True)
+    rerun = {}
+    if missing:
+        with ProcessPoolExecutor(args.workers) as ex:
+            rerun = dict(zip((key(*j) for j in missing), ex.map(lengths, missing)))
     runs = [logged.get(key(*j)) or rerun[key(*j)] for j in jobs]
     out = []
     print(f"{'mismatch':<8} {'T':>5} {'K,D,N':<8} {'best other':<12} {'tau':>6} {NEW:>13} {'ratio':>6} "

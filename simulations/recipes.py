@@ -678,12 +678,12 @@ RECIPES: list[Recipe] = [
                        "--temperatures 0 0.25 0.5 0.75 1 1.25 1.5 --trees 4,4,16 10,6,60 --seed 2 --steps 1000 "
                        "--workers 2 --max-work 1e13 --methods eagle rheo rheo-tuned static-wor chain rheo-adaptive "
                        "static-wor:verifier=traversal --out {out} --stem sweep_adaptive"),
-                  step("python simulations/adaptive_vs_best.py {out}/sweep_adaptive.csv "
+                  step("python simulations/adaptive_vs_best.py {out}/sweep_adaptive.csv --rerun "
                        "--out {out}/sweep_adaptive_vs_best.csv")),
            quick=(step("python -m rheotheory.cli sweep --vocab 32000 --sparse 128 --mismatch low --temperatures 0 1 "
                        "--trees 4,4,16 --seed 2 --steps 5 --workers 1 --methods eagle static-wor rheo-adaptive "
                        "--out {out} --stem sweep_adaptive"),
-                  step("python simulations/adaptive_vs_best.py {out}/sweep_adaptive.csv --workers 1 "
+                  step("python simulations/adaptive_vs_best.py {out}/sweep_adaptive.csv --workers 1 --rerun "
                        "--out {out}/sweep_adaptive_vs_best.csv")),
            seconds=7200, quick_seconds=40, seed=2,
            tables={"adaptive_vs_best": adaptive_vs_best_md, "synthetic_acceptance": synthetic_acceptance_md,

@@ -45,8 +45,16 @@ def test_sweep_then_adaptive_vs_best_and_summarize(tmp_path):
         "--trees", "3,2,6", "--methods", "eagle", "rheo", "rheo-adaptive", "--steps", "5", "--workers", "1",
         "--out", tmp_path, "--no-progress", "--no-plot")
     csv_path = tmp_path / "sweep.csv"
-    out = run(SIM / "adaptive_vs_best.py", csv_path, "--workers", "1", "--against", "eagle", "rheo",
-              "--out", tmp_path / "avb.csv")
+    compare = [SIM / "adaptive_vs_best.py", csv_path, "--workers", "1", "--against", "eagle", "rheo",
+               "--out", tmp_path / "avb.csv"]
+    # post-processing never recomputes silently: without a row log it refuses to re-run the rows
+    r = subprocess.run([sys.executable, *map(str, compare)], capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--rerun" in r.stderr, r.stderr
+    assert "2 of 2 sweep rows" in r.stderr and "(estimated)" in r.stderr and not (tmp_path / "avb.csv").exists()
+    r = subprocess.run([sys.executable, *map(str, compare), "--rerun"], capture_output=True, text=True,
+                       timeout=TIMEOUT, cwd=ROOT)
+    assert r.returncode == 0 and "re-running them" in r.stderr, r.stderr
+    out = r.stdout
     assert "rheo-adaptive" in out
     with open(tmp_path / "avb.csv", newline="") as f:
         assert len(list(csv.DictReader(f))) == 1  # one cell: low mismatch, T = 1, 3,2,6
