@@ -281,11 +281,14 @@ def test_list_names_every_engine(capsys):
     ("tree", f"{VERIFIERS}:tree_first_child_only_residual", 1),
 ])
 def test_user_protocol_at_the_default_size(kind, spec, verdict):
-    """The command as a user runs it, planted companion included (it must be rejected too)."""
-    code, out, err = rheo("audit", "--verifier", spec, "--kind", kind, "--json", "--no-progress")
+    """The command as a user runs it; beside a correct verifier, its planted companion (run by
+    the command through the same harness) must be rejected."""
+    code, out, err = rheo("audit", "--verifier", spec, "--kind", kind, "--json", "--no-progress",
+                          *(["--no-companion"] if verdict else []))
     d = json.loads(out)
     assert code == verdict, (d["verdict"], d["p_value"], err)
-    assert d["companion"]["verdict"] == "lossy"
+    if not verdict:
+        assert d["companion"]["verdict"] == "lossy"
     assert d["min_detectable_tv"] < 0.12
     assert d["calls_per_minute"] > 0
 

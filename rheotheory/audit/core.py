@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from ..errors import RheoError
-from ..stats import DEFAULT_MIN_EXPECTED, NextLaws, bonferroni, prefix_cells, rejects
+from ..stats import DEFAULT_MIN_EXPECTED, NextLaws, bonferroni, pool_cells, prefix_cells, rejects
 
 __all__ = ["Setting", "SettingResult", "AuditResult", "detectable_tv", "run_audit", "POWER", "DEFAULT_ALPHA",
            "LOSSY", "LOSSLESS"]
@@ -169,8 +169,10 @@ def run_audit(subject: str, settings: Sequence[Setting], runs: int, alpha: float
         cells = prefix_cells(s.laws, runs, s.length, min_expected)
         seqs = s.sample(runs, seed)
         test = cells.chi_square(seqs, s.length)
+        # NOTE: the power is the design's (cells from the target and N alone), whatever was observed
+        design_df = len(pool_cells(runs * cells.cells(s.length)[1], min_expected)) - 1
         out.append(SettingResult(s.name, s.length, test.n, test.statistic, test.df, test.p_value,
-                                 detectable_tv(test.df, test.n, level), test.worst_cell, test.observed,
+                                 detectable_tv(design_df, runs, level), test.worst_cell, test.observed,
                                  test.expected, time.perf_counter() - t0, dict(s.detail)))
         if progress is not None:
             progress(s.name, runs)
