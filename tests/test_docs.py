@@ -89,3 +89,131 @@ def test_doctest_examples_become_code_blocks():
     fences = _load("griffe_doctests", ROOT / "scripts" / "griffe_doctests.py")
     text = "Intro.\n\n>>> f([0, 1])\n[1, 2]\n\nAfter."
     assert fences.fence_examples(text) == "Intro.\n\n```pycon\n>>> f([0, 1])\n[1, 2]\n```\n\nAfter."
+
+
+# --- The built site: scripts/check_site.py and the build-time hooks it checks -------------------
+
+NOTEBOOK_PAGE = ('<html><head></head><body><div class="jupyter-wrapper"><div class="jp-Cell">'
+                 '<pre>plt.show()</pre>{output}</div></div></body></html>')
+FIGURE = '<div class="jp-OutputArea-output"><img src="data:image/png;base64,iVBORw0KGgo="></div>'
+
+
+def _check_page(name, html):
+    return _load("check_site", ROOT / "scripts" / "check_site.py").check_page(name, html)
+
+
+def test_the_site_check_passes_a_clean_page():
+    page = ('<html><head><link rel="stylesheet" href="../assets/main.css"><script src="../search.js"></script>'
+            '</head><body><p>See <a href="https://example.org">the paper</a> and <a class="autorefs" '
+            'href="#x"><code>ot()</code></a>: <math display="block"><mi>p</mi></math>, at $5 a run.</p>'
+            '<pre><code>:func:`example` in a code block; $$ x $$</code></pre></body></html>')
+    assert _check_page("page.html", page) == []
+    assert _check_page("nb.html", NOTEBOOK_PAGE.format(output=FIGURE)) == []
+
+
+def test_the_site_check_fails_a_notebook_page_without_a_figure():
+    problems = _check_page("notebooks/01/index.html", NOTEBOOK_PAGE.format(output="<pre>drawn, not shown</pre>"))
+    assert problems == ["notebooks/01/index.html: a notebook page without a figure (no <img> in its cells)"]
+
+
+def test_the_site_check_fails_a_raw_role_or_directive():
+    page = ("<p>Uses :func:<code>normalise</code>, :class:<code>Candidate</code>, :func:<code>rank</code> and "
+            ":py:meth:<code>at</code>.</p><p>.. math::</p><p>:math:`p(x)`</p>")
+    assert _check_page("api.html", page) == [
+        "api.html: raw Sphinx role ':func:' in the text (2x)", "api.html: raw Sphinx role ':class:' in the text (1x)",
+        "api.html: raw Sphinx role ':py:meth:' in the text (1x)", "api.html: raw Sphinx role ':math:' in the text (1x)",
+        "api.html: raw reST directive '.. math::' in the text (1x)"]
+
+
+def test_the_site_check_fails_a_stray_dollar_or_tex_left_over():
+    stray = '<p>The figure of merit is $<math><mi>&#x3C4;</mi></math>$, the mean.</p>'
+    assert [p.split(" (")[0] for p in _check_page("t.html", stray)] == ["t.html: a stray $ beside math"]
+    left = '<p>with <span class="arithmatex">\\(p\\)</span> the target</p>'
+    assert [p.split(" (")[0] for p in _check_page("t.html", left)] == ["t.html: math left as TeX"]
+
+
+@pytest.mark.parametrize("tag", [
+    '<script src="https://unpkg.com/mathjax@3/es5/tex-mml-chtml.js"></script>',
+    '<link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Roboto">',
+    '<link rel="preconnect" href="https://fonts.gstatic.com" crossorigin>',
+    '<img src="//cdn.example.org/plot.png">',
+    '<img srcset="a.png 1x, https://cdn.example.org/b.png 2x">',
+    "<style>@font-face { src: url('https://fonts.example.org/x.woff2') }</style>",
+    '<div style="background: url(https://example.org/bg.png)"></div>',
+    '<script type="module">const m = (await import("https://cdn.example.org/mermaid.mjs")).default;</script>',
+])
+def test_the_site_check_fails_a_page_that_loads_from_the_network(tag):
+    problems = _check_page("p.html", f"<html><head>{tag}</head><body><p>text</p></body></html>")
+    assert len(problems) == 1 and "loads from the network" in problems[0], problems
+
+
+def test_the_site_check_command(tmp_path, capsys):
+    check_site = _load("check_site", ROOT / "scripts" / "check_site.py")
+    assert check_site.main([str(tmp_path / "missing")]) == 2
+    assert "not a built site" in capsys.readouterr().err
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "index.html").write_text("<p>Home</p>")
+    (tmp_path / "notebooks" / "index.html").write_text(NOTEBOOK_PAGE.format(output=""))
+    assert check_site.main([str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "notebooks/index.html: a notebook page without a figure" in out and "1 problem(s)" in out
+    (tmp_path / "notebooks" / "index.html").write_text(NOTEBOOK_PAGE.format(output=FIGURE))
+    assert check_site.main([str(tmp_path)]) == 0
+    assert "2 pages, 1 notebook pages, 1 notebook figures, 0 formulas: ok" in capsys.readouterr().out
+
+
+def test_sphinx_roles_become_references_and_math():
+    griffe = pytest.importorskip("griffe")  # the docs extra
+    roles = _load("griffe_roles", ROOT / "scripts" / "griffe_roles.py")
+    pkg = griffe.load("rheotheory", search_paths=[str(ROOT)], resolve_aliases=False)
+    obj = pkg["verify.rules"]
+    text = ("Uses :class:`Candidate` (imported here), :func:`~rheotheory.verify.optimum.ot_value`,\n"
+            ":meth:`a title <rheotheory.trees.tree.Tree.kept_nodes>`, :mod:`rheotheory.laws`, :class:`numpy.ndarray`,\n"
+            ":math:`\\min(1, p/q)` and :ref:`a-label`; ``:func:`kept``` is code.\n"
+            "# [n, d] a shape comment wrapped to the line's start\n\n"
+            ".. math::\n\n    a = b\n    + c\n\nAfter.\n\n```pycon\n>>> f(':func:`x`')\n```")
+    out = roles.convert(obj, text)
+    assert '<autoref identifier="rheotheory.trees.tree.Candidate" optional>`Candidate`</autoref>' in out
+    assert '<autoref identifier="rheotheory.verify.optimum.ot_value" optional>`ot_value()`</autoref>' in out
+    assert 'identifier="rheotheory.trees.tree.Tree.kept_nodes" optional>`a title`</autoref>' in out
+    assert '<autoref identifier="rheotheory.laws" optional>`rheotheory.laws`</autoref>' in out
+    assert '<autoref identifier="numpy.ndarray" optional>`numpy.ndarray`</autoref>' in out  # outside: code
+    assert "$\\min(1, p/q)$ and `a-label`; ``:func:`kept``` is code." in out
+    assert "\n\\# [n, d] a shape comment" in out
+    assert "\n\n$$\na = b\n+ c\n$$\n\nAfter." in out
+    assert "```pycon\n>>> f(':func:`x`')\n```" in out  # a fenced example is left alone
+    assert not re.search(r":(func|class|meth|mod|math|ref):`", out.replace("``:func:`kept```", "").replace(
+        "f(':func:`x`')", ""))
+
+
+def test_display_math_inside_a_paragraph_renders_as_display_math():
+    markdown = pytest.importorskip("markdown")
+    pytest.importorskip("pymdownx")
+    pytest.importorskip("latex2mathml")  # the docs extra
+    site_math = _load("site_math", ROOT / "scripts" / "site_math.py")
+    md = markdown.Markdown(extensions=["pymdownx.arithmatex", site_math.DisplayMathInParagraphs()],
+                           extension_configs={"pymdownx.arithmatex": {"generic": True}})
+    html = site_math.to_mathml(md.convert(
+        "The figure of merit is\n$$\\tau = \\mathbb{E}\\,|Z|,$$\nthe mean, with $s \\sim q$.\n\n"
+        "$$\na = b\n$$\n\nCode keeps `$$x$$` and `$y$`."))
+    assert html.count('<math xmlns="http://www.w3.org/1998/Math/MathML" display="block">') == 2
+    assert html.count('display="inline"') == 1
+    assert "$" not in html.replace("<code>$$x$$</code>", "").replace("<code>$y$</code>", "")
+    assert '<span class="math-nowrap"><math' in html and "</math>.</span>" in html  # "q." stays on its line
+    assert "<mo>&#x0223C;</mo>" in html and 'lspace="0" rspace="0">&#x0007C;</mo>' in html  # the FIXES
+    assert _check_page("p.html", html) == []
+
+
+def test_figures_outside_docs_are_served_from_where_they_are_committed(tmp_path):
+    pytest.importorskip("mkdocs")
+    figures = _load("site_figures", ROOT / "scripts" / "site_figures.py")
+    docs = ROOT / "docs"
+    page = docs / "guide" / "sweeps.md"
+    text = ("![v50](../../simulations/results/sweep_v50.png) ![web](https://example.org/a.png) "
+            "![missing](../../simulations/results/no_such_plot.png) ![inside](../stylesheets/math.css)")
+    out, found = figures.rewrite(text, page, docs)
+    assert found == [ROOT / "simulations" / "results" / "sweep_v50.png"]
+    assert out.startswith("![v50](../figures/simulations/results/sweep_v50.png) ![web](https://example.org/a.png)")
+    assert "![missing](../../simulations/results/no_such_plot.png)" in out  # left for the strict build to report
+    assert figures.rewrite("![h](../simulations/results/sweep_adaptive.png)", docs / "index.md", docs)[0] == \
+        "![h](figures/simulations/results/sweep_adaptive.png)"
