@@ -321,6 +321,16 @@ def lossless_md(folder: Path, name: str) -> str:
     return md_table(["method", "chi2", "p", "df", "verdict"], body)
 
 
+def audit_md(folder: Path) -> str:
+    """The audit table (benchmarks/audit_table.py renders it from its JSON)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("audit_table", ROOT / "benchmarks" / "audit_table.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.render_md(folder)
+
+
 def builtin_acceptance_md(folder: Path) -> str:
     d = json.loads((folder / "builtin_acceptance.json").read_text())
     return md_table(["single-draft acceptance 1 - TV, T = 1", "built-in draft"], [
@@ -740,6 +750,11 @@ RECIPES: list[Recipe] = [
                        "--out {out}/builtin_lossless.csv"),),
            seconds=600, quick_seconds=40, seed=20260601,
            tables={"builtin_lossless": lambda f: lossless_md(f, "builtin_lossless.csv")}),
+    Recipe("audit_table", f"{BENCH}/audit", ("audit_table.json",),
+           steps=(step("python benchmarks/audit_table.py --out {out}"),),
+           quick=(step("python benchmarks/audit_table.py --quick --runs 40 --out {out}"),),
+           seconds=2400, quick_seconds=60, seed=0, tables={"audit_table": audit_md},
+           needs="the engines' extras for their rows (an engine not installed is recorded as not run)"),
     Recipe("bench_builtin", BENCH, ("bench_builtin.json",),
            steps=(step("python -m rheotheory.cli bench --seed 0 --threads 1 --json", stdout="bench_builtin.json"),),
            quick=(step("python -m rheotheory.cli bench --seed 0 --threads 1 --max-new-tokens 10 --repeats 1 "

@@ -1,0 +1,125 @@
+"""The audit table: every engine adapter and the user protocol's verifiers, one ``rheo audit`` each.
+
+Usage::
+
+    python benchmarks/audit_table.py [--runs N] [--engines rheotheory,transformers,...] [--quick] [--no-user]
+                                     [--merge] --out DIR
+
+writes ``DIR/audit_table.json``: one record per audit (the JSON ``rheo audit --json`` prints,
+plus the command line and its wall time), in the order of :data:`AUDITS`. An engine whose
+package is not installed is recorded as ``not installed`` with the install line, never dropped
+silently. ``render_md(DIR)`` makes the docs' table from it (simulations/recipes.py, table
+``audit_table``): one row per setting of each audit (its own p against the audit's Bonferroni
+level ``alpha / settings``) and one summary row per audit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: (label, rheo audit arguments); the user protocol's functions are rheotheory's references and
+#: the test suite's own (tests/audit_verifiers.py), the engines' rows their real paths and, as
+#: separate audits, their planted companions.
+AUDITS = (
+    ("user chain: rejection sampling (reference)", ["--verifier", "rheotheory.audit.examples:chain_rejection"]),
+    ("user chain: unnormalised residual (correct)", ["--verifier", "tests/audit_verifiers.py:unnormalised_residual",
+                                                     "--no-companion"]),
+    ("user chain: EAGLE's one-hot rule on sampled drafts (correct)",
+     ["--verifier", "tests/audit_verifiers.py:eagle_one_hot", "--no-companion"]),
+    ("user chain: target row off by one (lossy)", ["--verifier", "tests/audit_verifiers.py:wrong_target_row",
+                                                   "--no-companion"]),
+    ("user chain: sharpened bonus token (lossy)", ["--verifier", "tests/audit_verifiers.py:sharpened_bonus",
+                                                   "--no-companion"]),
+    ("user tree: recursive rejection (reference)", ["--verifier", "rheotheory.audit.examples:tree_rejection",
+                                                    "--kind", "tree"]),
+    ("user tree: residual after the first child only (lossy)",
+     ["--verifier", "tests/audit_verifiers.py:tree_first_child_only_residual", "--kind", "tree", "--no-companion"]),
+)
+
+
+def engine_audits(names) -> list[tuple[str, list[str]]]:
+    """The real path and each planted companion of every engine in ``names``."""
+    from rheotheory.audit.engines import adapter
+
+    out = []
+    for name in names:
+        e = adapter(name).ENGINE
+        out.append((f"engine {name}", ["--engine", name, "--no-companion"]))
+        out += [(f"engine {name} [planted: {p}]", ["--engine", name, "--planted", p]) for p in e.planted]
+    return out
+
+
+def run_one(label: str, args: list[str], runs: int | None) -> dict:
+    argv = [sys.executable, "-m", "rheotheory.cli", "audit", *args, "--json", "--no-progress"]
+    if runs is not None:
+        argv += ["--runs", str(runs)]
+    t0 = time.perf_counter()
+    p = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
+    secs = time.perf_counter() - t0
+    command = " ".join(["rheo", "audit", *args] + (["--runs", str(runs)] if runs is not None else []))
+    if p.returncode not in (0, 1):
+        err = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"
+        print(f"{label}: {err}", flush=True)
+        return dict(label=label, command=command, status="not run", error=err, wall_seconds=round(secs, 1))
+    d = json.loads(p.stdout)
+    d.update(label=label, command=command, status="run", wall_seconds=round(secs, 1))
+    print(f"{label}: {d['verdict']} p = {d['p_value']:.3g}, N = {d['runs']}, TV80 = {d['min_detectable_tv']:.3f} "
+          f"({secs:.0f} s)", flush=True)
+    return d
+
+
+def render_md(folder: Path) -> str:
+    """The docs' table (module docstring)."""
+    rows = json.loads((Path(folder) / "audit_table.json").read_text())
+    lines = ["| audited | setting | N | p | TV detected (power 0.8) | verdict |", "|---|---|---:|---:|---:|---|"]
+    for r in rows:
+        if r["status"] != "run":
+            lines.append(f"| {r['label']} | | | | | not run: {r['error']} |")
+            continue
+        level = r["alpha"] / len(r["settings"])
+        for s in r["settings"]:
+            said = "rejected" if s["p_value"] < level else "not rejected"
+            lines.append(f"| {r['label']} | {s['name']} | {s['runs']} | {s['p_value']:.3g} | "
+                         f"{s['min_detectable_tv']:.3f} | {said} |")
+        comp = r.get("companion")
+        verdict = "**lossy**" if r["verdict"] == "lossy" else "not rejected"
+        extra = f"; planted companion: {comp['verdict']}, p = {comp['p_value']:.3g}" if comp else ""
+        lines.append(f"| **{r['label']}** | all {len(r['settings'])} (Bonferroni) | {r['runs']} | {r['p_value']:.3g} | "
+                     f"{r['min_detectable_tv']:.3f} | {verdict}{extra} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--runs", type=int, default=None, help="runs per setting (default: each audit's own)")
+    ap.add_argument("--engines", default="rheotheory,transformers", help="comma-separated engine names")
+    ap.add_argument("--quick", action="store_true", help="one audit of each kind, for a smoke run")
+    ap.add_argument("--no-user", action="store_true", help="engines only (the user protocol's rows are left out)")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the rows of an existing audit_table.json, replacing those this run redoes")
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    audits = ([] if args.no_user else list(AUDITS)) + engine_audits([e for e in args.engines.split(",") if e])
+    if args.quick:
+        audits = [audits[0], audits[5]] + [a for a in audits[len(AUDITS):] if "planted" not in a[0]][:1]
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = [run_one(label, a, args.runs) for label, a in audits]
+    path = args.out / "audit_table.json"
+    if args.merge and path.is_file():
+        new = {r["label"]: r for r in rows}
+        old = json.loads(path.read_text())
+        rows = [new.pop(r["label"], r) for r in old] + list(new.values())
+    path.write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
