@@ -116,6 +116,12 @@ CASES = [
     (["bench", "--max-new-tokens", "100000"], "positions"),
     (["bench", "--preset", "rheo"], "--preset does not apply"),
     (["bench", "--threads", "100000"], "in 1.."),
+    # audit
+    (["audit", "--runs", "5", "--verifier", "rheotheory.audit.examples:chain_rejection"], "must be >= 20"),
+    (["audit", "--vocab", "65", "--verifier", "rheotheory.audit.examples:chain_rejection"], "in 2..64"),
+    (["audit", "--kind", "dag", "--verifier", "rheotheory.audit.examples:chain_rejection"], "invalid choice"),
+    (["audit", "--alpha", "1", "--verifier", "rheotheory.audit.examples:chain_rejection"], "--alpha"),
+    (["audit", "--verifier", "x:y", "--engine", "transformers"], "not allowed with"),
     # optimum (shared method flags and caps)
     (["optimum", "--top-k", BIG], "--top-k"),
     (["optimum", "--preset", "eagle", "--head", "1"], "--head does not apply to eagle"),

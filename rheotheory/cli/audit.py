@@ -61,6 +61,8 @@ def _select(settings, name):
 
     if name is None:
         return settings
+    if not name.strip():
+        raise RheoError("--setting must be a non-empty part of a setting's name")
     got = [s for s in settings if name in s.name]
     if not got:
         raise RheoError(f"--setting {name!r} matches no setting; the settings are: "
