@@ -37,6 +37,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--skip-biased", action="store_true", help="do not run the planted-bug companion")
     ap.add_argument("--out", default=None, metavar="CSV", help="also write one row per method to this CSV")
+    ap.add_argument("--no-verdict", action="store_true",
+                    help="report the statistics without a verdict (a size too small for the planted bug to be "
+                    "rejected: the quick recipes)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     pair = load_smollm2(draft=args.draft)
@@ -50,7 +53,7 @@ def main() -> None:
         variants.append(("rheo + ot_skip_residual (planted bug)", resolve("rheo", size=(2, 2, 4)), ot_skip_residual))
     lossless_table(variants, lambda method, verifier: lossless_test_large_vocab(pair, prompts, method, cfg, args.n,
                                                                                  args.seed, verifier=verifier),
-                   ALPHA, args.out)
+                   ALPHA, args.out, verdict=not args.no_verdict)
 
 if __name__ == "__main__":
     main()

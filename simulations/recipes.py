@@ -101,6 +101,8 @@ class Recipe:
     seed: object = None             # the seed(s) the steps fix (recorded in the provenance)
     tables: dict[str, Callable[[Path], str]] = field(default_factory=dict)  # marker name -> renderer(folder)
     needs: str = ""                 # what it needs beyond the dev install (e.g. the SmolLM2 package)
+    verdicts: str = ""              # a results CSV of lossless verdicts (columns planted, rejected): at every
+                                    # size each planted row is rejected, or the run gives no verdict at all
 
     def command(self, quick: bool = False, out: str | None = None) -> str:
         return " && ".join(s.shell(out or (self.folder if not quick else "OUT")) for s in
@@ -317,7 +319,8 @@ def lossless_md(folder: Path, name: str) -> str:
     """A chi-square lossless check's CSV (method, chi2, df, p_value, rejected) as a Markdown table."""
     rows = read_csv(folder / name)
     body = [[r["method"], f"{float(r['chi2']):.1f}", f"{float(r['p_value']):.3g}", r["df"],
-             "**rejected**" if r["rejected"] == "True" else "no rejection"] for r in rows]
+             "**rejected**" if r["rejected"] == "True" else "no rejection" if r["rejected"] == "False"
+             else "no verdict"] for r in rows]
     return md_table(["method", "chi2", "p", "df", "verdict"], body)
 
 
@@ -660,7 +663,8 @@ RECIPES: list[Recipe] = [
            tables={"certify_table": certify_table_md, "certify_summary": certify_summary_md}),
     Recipe("certify_adaptive", SIM, ("certify_adaptive.csv", "certify_adaptive.md"),
            steps=(step("python simulations/certify_adaptive.py --instances 50 --out {out}/certify_adaptive.csv"),),
-           quick=(step("python simulations/certify_adaptive.py --instances 1 --out {out}/certify_adaptive.csv"),),
+           quick=(step("python simulations/certify_adaptive.py --instances 1 --max-branches 20000 "
+                       "--out {out}/certify_adaptive.csv"),),
            seconds=2400, quick_seconds=60, seed="instances random_pair(V, D, seed), seeds 0..49",
            tables={"certify_adaptive": certify_adaptive_md, "certify_adaptive_totals": certify_adaptive_totals_md}),
     Recipe("optimum_table", SIM, ("optimum_table.csv", "optimum_table.md", "optimum_table.png"),
@@ -746,9 +750,10 @@ RECIPES: list[Recipe] = [
     Recipe("builtin_lossless", BENCH, ("builtin_lossless.csv",),
            steps=(step("python benchmarks/builtin_lossless.py --n 400 --seed 20260601 "
                        "--out {out}/builtin_lossless.csv"),),
-           quick=(step("python benchmarks/builtin_lossless.py --n 20 --seed 20260601 "
+           quick=(step("python benchmarks/builtin_lossless.py --n 400 --seed 20260601 --only "
+                       "'rheo,rheo + skip-residual (biased),static traversal skip-residual (biased)' "
                        "--out {out}/builtin_lossless.csv"),),
-           seconds=600, quick_seconds=40, seed=20260601,
+           seconds=600, quick_seconds=40, seed=20260601, verdicts="builtin_lossless.csv",
            tables={"builtin_lossless": lambda f: lossless_md(f, "builtin_lossless.csv")}),
     Recipe("audit_table", f"{BENCH}/audit", ("audit_table.json",),
            steps=(step("python benchmarks/audit_table.py --out {out}"),),
@@ -834,22 +839,26 @@ RECIPES: list[Recipe] = [
            tables={"optimum_scaling": optimum_scaling_md}),
     Recipe("smollm2_lossless", BENCH, ("smollm2_lossless.csv",),
            steps=(step("python benchmarks/smollm2_lossless.py --n 200 --seed 20261129 --out {out}/smollm2_lossless.csv"),),
-           quick=(step("python benchmarks/smollm2_lossless.py --n 5 --seed 20261129 --out {out}/smollm2_lossless.csv"),),
+           quick=(step("python benchmarks/smollm2_lossless.py --n 5 --seed 20261129 --methods rheo --no-verdict "
+                       "--out {out}/smollm2_lossless.csv"),),
            seconds=7200, quick_seconds=300, seed=20261129, needs=SMOL_NEEDS,
+           verdicts="smollm2_lossless.csv",
            tables={"smollm2_lossless": lambda f: lossless_md(f, "smollm2_lossless.csv")}),
     Recipe("smollm2_lossless_600", BENCH, ("smollm2_lossless_600.csv",),
            steps=(step("python benchmarks/smollm2_lossless.py --n 600 --seed 20261129 --methods chain,rheo,rheo-tuned "
                        "--out {out}/smollm2_lossless_600.csv"),),
-           quick=(step("python benchmarks/smollm2_lossless.py --n 5 --seed 20261129 --methods chain "
+           quick=(step("python benchmarks/smollm2_lossless.py --n 5 --seed 20261129 --methods chain --no-verdict "
                        "--out {out}/smollm2_lossless_600.csv"),),
            seconds=10800, quick_seconds=300, seed=20261129, needs=SMOL_NEEDS,
+           verdicts="smollm2_lossless_600.csv",
            tables={"smollm2_lossless_600": lambda f: lossless_md(f, "smollm2_lossless_600.csv")}),
     Recipe("smollm2_lossless_int4", BENCH, ("smollm2_lossless_int4.csv",),
            steps=(step("python benchmarks/smollm2_lossless.py --n 200 --seed 20261129 --draft int4 --methods rheo "
                        "--out {out}/smollm2_lossless_int4.csv"),),
            quick=(step("python benchmarks/smollm2_lossless.py --n 5 --seed 20261129 --draft int4 --methods rheo "
-                       "--out {out}/smollm2_lossless_int4.csv"),),
+                       "--no-verdict --out {out}/smollm2_lossless_int4.csv"),),
            seconds=3600, quick_seconds=300, seed=20261129, needs=SMOL_NEEDS,
+           verdicts="smollm2_lossless_int4.csv",
            tables={"smollm2_lossless_int4": lambda f: lossless_md(f, "smollm2_lossless_int4.csv")}),
     Recipe("head_table", BENCH, ("head_table.json",),
            steps=(step(f"python benchmarks/head_table.py --heads git:{HEAD_V1_COMMIT},shipped --threads 2 "

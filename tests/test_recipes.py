@@ -87,3 +87,61 @@ def test_quick_refuses_the_committed_folder():
 def test_an_unknown_table_is_an_error():
     with pytest.raises(KeyError, match="no recipe renders"):
         recipes.render_text("<!-- results:nope -->\nx\n<!-- /results:nope -->\n")
+
+
+# -- quick runs that can fail ------------------------------------------------------------------
+
+def _verdict_recipes():
+    return [r for r in recipes.RECIPES if r.verdicts]
+
+
+def test_the_lossless_recipes_declare_their_verdicts():
+    """Every recipe whose table is a lossless verdict names its verdict CSV (so the checks below
+    cover it), and a quick size either keeps the full size's runs or gives no verdict."""
+    declared = {r.name for r in _verdict_recipes()}
+    assert {"builtin_lossless", "smollm2_lossless", "smollm2_lossless_600", "smollm2_lossless_int4"} <= declared
+    for r in recipes.RECIPES:
+        uses_lossless_table = any("_lossless.py" in " ".join(s.argv) for s in r.steps)
+        assert uses_lossless_table == (r.name in declared), r.name
+    for r in _verdict_recipes():
+        quick = " ".join(" ".join(s.argv) for s in r.quick)
+        full = " ".join(" ".join(s.argv) for s in r.steps)
+        n_of = lambda line: line.split("--n ")[1].split()[0]  # noqa: E731
+        assert "--no-verdict" in quick or n_of(quick) == n_of(full), (r.name, quick)
+
+
+def test_a_run_without_degrees_of_freedom_gives_no_verdict(tmp_path, capsys):
+    """The companion of the quick sizes: a test that tested nothing (df = 0) is not reported as
+    "no rejection", and --no-verdict reports no verdict for any row."""
+    from rheotheory.decode.checks import lossless_table
+    from rheotheory.methods import make_method
+    from rheotheory.stats import ChiSquare
+
+    m = make_method("chain", depth=2)
+    nothing = ChiSquare(statistic=0.0, df=0, p_value=1.0, n=10, cells=1, worst_cell="", observed=0, expected=0.0)
+    something = ChiSquare(statistic=30.0, df=3, p_value=1e-6, n=800, cells=4, worst_cell="", observed=0, expected=0.0)
+    rows = lossless_table([("a", m, None), ("b", m, object())], lambda method, v: nothing if v is None else something,
+                          1e-3, tmp_path / "t.csv")
+    assert [r["rejected"] for r in rows] == ["", True]
+    assert "no verdict (df = 0" in capsys.readouterr().out
+    rows = lossless_table([("b", m, object())], lambda method, v: something, 1e-3, verdict=False)
+    assert rows[0]["rejected"] == ""
+    assert "no verdict" in capsys.readouterr().out
+    md = recipes.lossless_md(tmp_path, "t.csv")
+    assert "no verdict" in md and "**rejected**" in md
+
+
+@pytest.mark.claims
+@pytest.mark.parametrize("name", [r.name for r in _verdict_recipes() if not r.needs])
+def test_a_quick_verdict_recipe_rejects_its_planted_companions(name, tmp_path):
+    """The quick size of each verdict recipe that runs on the dev install gives verdicts that can
+    fail: every planted row is rejected, and at least one row of a real method is not. (The
+    SmolLM2 recipes give no verdict at their quick size, checked above.)"""
+    r = recipes.by_name()[name]
+    recipes.run(r, quick=True, out=tmp_path)
+    rows = recipes.read_csv(tmp_path / r.verdicts)
+    planted = [x for x in rows if x["planted"] == "True"]
+    real = [x for x in rows if x["planted"] == "False"]
+    assert planted and real, rows
+    assert all(x["rejected"] == "True" for x in planted), [(x["method"], x["p_value"], x["df"]) for x in planted]
+    assert all(x["rejected"] == "False" for x in real), [(x["method"], x["p_value"], x["df"]) for x in real]

@@ -77,11 +77,16 @@ def lossless_test(pair, prompts, method, cfg: DecodeConfig, n_per_prompt: int, s
     return combine(tests, labels=list(prompts))
 
 
-def lossless_table(variants, test, alpha: float, out=None, width: int = 38) -> list[dict]:
+def lossless_table(variants, test, alpha: float, out=None, width: int = 38, verdict: bool = True) -> list[dict]:
     """Run ``test(method, verifier) -> ChiSquare`` for each ``(name, method, verifier)`` of
     ``variants`` (``verifier`` None for the method's own rule, else a planted bug), print one line
     per variant and return the rows (written as CSV to ``out`` when given): the one table the
-    lossless benchmarks publish."""
+    lossless benchmarks publish.
+
+    A row gives a verdict (``rejected`` True or False) only when it can: never with
+    ``verdict=False`` (a run too small for its planted companion to be rejected says so instead
+    of reporting "no rejection"), and never for a test with no degrees of freedom (every run in
+    one pooled cell: nothing was tested). Such a row has ``rejected`` empty and says why."""
     import csv
     import time
 
@@ -90,10 +95,14 @@ def lossless_table(variants, test, alpha: float, out=None, width: int = 38) -> l
         t0 = time.perf_counter()
         res = test(method, verifier)
         seconds = time.perf_counter() - t0
-        print(f"{name:<{width}} {res.report(alpha)} ({seconds:.0f} s)", flush=True)
+        why = ("" if res.df > 0 else "df = 0: every run fell in one pooled cell, nothing was tested") if verdict \
+            else "a size too small for its planted companion to be rejected"
+        line = res.report(alpha) if not why else (f"chi2 = {res.statistic:8.1f}  df = {res.df:4d}  "
+                                                  f"p = {res.p_value:.3g}  N = {res.n}  -> no verdict ({why})")
+        print(f"{name:<{width}} {line} ({seconds:.0f} s)", flush=True)
         rows.append(dict(method=name, description=method.describe(), planted=verifier is not None,
                          chi2=round(res.statistic, 4), df=res.df, p_value=f"{res.p_value:.6g}", runs=res.n,
-                         alpha=alpha, rejected=res.rejects(alpha), seconds=round(seconds, 1)))
+                         alpha=alpha, rejected="" if why else res.rejects(alpha), seconds=round(seconds, 1)))
     if out:
         with open(out, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
