@@ -100,6 +100,7 @@ def test_decode_budget_auto_chooses_a_candidate_and_caches_it(tmp_path, monkeypa
     from rheotheory.decode.budget import CANDIDATES
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr("rheotheory.decode.budget.MIN_LIMIT", 0.0)  # NOTE: a tree always pays here
     argv = ["decode", "--budget", "auto", "--temperature", "1", "--max-new-tokens", "6", "--json", "--no-progress"]
     assert main(argv) == 0
     got = json.loads(capsys.readouterr().out)["method"]
@@ -112,6 +113,21 @@ def test_decode_budget_auto_chooses_a_candidate_and_caches_it(tmp_path, monkeypa
     assert main(argv) == 0  # from the cache: the same size
     again = json.loads(capsys.readouterr().out)["method"]
     assert again == got
+
+
+def test_budget_auto_falls_back_to_autoregressive_when_no_tree_pays(tmp_path, monkeypatch, capsys):
+    """No candidate reaches the smallest physical limit (set out of reach here): the decode runs
+    autoregressively and says so in one line on stderr."""
+    import json
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr("rheotheory.decode.budget.MIN_LIMIT", 1e9)
+    argv = ["decode", "--budget", "auto", "--temperature", "1", "--max-new-tokens", "6", "--json", "--no-progress"]
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["method"]["family"] == "autoregressive"
+    (line,) = cap.err.strip().splitlines()
+    assert "no tree size pays on this machine" in line and "decoding autoregressively" in line
 
 
 @pytest.mark.parametrize("extra, fragment", [

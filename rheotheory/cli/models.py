@@ -213,10 +213,20 @@ def choose_auto_size(args, pair, method, temperature: float, prompts):
     with busy(args, f"choosing the tree size at T={temperature:g} (--budget auto; cached after the first time)"):
         size, table = choose_size(pair, method, temperature, list(prompts), model_id, args.device,
                                   args.dtype or "float32", args.threads, kw)
+    import sys
+
+    from ..decode.budget import MIN_LIMIT, pays, sized
+
     best = max(table, key=lambda r: r["physical_limit"])
+    if not pays(table):
+        from ..methods import resolve
+
+        # NOTE: stderr, --json or not: the user asked for a tree and gets none
+        print(f"rheo: --budget auto: no tree size pays on this machine (best K={size[0]} D={size[1]} N={size[2]}: "
+              f"physical limit {best['physical_limit']:.2f}x < {MIN_LIMIT:g}); decoding autoregressively",
+              file=sys.stderr)
+        return resolve("autoregressive")
     if not getattr(args, "json", False):
         print(f"--budget auto: K={size[0]} D={size[1]} N={size[2]} (tau {best['tau']:.2f} in the pilot, physical "
               f"limit {best['physical_limit']:.2f}x; {len(table)} sizes compared)")
-    from ..decode.budget import sized
-
     return sized(method, size)

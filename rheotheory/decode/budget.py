@@ -16,7 +16,9 @@ verification and Python cost nothing. tau is measured by a short pilot decode of
 (the method itself at the requested temperature, ``PILOT_PROMPTS`` prompts of the model's
 benchmark set, ``PILOT_TOKENS`` tokens each, seed ``PILOT_SEED``). The candidate with the
 largest S is chosen. Measuring tau rather than tokens per second keeps the choice stable under
-machine load.
+machine load. **When no candidate's S reaches** :data:`MIN_LIMIT` (= 1: even with zero overhead
+the tree would be slower than autoregressive decoding on this machine), the choice is no tree at
+all: ``rheo decode --budget auto`` then decodes autoregressively and says so in one line.
 
 The choice is cached per (model, device, dtype, threads, method, temperature) in
 ``$XDG_CACHE_HOME/rheotheory/tree_sizes.json`` (default ``~/.cache``); ``RHEO_NO_SIZE_CACHE=1``
@@ -29,7 +31,7 @@ import json
 import os
 from pathlib import Path
 
-__all__ = ["CANDIDATES", "PILOT_PROMPTS", "PILOT_TOKENS", "PILOT_SEED", "choose_size", "physical_limit",
+__all__ = ["CANDIDATES", "MIN_LIMIT", "pays", "PILOT_PROMPTS", "PILOT_TOKENS", "PILOT_SEED", "choose_size", "physical_limit",
            "step_cost", "cache_path", "sized", "measured_costs", "COST_SIZES"]
 
 #: Tree sizes (K, D, N) the search compares, from one draft token (where a pass over two tokens
@@ -40,6 +42,16 @@ CANDIDATES = ((1, 1, 1), (2, 1, 2), (1, 2, 2), (2, 2, 3), (1, 3, 3), (2, 2, 4), 
 #: Token counts at which the target pass is timed (a tree of N nodes costs a pass over N + 1).
 COST_SIZES = (1, 2, 3, 4, 5, 7, 9, 11, 16, 21, 32)
 PILOT_PROMPTS = 2
+
+#: Smallest physical limit at which a tree is worth running: below it, autoregressive decoding is
+#: faster on this machine even if the tree's bookkeeping cost nothing.
+MIN_LIMIT = 1.0
+
+
+def pays(table: list[dict]) -> bool:
+    """Whether the best candidate of a :func:`choose_size` table reaches :data:`MIN_LIMIT`."""
+    return max(r["physical_limit"] for r in table) >= MIN_LIMIT
+
 PILOT_TOKENS = 48
 PILOT_SEED = 0
 
