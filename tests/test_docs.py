@@ -217,3 +217,17 @@ def test_figures_outside_docs_are_served_from_where_they_are_committed(tmp_path)
     assert "![missing](../../simulations/results/no_such_plot.png)" in out  # left for the strict build to report
     assert figures.rewrite("![h](../simulations/results/sweep_adaptive.png)", docs / "index.md", docs)[0] == \
         "![h](figures/simulations/results/sweep_adaptive.png)"
+
+
+def test_a_notebook_page_without_a_diagram_loses_the_cdn_mermaid_loader():
+    offline = _load("site_offline", ROOT / "scripts" / "site_offline.py")
+    loader = ('<script type="module">\n  document.addEventListener("DOMContentLoaded", async () => {\n'
+              '    const diagrams = document.querySelectorAll(".jp-Mermaid > pre.mermaid");\n'
+              '    const mermaid = (await import("https://cdn.example.org/mermaid.esm.min.mjs")).default;\n'
+              '  });\n</script>')
+    page = NOTEBOOK_PAGE.format(output=FIGURE).replace("<head></head>", f"<head>{loader}<script>x()</script></head>")
+    assert _check_page("nb.html", page) != []  # the loader names a CDN
+    cleaned = offline.on_post_page(page, None, None)
+    assert "mermaid" not in cleaned and "<script>x()</script>" in cleaned and _check_page("nb.html", cleaned) == []
+    with_diagram = page.replace(FIGURE, FIGURE + '<div class="jp-Mermaid"><pre class="mermaid">graph TD</pre></div>')
+    assert offline.on_post_page(with_diagram, None, None) == with_diagram  # used: kept, and the check fails it
