@@ -22,7 +22,7 @@ __all__ = ["EXIT_BAD_INPUT", "EXIT_INTERRUPTED", "Parser", "int_range", "float_r
            "MAX_WORK", "NODE_OVERHEAD", "threads_arg", "add_max_entries", "add_max_work", "add_progress",
            "check_work", "mc_work", "check_fits_vocab", "check_out_file", "progress_bar", "progress_on", "busy",
            "announce", "EXIT_LOSSY", "EXIT_LOSSLESS", "EXIT_CODES", "WORK_PER_SECOND", "ANNOUNCE_SECONDS",
-           "PILOT_FROM_SECONDS",
+           "PILOT_FROM_SECONDS", "wants_pilot",
            "format_seconds"]
 
 #: Exit codes of a command with a verdict (``certify``, ``mc``): a script or CI job can gate on them.
@@ -456,10 +456,19 @@ def check_out_file(path: str, flag: str = "--out") -> None:
 ANNOUNCE_SECONDS = 5.0
 
 #: ``mc`` and ``sweep``: a run the work model (:data:`WORK_PER_SECOND`) puts under this many
-#: seconds keeps the model's estimate; a longer one is timed on a small pilot first (a few
-#: steps of its own methods on this machine, about 2% of the run), since the model is off by up
-#: to 3x for some methods (measured: 0.4-2.7x per method at V = 32000, `rheo sweep` rows).
+#: seconds is not announced, and is not timed unless ``--json`` reports its estimate; a longer
+#: one is timed on a small pilot first (a few steps of its own methods on this machine, about 2%
+#: of the run), since the model is a cap's unit, not a clock: off by 0.4-2.7x per method at
+#: V = 32000 (`rheo sweep` rows), and by the machine's speed and load.
 PILOT_FROM_SECONDS = 1.0
+
+
+def wants_pilot(args, model_seconds: float) -> bool:
+    """Whether a run times a pilot for its estimate: ``--json`` reports the estimate, or it may be
+    announced (the work model puts it at :data:`PILOT_FROM_SECONDS` or more, and
+    ``--no-progress`` is not given)."""
+    return bool(getattr(args, "json", False)) or (model_seconds >= PILOT_FROM_SECONDS
+                                                   and not getattr(args, "no_progress", False))
 
 #: A progress bar appears only once its run has lasted this long (short runs draw nothing).
 BAR_DELAY_SECONDS = 2.0

@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from .args import (EXIT_CODES, EXIT_LOSSLESS, EXIT_LOSSY, MAX_SEED, MAX_SYNTHETIC_VOCAB, PILOT_FROM_SECONDS,
-                   TEMPERATURE_RANGE, WORK_PER_SECOND,
-                   add_max_entries, add_max_work, add_method_arguments, add_progress, announce, check_fits_vocab,
-                   check_work, float_range, given_settings, int_range, mc_work, method_at, method_from_args,
-                   progress_bar, seed_arg, show, temperature_arg, vocab_arg)
+from .args import (EXIT_CODES, EXIT_LOSSLESS, EXIT_LOSSY, MAX_SEED, MAX_SYNTHETIC_VOCAB, TEMPERATURE_RANGE,
+                   WORK_PER_SECOND, add_max_entries, add_max_work, add_method_arguments, add_progress, announce,
+                   check_fits_vocab, check_work, float_range, given_settings, int_range, mc_work, method_at,
+                   method_from_args, progress_bar, seed_arg, show, temperature_arg, vocab_arg, wants_pilot)
 
 __all__ = ["register", "run", "mismatch_arg"]
 
@@ -120,7 +119,7 @@ def run(args) -> int:
     check_work(work, args.max_work, what, "--max-work")
     t0 = time.perf_counter()
     estimated = work / WORK_PER_SECOND
-    if estimated >= PILOT_FROM_SECONDS:
+    if wants_pilot(args, estimated):
         # NOTE: the work model is a cap's unit, not a clock: time a pilot of the same test
         n = min(args.samples, max(PILOT_MIN_SAMPLES, round(PILOT_FRACTION * args.samples)))
         for k in (1, 2):

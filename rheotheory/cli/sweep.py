@@ -6,12 +6,17 @@ import json
 import math
 import sys
 
-from .args import (MAX_SYNTHETIC_VOCAB, PILOT_FROM_SECONDS, TEMPERATURE_RANGE, WORK_PER_SECOND, add_list,
+from .args import (MAX_SYNTHETIC_VOCAB, TEMPERATURE_RANGE, WORK_PER_SECOND, add_list,
                    add_max_work, add_progress, announce, check_fits_vocab, check_work, file_stem, int_range, mc_work,
-                   positive_int, progress_on, seed_arg, spec_arg, temperature_arg, threads_arg, vocab_arg)
+                   positive_int, progress_on, seed_arg, spec_arg, temperature_arg, threads_arg, vocab_arg,
+                   wants_pilot)
 from .mc import mismatch_arg
 
 __all__ = ["register", "run"]
+
+#: Seconds of drawing and writing the PNG, matplotlib's import included (measured: 1-2 s on a
+#: 2-core machine), added to the estimate of a sweep that writes one.
+PLOT_SECONDS = 1.5
 
 
 def register(sub) -> None:
@@ -101,8 +106,9 @@ def run(args) -> int:
     work = check_sweep_work(cfg, args.max_work)
     check_out_dir(args.out)
     seconds = work / WORK_PER_SECOND / cfg.workers
-    if seconds >= PILOT_FROM_SECONDS:
-        seconds = estimate_seconds(cfg)  # NOTE: the work model is a cap's unit, not a clock: time a pilot
+    if wants_pilot(args, seconds):
+        # NOTE: the work model is a cap's unit, not a clock: time a pilot
+        seconds = estimate_seconds(cfg) + (0.0 if args.no_plot else PLOT_SECONDS)
     announce(args, seconds, f"the sweep ({cfg.workers} worker(s))")
     try:
         out = sweep_to_files(cfg, args.out, stem=args.stem, progress=progress_on(args), plot=not args.no_plot,
