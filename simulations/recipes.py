@@ -27,7 +27,9 @@ committed results. ``--resume`` skips a recipe's step that deletes its folder, s
 command adds what is missing. Adding a recipe is one entry in :data:`RECIPES`.
 
 Set ``RHEO_MACHINE_NOTE`` (e.g. "shared 2-core machine, other jobs running") when the run is
-not on a quiet machine; the provenance records it.
+not on a quiet machine; the provenance records it. A timing recipe (:data:`TIMING_RECIPES`) checks
+the machine's load itself: it refuses a loaded machine unless ``--allow-loaded``, records the load
+in its provenance, and a table from a loaded run says so in its caption.
 """
 
 from __future__ import annotations
@@ -87,6 +89,15 @@ def step(line: str, stdout: str | None = None) -> Step:
     return Step(tuple(shlex.split(line)), stdout)
 
 
+#: The recipes whose results hold wall-clock figures (tokens per second, speed-ups, pass costs,
+#: scaling times): a wall-clock figure measured beside other work is not published, so these run
+#: under :class:`rheotheory.loadcheck.LoadMonitor` and refuse a loaded machine (:func:`run`).
+TIMING_RECIPES = frozenset({
+    "bench_builtin", "bench_builtin_chain1", "bench_builtin_model_size", "bench_adaptive_builtin",
+    "certify_scaling", "optimum_scaling", "tree_size", "step_profile", "smollm2_speed", "forward_timing",
+})
+
+
 @dataclass(frozen=True)
 class Recipe:
     """One committed way to regenerate some published numbers."""
@@ -103,6 +114,12 @@ class Recipe:
     needs: str = ""                 # what it needs beyond the dev install (e.g. the SmolLM2 package)
     verdicts: str = ""              # a results CSV of lossless verdicts (columns planted, rejected): at every
                                     # size each planted row is rejected, or the run gives no verdict at all
+
+    @property
+    def timing(self) -> bool:
+        """Whether its results hold wall-clock figures (:data:`TIMING_RECIPES`): then it runs only on
+        a quiet machine unless ``--allow-loaded`` (:func:`run`)."""
+        return self.name in TIMING_RECIPES
 
     def command(self, quick: bool = False, out: str | None = None) -> str:
         return " && ".join(s.shell(out or (self.folder if not quick else "OUT")) for s in
@@ -331,7 +348,7 @@ def audit_md(folder: Path) -> str:
     spec = importlib.util.spec_from_file_location("audit_table", ROOT / "benchmarks" / "audit_table.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.render_md(folder)
+    return mod.render_md(folder / "audit")
 
 
 def builtin_acceptance_md(folder: Path) -> str:
@@ -768,9 +785,9 @@ RECIPES: list[Recipe] = [
                        "--out {out}/builtin_lossless.csv"),),
            seconds=60, quick_seconds=30, seed=20260601, verdicts="builtin_lossless.csv",
            tables={"builtin_lossless": lambda f: lossless_md(f, "builtin_lossless.csv")}),
-    Recipe("audit_table", f"{BENCH}/audit", ("audit_table.json",),
-           steps=(step("python benchmarks/audit_table.py --out {out}"),),
-           quick=(step("python benchmarks/audit_table.py --quick --runs 40 --out {out}"),),
+    Recipe("audit_table", BENCH, ("audit/audit_table.json",),
+           steps=(step("python benchmarks/audit_table.py --out {out}/audit"),),
+           quick=(step("python benchmarks/audit_table.py --quick --runs 40 --out {out}/audit"),),
            seconds=2400, quick_seconds=60, seed=0, tables={"audit_table": audit_md},
            needs="the engines' extras for their rows (an engine not installed is recorded as not run)"),
     Recipe("bench_builtin", BENCH, ("bench_builtin.json",),
@@ -958,7 +975,32 @@ def render_table(name: str, root: Path = ROOT) -> str:
         return (f"*To regenerate* (its results are not committed): `python simulations/recipes.py run "
                 f"{recipe.name}`, i.e. `{recipe.command()}`" + (f"; needs {recipe.needs}" if recipe.needs else "")
                 + ".")
-    return fn(folder)
+    body = fn(folder)
+    loaded = loaded_note(recipe, folder)
+    if loaded:
+        body = body.rstrip() + (f"\n\n*Timed on a loaded machine ({loaded}): these wall-clock figures are not speed "
+                                f"claims; `python simulations/recipes.py run {recipe.name}` on a quiet machine "
+                                "regenerates them.*\n")
+    return body
+
+
+def loaded_note(recipe: Recipe, folder: Path) -> str:
+    """For a timing recipe whose committed results were measured on a loaded machine (its
+    provenance's load report, or a machine note saying so), what the provenance says; else ''."""
+    if not recipe.timing:
+        return ""
+    from rheotheory.provenance import provenance_path
+
+    for o in recipe.outputs:
+        rec = json.loads(provenance_path(folder / o).read_text())
+        load = rec.get("load") or {}
+        note = (rec.get("machine") or {}).get("note", "")
+        if load.get("loaded"):
+            return f"{load.get('mean_other_runnable', 0):.1f} other runnable threads on average" + (
+                f"; {note}" if note else "")
+        if re.search(r"other jobs|loaded|beside", note):
+            return note
+    return ""
 
 
 def render_text(text: str, root: Path = ROOT) -> str:
@@ -1009,14 +1051,24 @@ def feeds(recipe: Recipe, root: Path = ROOT) -> list[str]:
 # running
 
 
-def run(recipe: Recipe, quick: bool = False, out: Path | None = None, resume: bool = False) -> Path:
+def run(recipe: Recipe, quick: bool = False, out: Path | None = None, resume: bool = False,
+        allow_loaded: bool = False) -> Path:
     """Run ``recipe`` (its quick size with ``quick``) and write the provenance of each results file.
 
     The full size writes into the committed folder unless ``out`` is given; the quick size writes
     into ``out`` or a fresh temporary folder, never into the committed one. ``resume`` skips the
     steps that delete the output folder, so a resumable command (``rheo bench --out``) keeps the
     blocks already there and adds the missing ones; the provenance says ``resumed``.
+
+    A timing recipe (:data:`TIMING_RECIPES`) at full size samples the machine first
+    (:func:`rheotheory.loadcheck.precheck`) and refuses to start on a loaded one; it runs into a
+    staging folder under :class:`rheotheory.loadcheck.LoadMonitor` and writes its results only if
+    the machine stayed quiet. ``allow_loaded`` runs and writes anyway; the provenance then carries
+    the load report and the rendered table says so in its caption.
     """
+    import shutil
+
+    from rheotheory.loadcheck import LoadMonitor, precheck
     from rheotheory.provenance import provenance, write_provenance
 
     commit = provenance()["commit"]  # the code that runs: the commit when the run starts
@@ -1026,32 +1078,62 @@ def run(recipe: Recipe, quick: bool = False, out: Path | None = None, resume: bo
     out = Path(out).resolve()
     if quick and out == committed:
         raise SystemExit(f"--quick never writes into the committed folder {recipe.folder}")
+    gated = recipe.timing and not quick
+    if gated:
+        before = precheck()
+        if before.loaded and not allow_loaded:
+            raise SystemExit(f"recipe {recipe.name} publishes wall-clock figures and the machine is {before.describe()}; "
+                             "run it on a quiet machine, or pass --allow-loaded (its tables then say so)")
     out.mkdir(parents=True, exist_ok=True)
+    # NOTE: a gated run writes into a staging folder and its results move only once the load is known
+    work = Path(tempfile.mkdtemp(prefix=f"rheo-{recipe.name}-stage-")) if gated else out
+    if gated and resume:
+        shutil.copytree(out, work, dirs_exist_ok=True)
     started = time.time()
     steps = recipe.quick if quick else recipe.steps
     if resume:
         if not any(s.fresh for s in steps):
             raise SystemExit(f"recipe {recipe.name} does not start afresh: --resume does not apply")
         steps = tuple(s for s in steps if not s.fresh)
-    for s in steps:
-        argv = s.resolved(out)
-        if argv[0] == "python":
-            argv[0] = sys.executable
-        print("$ " + s.shell(str(out)), flush=True)
-        if s.stdout:
-            with open(out / s.stdout, "w") as f:
-                rc = subprocess.run(argv, cwd=ROOT, stdout=f).returncode
-        else:
-            rc = subprocess.run(argv, cwd=ROOT).returncode
-        if rc != 0:
-            raise SystemExit(f"recipe {recipe.name}: step exited {rc}: {s.shell(str(out))}")
+    monitor = LoadMonitor() if gated else None
+    if monitor is not None:
+        monitor.__enter__()
+    try:
+        for s in steps:
+            argv = s.resolved(work)
+            if argv[0] == "python":
+                argv[0] = sys.executable
+            print("$ " + s.shell(str(out)), flush=True)
+            if s.stdout:
+                with open(work / s.stdout, "w") as f:
+                    rc = subprocess.run(argv, cwd=ROOT, stdout=f).returncode
+            else:
+                rc = subprocess.run(argv, cwd=ROOT).returncode
+            if rc != 0:
+                raise SystemExit(f"recipe {recipe.name}: step exited {rc}: {s.shell(str(out))}")
+    finally:
+        if monitor is not None:
+            monitor.__exit__(None, None, None)
+    load = {}
+    if gated:
+        report = monitor.report()
+        load = {"load": {**report.to_dict(), "precheck": before.to_dict()}}
+        if (report.loaded or before.loaded) and not allow_loaded:
+            raise SystemExit(f"recipe {recipe.name}: the machine was {report.describe()} during the run; its results "
+                             f"are not written (they stay in {work}); rerun on a quiet machine or pass --allow-loaded")
+        for o in recipe.outputs:
+            (out / o).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(work / o, out / o)
+        if resume or any("/" in o for o in recipe.outputs):  # NOTE: a resumable folder keeps its other files
+            shutil.copytree(work, out, dirs_exist_ok=True)
     command = ["sh", "-c", " && ".join(s.shell(str(out.relative_to(ROOT)) if out.is_relative_to(ROOT) else str(out))
                                        for s in steps)]
     for o in recipe.outputs:
         if not (out / o).is_file():
             raise SystemExit(f"recipe {recipe.name} did not write {o}")
         write_provenance(out / o, seed=recipe.seed, started=started, command=command, recipe=recipe.name,
-                         size="quick" if quick else "full", commit=commit, **({"resumed": True} if resume else {}))
+                         size="quick" if quick else "full", commit=commit, **({"resumed": True} if resume else {}),
+                         **load)
     return out
 
 
@@ -1066,6 +1148,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", default=None, help="output folder (default: the committed folder; a temp one with --quick)")
     r.add_argument("--resume", action="store_true",
                    help="keep what a resumable recipe (rheo bench --out) already wrote and add what is missing")
+    r.add_argument("--allow-loaded", action="store_true",
+                   help="run a timing recipe on a loaded machine and write its results (its tables say so)")
     c = sub.add_parser("render", help="rewrite the marked tables of README.md and docs/*.md from the results")
     c.add_argument("--check", action="store_true", help="only report the blocks that differ (exit 1 if any)")
     args = ap.parse_args(argv)
@@ -1094,7 +1178,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.out and len(args.names) != 1:
         ap.error("--out applies to one recipe")
     for rec in (RECIPES if args.all else [reg[n] for n in args.names]):
-        out = run(rec, quick=args.quick, out=Path(args.out) if args.out else None, resume=args.resume)
+        out = run(rec, quick=args.quick, out=Path(args.out) if args.out else None, resume=args.resume,
+                  allow_loaded=args.allow_loaded)
         print(f"{rec.name}: results in {out}")
     return 0
 

@@ -202,3 +202,60 @@ def test_a_quick_recipe_runs_in_about_its_stated_time(name, tmp_path):
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     assert 1 / TIME_BAND <= cpu / r.quick_seconds <= TIME_BAND, (name, round(cpu, 1), r.quick_seconds)
+
+
+def _fake_timing_recipe(monkeypatch, name="fake_timing"):
+    monkeypatch.setattr(recipes, "TIMING_RECIPES", recipes.TIMING_RECIPES | {name})
+    write = recipes.step("python -c \"import sys; open(sys.argv[1], 'w').write('{}')\" {out}/t.json")
+    return recipes.Recipe(name, "benchmarks/results", ("t.json",), steps=(write,), quick=(write,), seconds=1,
+                          quick_seconds=1)
+
+
+def _load(loaded: bool):
+    from rheotheory.loadcheck import LoadReport
+
+    return LoadReport(3, 2.0 if loaded else 0.0, 2 if loaded else 0, loaded)
+
+
+def test_a_timing_recipe_refuses_a_loaded_machine_and_writes_nothing(tmp_path, monkeypatch):
+    import rheotheory.loadcheck as lc
+
+    r = _fake_timing_recipe(monkeypatch)
+    monkeypatch.setattr(lc, "precheck", lambda *a, **k: _load(True))
+    with pytest.raises(SystemExit, match="publishes wall-clock figures and the machine is loaded"):
+        recipes.run(r, out=tmp_path)
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_a_timing_recipe_run_while_the_machine_got_loaded_writes_nothing(tmp_path, monkeypatch):
+    import rheotheory.loadcheck as lc
+
+    r = _fake_timing_recipe(monkeypatch)
+    monkeypatch.setattr(lc, "precheck", lambda *a, **k: _load(False))
+    monkeypatch.setattr(lc.LoadMonitor, "report", lambda self: _load(True))
+    with pytest.raises(SystemExit, match="its results are not written"):
+        recipes.run(r, out=tmp_path)
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_allow_loaded_writes_the_load_and_the_table_says_so(tmp_path, monkeypatch):
+    import rheotheory.loadcheck as lc
+
+    r = _fake_timing_recipe(monkeypatch)
+    monkeypatch.setattr(lc, "precheck", lambda *a, **k: _load(True))
+    monkeypatch.setattr(lc.LoadMonitor, "report", lambda self: _load(True))
+    recipes.run(r, out=tmp_path, allow_loaded=True)
+    rec = json.loads((tmp_path / "t.json.provenance.json").read_text())
+    assert rec["load"]["loaded"] is True and rec["load"]["precheck"]["loaded"] is True
+    assert "2.0 other runnable threads" in recipes.loaded_note(r, tmp_path)
+
+
+def test_a_quiet_timing_run_writes_and_renders_without_a_caption(tmp_path, monkeypatch):
+    import rheotheory.loadcheck as lc
+
+    r = _fake_timing_recipe(monkeypatch)
+    monkeypatch.setattr(lc, "precheck", lambda *a, **k: _load(False))
+    monkeypatch.setattr(lc.LoadMonitor, "report", lambda self: _load(False))
+    recipes.run(r, out=tmp_path)
+    assert (tmp_path / "t.json").read_text() == "{}"
+    assert recipes.loaded_note(r, tmp_path) == ""
