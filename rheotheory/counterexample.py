@@ -214,7 +214,7 @@ ESTIMATE_PROBES = 16
 
 #: Seconds of one certification beyond its enumeration and class verification (the pair made
 #: exact, the lossless check, the certificate). Measured: 0.3-0.6 ms on the smallest instances
-#: of the documented searches (V = 3, 1-2 classes), `python benchmarks/estimates.py`.
+#: of the documented searches (V = 3, one or two classes), timed one by one.
 CERTIFY_OVERHEAD_SECONDS = 5e-4
 
 

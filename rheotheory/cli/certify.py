@@ -11,8 +11,8 @@ from .args import (EXIT_CODES, EXIT_LOSSLESS, EXIT_LOSSY, add_method_arguments, 
 __all__ = ["register", "run", "sized_certify", "size_enumeration"]
 
 #: `rheo certify` gives up after this many builder runs (about an hour of exact arithmetic: a
-#: run with its share of the class verification costs 0.3-2 ms on the instances of
-#: `python benchmarks/estimates.py`).
+#: run with its share of the class verification costs 0.3-2 ms on the instances of the
+#: documented searches and certificates, V = 3..6).
 DEFAULT_MAX_BRANCHES = 2_000_000
 
 #: Builder runs tried before a run is sized: an enumeration this small finishes at once (the
