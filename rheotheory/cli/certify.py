@@ -117,5 +117,6 @@ def run(args) -> int:
     print(f"tokens per step : {fmt(cert.tokens_per_step)}" + (f"  (~{float(cert.tokens_per_step):.6f})" if exact else ""))
     print(f"outcomes        : {cert.outcomes} raw construction outcomes")
     print(f"classes         : {cert.classes} equivalence classes ({cert.branches} construction branches)")
-    print(f"time            : {cert.seconds:.3f} s" + ("" if estimated is None else f" (estimated {estimated:.3g} s)"))
+    print(f"time            : {cert.seconds:.3f} s"
+          + ("" if estimated is None else f" (the run, its probes included, was estimated at {estimated:.3g} s)"))
     return code
