@@ -31,6 +31,7 @@ __all__ = ["ENGINES", "Engine", "require", "adapter", "engine_names"]
 ENGINES = {
     "rheotheory": "rheotheory.audit.engines.rheotheory_hf",
     "transformers": "rheotheory.audit.engines.transformers_generate",
+    "eagle": "rheotheory.audit.engines.eagle",
 }
 
 
