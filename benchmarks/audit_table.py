@@ -3,12 +3,14 @@
 Usage::
 
     python benchmarks/audit_table.py [--runs N] [--engines rheotheory,transformers,...] [--quick] [--no-user]
-                                     [--merge] --out DIR
+                                     [--merge] [--import FILE ...] --out DIR
 
 writes ``DIR/audit_table.json``: one record per audit (the JSON ``rheo audit --json`` prints,
 plus the command line and its wall time), in the order of :data:`AUDITS`. An engine whose
 package is not installed is recorded as ``not installed`` with the install line, never dropped
-silently. ``render_md(DIR)`` makes the docs' table from it (simulations/recipes.py, table
+silently. An engine audited in another environment (one with its extra installed) joins the
+table with ``--merge --import FILE``, FILE being that run's ``rheo audit --json`` output.
+``render_md(DIR)`` makes the docs' table from it (simulations/recipes.py, table
 ``audit_table``): one row per setting of each audit (its own p against the audit's Bonferroni
 level ``alpha / settings``) and one summary row per audit.
 """
@@ -75,6 +77,19 @@ def run_one(label: str, args: list[str], runs: int | None) -> dict:
     return d
 
 
+def imported(path: Path) -> dict:
+    """A row from a saved ``rheo audit --engine NAME --json [--planted P]`` output: its label and
+    command are rebuilt from the subject (``NAME VERSION [planted: P]``)."""
+    d = json.loads(Path(path).read_text())
+    name, _, rest = d["subject"].partition(" ")
+    planted = rest.split("[planted: ", 1)[1].rstrip("]") if "[planted: " in rest else None
+    label = f"engine {name}" + (f" [planted: {planted}]" if planted else "")
+    command = f"rheo audit --engine {name}" + (f" --planted {planted}" if planted else "")
+    d.update(label=label, command=command, status="run", wall_seconds=d.get("wall_seconds"),
+             imported_from=str(path))
+    return d
+
+
 def render_md(folder: Path) -> str:
     """The docs' table (module docstring)."""
     rows = json.loads((Path(folder) / "audit_table.json").read_text())
@@ -105,13 +120,17 @@ def main(argv=None) -> int:
     ap.add_argument("--no-user", action="store_true", help="engines only (the user protocol's rows are left out)")
     ap.add_argument("--merge", action="store_true",
                     help="keep the rows of an existing audit_table.json, replacing those this run redoes")
+    ap.add_argument("--import", dest="imports", nargs="*", default=[], type=Path, metavar="FILE",
+                    help="add the rows of engine audits run apart (the output of rheo audit --engine NAME --json "
+                    "[--planted P], e.g. in the environment that has the engine), replacing rows of the same label")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     audits = ([] if args.no_user else list(AUDITS)) + engine_audits([e for e in args.engines.split(",") if e])
     if args.quick:
         audits = [audits[0], audits[5]] + [a for a in audits[len(AUDITS):] if "planted" not in a[0]][:1]
     args.out.mkdir(parents=True, exist_ok=True)
-    rows = [run_one(label, a, args.runs) for label, a in audits]
+    rows = [run_one(label, a, args.runs) for label, a in audits if not args.imports]
+    rows += [imported(f) for f in args.imports]
     path = args.out / "audit_table.json"
     if args.merge and path.is_file():
         new = {r["label"]: r for r in rows}
