@@ -31,6 +31,8 @@ __all__ = ["ENGINES", "Engine", "require", "adapter", "engine_names"]
 ENGINES = {
     "rheotheory": "rheotheory.audit.engines.rheotheory_hf",
     "transformers": "rheotheory.audit.engines.transformers_generate",
+    "vllm": "rheotheory.audit.engines.vllm",
+    "sglang": "rheotheory.audit.engines.sglang",
     "eagle": "rheotheory.audit.engines.eagle",
 }
 
