@@ -27,8 +27,9 @@ the temperature (``is_all_greedy or is_cpu or is_xpu or ...``): ``eagle_sample``
 decoding of the target, not a sample of its law at ``T = 1``. The setting ``CPU engine's
 verify choice`` calls SGLang's ``_verify_uses_greedy`` with the CPU engine's flags and follows
 its answer. On the greedy side the CPU engine calls ``sgl_kernel.verify_tree_greedy_cpu``, a
-C++ operator of SGLang's CPU build of sgl-kernel (not on the package index; PyPI's sgl-kernel
-is a CUDA build), which cannot run here; the XPU engine, which makes the same choice, runs
+C++ operator of SGLang's CPU build of sgl-kernel, built from source for that backend (the
+sgl-kernel 0.3.21 wheel on the package index is a CUDA build without it), which cannot run
+here; the XPU engine, which makes the same choice, runs
 ``verify_tree_greedy_triton`` of the same file, and that is what runs (``spec_tree.py`` loaded
 with ``is_xpu() = True``): the same greedy rule (accept a draft iff it is the target's arg-max,
 then append the arg-max). SGLang's top-k / top-p renormalisation of the target
