@@ -86,13 +86,14 @@ def test_findings_repaired_not_rejected_and_their_companion_rejected():
 
 def test_companions_run_only_where_listed():
     """raw-q runs only the drafters' top_k 3 settings (where top-k cuts); the speculative-sampling
-    companions every setting with a drafter, the findings' included, so that ``rheo audit --setting``
-    with its default companion reaches each."""
+    companions every setting with a drafter, the findings' included, except prompt lookup, which
+    transformers verifies by sample-and-match without ``_speculative_sampling`` (there the
+    companion would be the real path)."""
     tg = _tg()
     assert [s.name for s in tg.settings(planted="raw-q")] == DRAFTERS[1::2]
     for planted in ("always-accept", "skip-residual"):
         names = [s.name for s in tg.settings(planted=planted)]
-        assert names == [n for n in tg.SETTINGS if n != "sampling (no assistant)"]
+        assert names == [n for n in tg.SETTINGS if n not in ("sampling (no assistant)", "prompt lookup k=3")]
 
 
 def test_new_generators_runs_are_seeded():

@@ -115,7 +115,9 @@ def _engine_runs(args):
     subject = f"{e.name} {version}" + (f" [planted: {args.planted}]" if args.planted else "")
     companion = None
     if not args.no_companion and args.planted is None:
-        companion = _select(mod.settings(planted=e.planted[0]), args.setting)
+        # NOTE: a companion runs the selected settings it applies to; none of them: no companion
+        wanted = {s.name for s in settings}
+        companion = [s for s in mod.settings(planted=e.planted[0]) if s.name in wanted] or None
     return subject, settings, companion, args.runs or mod.DEFAULT_RUNS, None
 
 

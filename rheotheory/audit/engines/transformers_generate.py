@@ -146,7 +146,10 @@ SETTINGS = {
     "top_p=0.8": TfSetting(k=2, sampling=Sampling(top_p=0.8)),
     "min_p=0.2": TfSetting(k=2, sampling=Sampling(min_p=0.2)),
     "repetition_penalty=1.5": TfSetting(k=2, sampling=Sampling(repetition_penalty=1.5)),
-    "prompt lookup k=3": TfSetting(k=3, lookup=True),
+    # NOTE: no companion: prompt lookup returns no candidate logits, so transformers verifies it by
+    # sample-and-match and never calls _speculative_sampling, where the companions plant their bug
+    # (run there, a companion is the real path and is not rejected)
+    "prompt lookup k=3": TfSetting(k=3, lookup=True, companions=()),
     "ensemble weight 0.5 (biased by design)": TfSetting(k=2, ensemble=0.5),
     "universal assisted 2 drafted top_k 50": TfSetting(k=2, sampling=_TOP50, generator="universal"),
     "gemma4 assistant 2 drafted top_k 50": TfSetting(k=2, sampling=_TOP50, generator="gemma4"),
