@@ -37,6 +37,16 @@ def audit(fn, kind="chain", runs=1000, select=None, seed=0):
     return run_audit(getattr(fn, "__name__", "fn"), settings, runs, ALPHA, seed)
 
 
+def _audit_verifiers():
+    """The test suite's verifier functions (tests/audit_verifiers.py), loaded from their file."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("audit_verifiers", ROOT / VERIFIERS)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def rheo(*argv, cwd=ROOT):
     """``rheo`` in a subprocess: (exit code, stdout, stderr)."""
     p = subprocess.run([sys.executable, "-m", "rheotheory.cli", *argv], capture_output=True, text=True, cwd=cwd,
@@ -170,11 +180,7 @@ def test_always_accept_companions_are_rejected():
 def test_unusual_but_correct_verifiers_are_not_called_lossy():
     """An unnormalised residual fed to torch.multinomial, and EAGLE's one-hot rule on a sampled
     draft: both lossless (docs/guide/audit.md); the companion above is rejected at this size."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("audit_verifiers", ROOT / VERIFIERS)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _audit_verifiers()
     for fn in (mod.unnormalised_residual, mod.eagle_one_hot):
         res = audit(fn, select="k=2")
         assert res.verdict == LOSSLESS, res.summary()
@@ -183,11 +189,7 @@ def test_unusual_but_correct_verifiers_are_not_called_lossy():
 def test_lossy_verifiers_of_our_own_are_rejected():
     """A target row off by one and a sharpened bonus token (lossy only after a fully accepted
     draft, so tested at k = 1: 5 settings, N = 1000, TV >= 0.12 detected at power 0.8)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("audit_verifiers", ROOT / VERIFIERS)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _audit_verifiers()
     for fn in (mod.wrong_target_row, mod.sharpened_bonus):
         res = audit(fn, select="k=1")
         assert res.verdict == LOSSY, res.summary()

@@ -59,18 +59,22 @@ def _draw(law: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     return torch.multinomial(law, 1, generator=generator)  # [1]
 
 
-def chain_rejection(draft_tokens, draft_probs, target_probs, generator):
-    """Token-level rejection sampling (Leviathan et al. 2023; docs/theory.md section 3.1): accept
-    draft ``i`` with ``min(1, p_i(x) / q_i(x))``, else emit from ``norm((p_i - q_i)+)``; a
-    deterministic draft (``draft_probs`` None) has a one-hot ``q``. Lossless."""
+def _chain_walk(draft_tokens, draft_probs, target_probs, generator, residual: bool):
     k = draft_tokens.numel()
     for i in range(k):
         x = int(draft_tokens[i])
         p = target_probs[i]  # [V]
         q = _one_hot(x, p) if draft_probs is None else draft_probs[i]  # [V]
         if not _accept(p, q, x, generator):
-            return torch.cat([draft_tokens[:i], _draw(_residual(p, q), generator)])
+            return torch.cat([draft_tokens[:i], _draw(_residual(p, q) if residual else p, generator)])
     return torch.cat([draft_tokens, _draw(target_probs[k], generator)])
+
+
+def chain_rejection(draft_tokens, draft_probs, target_probs, generator):
+    """Token-level rejection sampling (Leviathan et al. 2023; docs/theory.md section 3.3): accept
+    draft ``i`` with ``min(1, p_i(x) / q_i(x))``, else emit from ``norm((p_i - q_i)+)``; a
+    deterministic draft (``draft_probs`` None) has a one-hot ``q``. Lossless."""
+    return _chain_walk(draft_tokens, draft_probs, target_probs, generator, residual=True)
 
 
 def chain_always_accept(draft_tokens, draft_probs, target_probs, generator):
@@ -83,14 +87,7 @@ def chain_always_accept(draft_tokens, draft_probs, target_probs, generator):
 def chain_skip_residual(draft_tokens, draft_probs, target_probs, generator):
     """Planted companion: :func:`chain_rejection` drawing the correction from ``p`` itself instead
     of the residual. Lossy whenever a rejection can happen."""
-    k = draft_tokens.numel()
-    for i in range(k):
-        x = int(draft_tokens[i])
-        p = target_probs[i]  # [V]
-        q = _one_hot(x, p) if draft_probs is None else draft_probs[i]  # [V]
-        if not _accept(p, q, x, generator):
-            return torch.cat([draft_tokens[:i], _draw(p, generator)])
-    return torch.cat([draft_tokens, _draw(target_probs[k], generator)])
+    return _chain_walk(draft_tokens, draft_probs, target_probs, generator, residual=False)
 
 
 def _children(parents) -> list[list[int]]:
