@@ -95,6 +95,7 @@ def step(line: str, stdout: str | None = None) -> Step:
 TIMING_RECIPES = frozenset({
     "bench_builtin", "bench_builtin_chain1", "bench_builtin_model_size", "bench_adaptive_builtin",
     "certify_scaling", "optimum_scaling", "tree_size", "step_profile", "smollm2_speed", "forward_timing",
+    "smollm2_budget_auto",
 })
 
 
@@ -612,6 +613,38 @@ def speed_md(folder: Path, sub: str) -> str:
     return out + (f"\n\nmeasured on: {note}" if note else "")
 
 
+def budget_auto_md(folder: Path, sub: str = "smollm2_budget_auto") -> str:
+    """``benchmarks/budget_auto.py``: per CPU setting, temperature and method, the size ``--budget
+    auto`` chose (or its fallback), the pilot's predicted limit, and the measured tau and speed-up
+    [paired 95% interval] with the physical limit from the bench's own pass costs."""
+    body, notes = [], []
+    for d in sorted(p for p in (folder / sub).iterdir() if p.is_dir()):
+        settings = json.loads((d / "settings.json").read_text())
+        chosen = {(r["method"], float(r["temperature"])): r for r in json.loads((d / "budget_auto.json").read_text())}
+        for r in read_csv(d / "curve.csv"):
+            T = float(r["temperature"])
+            c = chosen.get((r["method"], T))
+            if c is None:
+                size, pilot = "-", "-"
+            else:
+                size = ",".join(map(str, c["size"])) if c["pays"] else "AR (" + ",".join(map(str, c["size"])) + \
+                    " best)"
+                pilot = f"{c['physical_limit']:.2f}x"
+            body.append([f"{d.name} ({settings['threads']} thr.)", num(T), f"`{r['method']}`", size, pilot,
+                         f"{float(r['tokens_per_step']):.2f}", f"{float(r['tokens_per_second']):.1f}",
+                         f"{float(r['speedup']):.2f}x [{float(r['speedup_low']):.2f}, {float(r['speedup_high']):.2f}]",
+                         f"{float(r.get('physical_limit') or 1):.2f}x"])
+        note = machine_note(d / "curve.csv")
+        if note:
+            notes.append(f"{d.name}: {note}")
+        counts = ", ".join(f"{k}: {v} prompts" for k, v in settings["prompt_counts"].items())
+    out = md_table(["setting", "T", "method", "chosen K,D,N", "pilot limit", "tok/step", "tok/s",
+                    "speed-up [95% CI]", "physical limit"], body)
+    return out + (f"\n\n{counts} x {settings['max_new_tokens']} tokens, paired-bootstrap intervals over runs; "
+                  "AR: no size paid, the row decoded autoregressively"
+                  + ("".join(f"; measured on {n}" for n in notes)))
+
+
 def tree_size_md(folder: Path) -> str:
     """``benchmarks/tree_size.py``'s choice: pilot tau and physical limit per candidate size."""
     d = json.loads((folder / "tree_size.json").read_text())
@@ -933,6 +966,15 @@ RECIPES: list[Recipe] = [
                        "--max-new-tokens 8 --repeats 1 --out {out}/smollm2_speed --no-progress"),),
            seconds=540, quick_seconds=5, seed=0, needs=SMOL_NEEDS + " and the sharegpt extra",
            tables={"smollm2_speed": lambda f: speed_md(f, "smollm2_speed")}),
+    Recipe("smollm2_budget_auto", BENCH, tuple(f"smollm2_budget_auto/{s}/{f}" for s in
+                                                ("threads2", "threads1", "threads2-core1")
+                                                for f in CURVE_FILES + ("budget_auto.json",)),
+           steps=(fresh("{out}/smollm2_budget_auto"),
+                  step("python benchmarks/budget_auto.py --out {out}/smollm2_budget_auto"),),
+           quick=(step("python benchmarks/budget_auto.py --model builtin --temperatures 1 "
+                       "--methods chain --max-new-tokens 8 --out {out}/smollm2_budget_auto"),),
+           seconds=1800, quick_seconds=20, seed=0, needs=SMOL_NEEDS + " and the sharegpt extra",
+           tables={"smollm2_budget_auto": budget_auto_md}),
     Recipe("forward_timing", BENCH, ("forward_timing.json",),
            steps=(step("python benchmarks/forward_timing.py --threads 2 --repeats 30 --out {out}/forward_timing.json"),),
            quick=(step("python benchmarks/forward_timing.py --threads 1 --repeats 6 --sizes 1,9 "

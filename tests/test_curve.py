@@ -130,6 +130,43 @@ def test_budget_auto_falls_back_to_autoregressive_when_no_tree_pays(tmp_path, mo
     assert "no tree size pays on this machine" in line and "decoding autoregressively" in line
 
 
+def test_bench_budget_auto_sizes_each_temperature_and_falls_back_per_row(tmp_path, monkeypatch, capsys):
+    """`rheo bench --budget auto`: with no size paying (the limit set out of reach), every tree
+    row decodes autoregressively (no nodes), each (method, T) says so in one stderr line and the
+    JSON records the choice; with every size paying, the rows run the chosen size."""
+    import json
+
+    from rheotheory.decode.budget import CANDIDATES
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    argv = ["bench", "--budget", "auto", "--methods", "rheo-tuned,chain", "--temperatures", "0,1",
+            "--max-new-tokens", "6", "--repeats", "1", "--json", "--no-progress"]
+    monkeypatch.setattr("rheotheory.decode.budget.MIN_LIMIT", 1e9)
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    got = json.loads(cap.out)
+    lines = cap.err.strip().splitlines()
+    assert len(lines) == 4 and all("no tree size pays" in x and "decodes autoregressively" in x for x in lines)
+    assert {r["method"] for r in got["budget_auto"]} == {"rheo-tuned", "chain"}
+    assert not any(r["pays"] for r in got["budget_auto"])
+    assert all(r["nodes_per_step"] == 0 for r in got["rows"])
+    monkeypatch.setattr("rheotheory.decode.budget.MIN_LIMIT", 0.0)
+    out = tmp_path / "curve"
+    argv = [a for a in argv if a != "--json"] + ["--out", str(out)]
+    assert main(argv) == 0
+    assert capsys.readouterr().err == ""
+    recs = json.loads((out / "budget_auto.json").read_text())
+    assert len(recs) == 4 and all(r["pays"] for r in recs)
+    # NOTE: a chain's record holds the candidate's K beside its own depth and node count (D, D)
+    assert all(tuple(r["size"]) in CANDIDATES for r in recs if r["method"] == "rheo-tuned")
+    with open(out / "curve.csv") as f:
+        nodes = {(r["method"], float(r["temperature"])): float(r["nodes_per_step"]) for r in csv.DictReader(f)}
+    for r in recs:
+        K, D, N = r["size"]
+        want = D if r["method"] == "chain" else N
+        assert nodes[(r["method"], r["temperature"])] <= want and nodes[(r["method"], r["temperature"])] > 0
+
+
 @pytest.mark.parametrize("extra, fragment", [
     (["--top-k", "2"], "--top-k does not apply"),
     (["--preset", "autoregressive"], "has none"),

@@ -6,8 +6,8 @@ import json
 
 from .args import (TEMPERATURE_RANGE, add_list, add_method_arguments, add_progress, given_settings, int_range,
                    method_at, method_overrides, positive_int, progress_bar, spec_arg, temperature_arg)
-from .models import (add_model_arguments, check_model_fits, draft_top_k_option, load_pair, need_torch, set_threads,
-                     size_row, warn_if_lossy)
+from .models import (add_model_arguments, auto_budget, auto_choice, check_model_fits, draft_top_k_option, load_pair,
+                     need_torch, set_threads, size_row, spec_keys, warn_if_lossy)
 
 __all__ = ["register", "run"]
 
@@ -30,7 +30,7 @@ def register(sub) -> None:
     add_list(b, "--methods", spec_arg, "SPEC,...", "method specs: presets or families with :field=value options "
              f"(default {','.join(DEFAULT_BENCH_METHODS)}; with --out every preset); autoregressive is always run "
              "as the baseline", default=None)
-    add_method_arguments(b, default=None, size=None)
+    add_method_arguments(b, default=None, size=None, auto_budget=True)
     b.add_argument("--max-new-tokens", type=positive_int, default=100, help="tokens per prompt (default 100)")
     b.add_argument("--repeats", type=int_range(1, MAX_REPEATS), default=None,
                    help=f"passes over the prompts, 1..{MAX_REPEATS} (default: the fewest that give every row at "
@@ -72,7 +72,15 @@ def run(args) -> int:
         from ..methods import PRESETS
 
         args.methods = list(PRESETS) if args.out is not None else list(DEFAULT_BENCH_METHODS)
+    auto = auto_budget(args)
+    if auto:
+        fixed = [spec for spec in args.methods if any(k in ("top_k", "k", "depth", "d", "budget", "n")
+                                                      for k in spec_keys(spec))]
+        if fixed:
+            raise RheoError(f"--budget auto chooses K, D and N; the spec {fixed[0]!r} sets one of them")
     named = bench_methods(args.methods, size=size_row(args), **method_overrides(args))
+    if auto and all(m.at_temperature(t).nodes == 0 for _, m in named for t in args.temperatures):
+        raise RheoError("--budget auto sizes a draft tree; none of the methods has one")
     runs = [method_at(m, t, {k: v for k, v in given_settings(args, spec).items() if k in m.fields()})
             for spec, m in named for t in args.temperatures]
     warn_if_lossy(runs)
@@ -87,51 +95,91 @@ def run(args) -> int:
         chosen = load_prompts(args.prompts, builtin)
         template = chat_template_of(pair) if any(p.chat for ps in chosen.values() for p in ps) else None
         sets = {name: encode_prompts(ps, pair, template) for name, ps in chosen.items()}
+    log = None if args.json else print
+    t_target, t_draft, ratio = cost_ratio(pair)
+    chosen, records = {float(t): named for t in args.temperatures}, []
+    if auto:
+        chosen, records = _auto_sizes(args, pair, named, next(iter(sets.values())), t_draft, log)
+        runs = [m.at_temperature(t) for t, row in chosen.items() for _, m in row]
     for prompts in sets.values():
         check_model_fits(args, pair, prompts, runs)
-    log = None if args.json else print
     reps = {name: args.repeats if args.repeats is not None else default_repeats(runs, len(ps), args.max_new_tokens)
             for name, ps in sets.items()}
     top = draft_top_k_option(args)
     draft_k = DecodeConfig(**top).draft_k(pair.target.cfg.vocab_size)
-    t_target, t_draft, ratio = cost_ratio(pair)
     if log:
         print(f"{args.model} pair on {args.device}: target {pair.target.num_params()} params, draft "
               f"{pair.draft.num_params()} params; {args.max_new_tokens} tokens per prompt; prompts x passes per row: "
               + ", ".join(f"{name} {len(ps)} x {reps[name]}" for name, ps in sets.items()) + "; draft law: "
               + ("full softmax" if draft_k is None else f"top-{draft_k} logits"))
         for name, m in named:
-            print(f"  {name}: {m.describe()}")
+            print(f"  {name}: " + (f"{m.family}, sized per temperature by --budget auto (above)"
+                                   if auto and m.nodes > 0 else m.describe()))
         print(f"one cached pass: target {t_target * 1e3:.2f} ms, draft {t_draft * 1e3:.2f} ms "
               f"(cost ratio {ratio:.2f})")
         print("tok/step: mean |Z| per step, 95% CI = mean +- 1.96 sd / sqrt(steps)")
     out = []
     total = sum(bench_runs(len(named), len(args.temperatures), len(ps), reps[name]) for name, ps in sets.items())
     if args.out is not None:
-        return _run_curve(args, pair, named, sets, reps, top, total, log, (t_target, t_draft, ratio))
+        return _run_curve(args, pair, named, sets, reps, top, total, log, (t_target, t_draft, ratio), chosen, records)
     with progress_bar(args, total, "bench", "prompt") as bar:
         for set_name, prompts in sets.items():
             if log:
                 if args.prompts is not None:
                     print(f"\nprompt set {set_name} ({len(prompts)} prompts x {reps[set_name]} passes)")
                 print(format_table([], header=True))
-            got = run_bench(pair, [m for _, m in named], args.temperatures, args.max_new_tokens, reps[set_name],
-                            args.seed, prompts=prompts, top_k=args.target_top_k, top_p=args.target_top_p, log=log,
-                            draft_temp=args.draft_temperature, names=[n for n, _ in named], progress=bar.update,
-                            **top)
-            out += [dict(r, prompt_set=set_name) for r in table_json(got)]
+            for T in args.temperatures:
+                row = chosen[float(T)]
+                got = run_bench(pair, [m for _, m in row], [T], args.max_new_tokens, reps[set_name], args.seed,
+                                prompts=prompts, top_k=args.target_top_k, top_p=args.target_top_p, log=log,
+                                draft_temp=args.draft_temperature, names=[n for n, _ in row], progress=bar.update,
+                                **top)
+                out += [dict(r, prompt_set=set_name) for r in table_json(got)]
     if args.json:
         print(json.dumps({"device": args.device, "target_pass_s": t_target, "draft_pass_s": t_draft,
                           "cost_ratio": ratio, "repeats": reps[next(iter(sets))],
                           "prompts": len(next(iter(sets.values()))),
                           "prompt_sets": {name: {"prompts": len(ps), "repeats": reps[name]} for name, ps in sets.items()},
                           "max_new_tokens": args.max_new_tokens, "draft_top_k": draft_k,
-                          "ci95": "mean of per-step |Z| +- 1.96 sd / sqrt(steps)", "rows": out}))
+                          "ci95": "mean of per-step |Z| +- 1.96 sd / sqrt(steps)", "rows": out,
+                          **({"budget_auto": records} if auto else {})}))
     # NOTE: the text table was printed as it was made, one block of rows per temperature (and prompt set)
     return 0
 
 
-def _run_curve(args, pair, named, sets, reps, top, total, log, pass_s) -> int:
+def _auto_sizes(args, pair, named, prompts, draft_s, log) -> tuple[dict, list[dict]]:
+    """``--budget auto``: per temperature, every tree method at the size of largest predicted
+    speed-up on this machine (:func:`~rheotheory.cli.models.auto_choice`, one measured pass-cost
+    curve for all), or decoded autoregressively under its own name when no size pays (said on
+    stderr, one line each). Returns T -> (name, method) pairs, and the record of each choice."""
+    import sys
+
+    from ..decode.budget import measured_costs
+
+    costs = measured_costs(pair.target)
+    chosen, records = {}, []
+    for T in args.temperatures:
+        row = []
+        for name, m in named:
+            if m.at_temperature(T).nodes == 0:
+                row.append((name, m))
+                continue
+            got, rec = auto_choice(args, pair, m, T, prompts, costs=costs, draft_s=draft_s)
+            row.append((name, got))
+            records.append(dict(rec, method=name))
+            K, D, N = rec["size"]
+            if not rec["pays"]:
+                print(f"rheo: --budget auto: {name} at T={T:g}: no tree size pays on this machine (best K={K} D={D} "
+                      f"N={N}: physical limit {rec['physical_limit']:.2f}x < {rec['min_limit']:g}); its row decodes "
+                      "autoregressively", file=sys.stderr)
+            elif log:
+                log(f"--budget auto: {name} at T={T:g}: K={K} D={D} N={N} (tau {rec['tau']:.2f} in the pilot, "
+                    f"physical limit {rec['physical_limit']:.2f}x; {rec['candidates']} sizes compared)")
+        chosen[float(T)] = row
+    return chosen, records
+
+
+def _run_curve(args, pair, named, sets, reps, top, total, log, pass_s, chosen, records) -> int:
     """``--out``: the resumable curve (:mod:`rheotheory.decode.curve`) and its files, with provenance."""
     import time
 
@@ -149,22 +197,29 @@ def _run_curve(args, pair, named, sets, reps, top, total, log, pass_s) -> int:
                 "prompt_counts": {name: len(ps) for name, ps in sets.items()}, "repeats": reps,
                 "methods": {name: m.to_dict() for name, m in named},
                 "target_top_k": args.target_top_k, "target_top_p": args.target_top_p,
-                "draft_temperature": args.draft_temperature, "draft_top_k": top.get("draft_top_k")}
+                "draft_temperature": args.draft_temperature, "draft_top_k": top.get("draft_top_k"),
+                **({"budget": "auto"} if records else {})}
     with progress_bar(args, total, "bench", "prompt") as bar:
         rows = run_curve(pair, named, args.temperatures, sets, args.max_new_tokens, reps, args.seed, args.out,
                          settings, progress=bar.update, log=log, top_k=args.target_top_k, top_p=args.target_top_p,
-                         draft_temp=args.draft_temperature, **top)
+                         draft_temp=args.draft_temperature, named_at=lambda T: chosen[float(T)], **top)
     title = (f"{args.model if args.target is None else args.target} on {args.device} ({args.threads} threads), "
              f"{args.max_new_tokens} tokens per prompt, seed {args.seed}")
     from ..decode.budget import measured_costs
 
     costs = measured_costs(pair.target)
     depths = {}
-    for name, m in named:
-        for T in args.temperatures:
+    for T, row in chosen.items():
+        for name, m in row:
             run = m.at_temperature(T)
-            depths[name] = run.depth if run.nodes else 0
+            depths[(name, T)] = run.depth if run.nodes else 0
     paths = write_summaries(args.out, rows, title, costs=costs, depths=depths, draft_s=pass_s[1])
+    if records:
+        from pathlib import Path
+
+        from ..decode.curve import merge_auto_sizes
+
+        paths["budget_auto"] = merge_auto_sizes(Path(args.out) / "budget_auto.json", records)
     t_target, t_draft, ratio = pass_s
     for key, path in paths.items():
         write_provenance(path, seed=args.seed, started=started, settings=settings,

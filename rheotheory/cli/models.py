@@ -185,13 +185,14 @@ def auto_budget(args) -> bool:
         if getattr(args, name, None) is not None:
             raise RheoError(f"--budget auto chooses K, D and N; --{name.replace('_', '-')} does not apply")
     preset = getattr(args, "preset", None) or ""
-    if any(k in ("top_k", "k", "depth", "d", "budget", "n") for k in _spec_keys(preset)):
+    if any(k in ("top_k", "k", "depth", "d", "budget", "n") for k in spec_keys(preset)):
         raise RheoError(f"--budget auto chooses K, D and N; the spec {preset!r} sets one of them")
     args.budget = None
     return True
 
 
-def _spec_keys(spec: str) -> list[str]:
+def spec_keys(spec: str) -> list[str]:
+    """The field names a method spec sets (empty for a malformed one: resolve reports it)."""
     from .args import spec_fields
 
     try:
@@ -200,10 +201,12 @@ def _spec_keys(spec: str) -> list[str]:
         return []
 
 
-def choose_auto_size(args, pair, method, temperature: float, prompts):
-    """``method`` at the tree size ``--budget auto`` chooses (:mod:`rheotheory.decode.budget`),
-    the choice printed unless ``--json``."""
-    from ..decode.budget import choose_size
+def auto_choice(args, pair, method, temperature: float, prompts, costs=None, draft_s=None) -> tuple:
+    """``method`` at the tree size ``--budget auto`` chooses at ``temperature``
+    (:mod:`rheotheory.decode.budget`), or the autoregressive method when no size reaches
+    :data:`~rheotheory.decode.budget.MIN_LIMIT`; with the record of the choice (a JSON-ready dict:
+    size, the best candidate's pilot tau and physical limit, whether it pays, the candidates)."""
+    from ..decode.budget import MIN_LIMIT, choose_size, pays, sized
 
     model_id = args.model if getattr(args, "target", None) is None else f"{args.target}+{args.draft}"
     if args.model == "smollm2" and args.draft:
@@ -212,21 +215,31 @@ def choose_auto_size(args, pair, method, temperature: float, prompts):
           **draft_top_k_option(args)}
     with busy(args, f"choosing the tree size at T={temperature:g} (--budget auto; cached after the first time)"):
         size, table = choose_size(pair, method, temperature, list(prompts), model_id, args.device,
-                                  args.dtype or "float32", args.threads, kw)
-    import sys
-
-    from ..decode.budget import MIN_LIMIT, pays, sized
-
+                                  args.dtype or "float32", args.threads, kw, costs=costs, draft_s=draft_s)
     best = max(table, key=lambda r: r["physical_limit"])
-    if not pays(table):
+    record = {"temperature": float(temperature), "size": list(size), "tau": best["tau"],
+              "physical_limit": best["physical_limit"], "pays": pays(table), "min_limit": MIN_LIMIT,
+              "candidates": len(table)}
+    if not record["pays"]:
         from ..methods import resolve
 
+        return resolve("autoregressive"), record
+    return sized(method, size), record
+
+
+def choose_auto_size(args, pair, method, temperature: float, prompts):
+    """``method`` at the tree size ``--budget auto`` chooses (:func:`auto_choice`), the choice
+    printed unless ``--json``; the fallback to autoregressive decoding is always said, on stderr."""
+    import sys
+
+    chosen, rec = auto_choice(args, pair, method, temperature, prompts)
+    K, D, N = rec["size"]
+    if not rec["pays"]:
         # NOTE: stderr, --json or not: the user asked for a tree and gets none
-        print(f"rheo: --budget auto: no tree size pays on this machine (best K={size[0]} D={size[1]} N={size[2]}: "
-              f"physical limit {best['physical_limit']:.2f}x < {MIN_LIMIT:g}); decoding autoregressively",
+        print(f"rheo: --budget auto: no tree size pays on this machine (best K={K} D={D} N={N}: "
+              f"physical limit {rec['physical_limit']:.2f}x < {rec['min_limit']:g}); decoding autoregressively",
               file=sys.stderr)
-        return resolve("autoregressive")
-    if not getattr(args, "json", False):
-        print(f"--budget auto: K={size[0]} D={size[1]} N={size[2]} (tau {best['tau']:.2f} in the pilot, physical "
-              f"limit {best['physical_limit']:.2f}x; {len(table)} sizes compared)")
-    return sized(method, size)
+    elif not getattr(args, "json", False):
+        print(f"--budget auto: K={K} D={D} N={N} (tau {rec['tau']:.2f} in the pilot, physical "
+              f"limit {rec['physical_limit']:.2f}x; {rec['candidates']} sizes compared)")
+    return chosen

@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["GRID", "FOCUS", "BOOTSTRAP", "BOOTSTRAP_SEED", "RUN_FIELDS", "run_curve", "read_runs", "summarize",
-           "standing", "write_summaries", "plot_curve", "format_standing", "fingerprint"]
+           "standing", "write_summaries", "merge_auto_sizes", "plot_curve", "format_standing", "fingerprint"]
 
 #: Temperatures of a curve when none are given: 0, 0.25, ..., 1.5.
 GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
@@ -110,12 +110,13 @@ def _write_runs(path: Path, rows: list[dict]) -> None:
 
 
 def run_curve(pair, named, temperatures, sets: dict, max_new_tokens: int, repeats: dict, seed: int, out,
-              settings: dict, progress=None, log=None, **bench_kw) -> list[dict]:
+              settings: dict, progress=None, log=None, named_at=None, **bench_kw) -> list[dict]:
     """Run (or resume) the bench of every (prompt set, temperature) block into ``out``; return the
     rows of ``runs.csv``. ``named``: (spec, method) pairs, autoregressive first
     (:func:`~rheotheory.decode.bench.bench_methods`); ``sets``: prompt-set name -> prompts;
     ``settings``: the JSON-ready record that defines the bench (checked against a previous run's);
-    ``progress``: called with 1 per decoded prompt, skipped blocks included."""
+    ``progress``: called with 1 per decoded prompt, skipped blocks included; ``named_at``: T -> the
+    (spec, method) pairs run at T, when they depend on it (``--budget auto``), else ``named``."""
     from ..errors import RheoError
     from .bench import bench_runs, run_bench
 
@@ -133,16 +134,17 @@ def run_curve(pair, named, temperatures, sets: dict, max_new_tokens: int, repeat
     rpath = out / "runs.csv"
     rows = read_runs(rpath)
     done = {(r["prompt_set"], r["temperature"]) for r in rows}
-    names = [n for n, _ in named]
     for set_name, prompts in sets.items():
         for T in temperatures:
+            block_named = named_at(T) if named_at is not None else named
+            names = [n for n, _ in block_named]
             n_block = bench_runs(len(named), 1, len(prompts), repeats[set_name])
             if (set_name, float(T)) in done:
                 if progress is not None:
                     progress(n_block)
                 continue
             got = []
-            block = run_bench(pair, [m for _, m in named], [T], max_new_tokens, repeats[set_name], seed,
+            block = run_bench(pair, [m for _, m in block_named], [T], max_new_tokens, repeats[set_name], seed,
                               prompts=prompts, names=names, progress=progress, runs=got, **bench_kw)
             if log is not None:
                 from .bench import format_table
@@ -245,7 +247,8 @@ def write_summaries(out, rows: list[dict], title: str = "", focus: str = FOCUS, 
     """Write ``curve.csv``, ``standing.csv`` and ``curve.png`` under ``out`` from the runs; return
     their paths. With ``costs`` (n -> seconds of a target pass over n tokens,
     :func:`rheotheory.decode.budget.measured_costs`), ``depths`` (method -> tree depth) and
-    ``draft_s`` (one draft pass), ``curve.csv`` gets the ``physical_limit`` column: tau x c(1) /
+    ``draft_s`` (one draft pass), ``curve.csv`` gets the ``physical_limit`` column (a depth keyed by
+    (method, T) overrides the method's): tau x c(1) /
     (c(nodes + 1) + depth x d), the speed-up the method would reach with zero overhead."""
     from .budget import physical_limit
 
@@ -253,7 +256,7 @@ def write_summaries(out, rows: list[dict], title: str = "", focus: str = FOCUS, 
     curve = summarize(rows)
     if costs is not None:
         for r in curve:
-            d = (depths or {}).get(r["method"], 0)
+            d = (depths or {}).get((r["method"], r["temperature"]), (depths or {}).get(r["method"], 0))
             r["physical_limit"] = (physical_limit(r["tokens_per_step"], costs, round(r["nodes_per_step"]), d,
                                                   draft_s) if d else 1.0)
     paths = {"runs": out / "runs.csv", "curve": out / "curve.csv", "standing": out / "standing.csv",
@@ -262,6 +265,19 @@ def write_summaries(out, rows: list[dict], title: str = "", focus: str = FOCUS, 
     _write_csv(paths["standing"], standing(rows, focus))
     plot_curve(curve, paths["png"], title)
     return paths
+
+
+def merge_auto_sizes(path, records: list[dict]) -> Path:
+    """``budget_auto.json``: the ``--budget auto`` choice of each (method, temperature) of a curve
+    (size, pilot tau, physical limit, whether it pays), merged with the temperatures a previous run
+    recorded (a rerun with more temperatures adds theirs)."""
+    path = Path(path)
+    old = json.loads(path.read_text()) if path.exists() else []
+    new = {(r["method"], r["temperature"]) for r in records}
+    merged = [r for r in old if (r["method"], r["temperature"]) not in new] + list(records)
+    merged.sort(key=lambda r: (r["temperature"], r["method"]))
+    _atomic_text(path, json.dumps(merged, indent=1) + "\n")
+    return path
 
 
 def plot_curve(curve: list[dict], path, title: str = "") -> None:
