@@ -6,8 +6,9 @@ import json
 
 from .args import (TEMPERATURE_RANGE, add_list, add_method_arguments, add_progress, given_settings, int_range,
                    method_at, method_overrides, positive_int, progress_bar, spec_arg, temperature_arg)
-from .models import (add_model_arguments, auto_budget, auto_choice, check_model_fits, draft_top_k_option, load_pair,
-                     need_torch, set_threads, size_row, spec_keys, warn_if_lossy)
+from .models import (add_model_arguments, auto_budget, auto_choice, check_model_fits, describe_choice,
+                     draft_top_k_option, load_pair, need_torch, refuse_sized_specs, set_threads, size_row,
+                     warn_if_lossy)
 
 __all__ = ["register", "run"]
 
@@ -74,10 +75,7 @@ def run(args) -> int:
         args.methods = list(PRESETS) if args.out is not None else list(DEFAULT_BENCH_METHODS)
     auto = auto_budget(args)
     if auto:
-        fixed = [spec for spec in args.methods if any(k in ("top_k", "k", "depth", "d", "budget", "n")
-                                                      for k in spec_keys(spec))]
-        if fixed:
-            raise RheoError(f"--budget auto chooses K, D and N; the spec {fixed[0]!r} sets one of them")
+        refuse_sized_specs(args.methods)
     named = bench_methods(args.methods, size=size_row(args), **method_overrides(args))
     if auto and all(m.at_temperature(t).nodes == 0 for _, m in named for t in args.temperatures):
         raise RheoError("--budget auto sizes a draft tree; none of the methods has one")
@@ -167,14 +165,11 @@ def _auto_sizes(args, pair, named, prompts, draft_s, log) -> tuple[dict, list[di
             got, rec = auto_choice(args, pair, m, T, prompts, costs=costs, draft_s=draft_s)
             row.append((name, got))
             records.append(dict(rec, method=name))
-            K, D, N = rec["size"]
             if not rec["pays"]:
-                print(f"rheo: --budget auto: {name} at T={T:g}: no tree size pays on this machine (best K={K} D={D} "
-                      f"N={N}: physical limit {rec['physical_limit']:.2f}x < {rec['min_limit']:g}); its row decodes "
-                      "autoregressively", file=sys.stderr)
+                print(describe_choice(rec, f"{name} at T={T:g}: ", "its row decodes autoregressively"),
+                      file=sys.stderr)
             elif log:
-                log(f"--budget auto: {name} at T={T:g}: K={K} D={D} N={N} (tau {rec['tau']:.2f} in the pilot, "
-                    f"physical limit {rec['physical_limit']:.2f}x; {rec['candidates']} sizes compared)")
+                log(describe_choice(rec, f"{name} at T={T:g}: "))
         chosen[float(T)] = row
     return chosen, records
 

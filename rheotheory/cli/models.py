@@ -184,11 +184,18 @@ def auto_budget(args) -> bool:
     for name in ("top_k", "depth"):
         if getattr(args, name, None) is not None:
             raise RheoError(f"--budget auto chooses K, D and N; --{name.replace('_', '-')} does not apply")
-    preset = getattr(args, "preset", None) or ""
-    if any(k in ("top_k", "k", "depth", "d", "budget", "n") for k in spec_keys(preset)):
-        raise RheoError(f"--budget auto chooses K, D and N; the spec {preset!r} sets one of them")
+    refuse_sized_specs([getattr(args, "preset", None) or ""])
     args.budget = None
     return True
+
+
+def refuse_sized_specs(specs) -> None:
+    """A RheoError naming the first spec that sets K, D or N itself (``--budget auto`` chooses them)."""
+    from ..errors import RheoError
+
+    for spec in specs:
+        if any(k in ("top_k", "k", "depth", "d", "budget", "n") for k in spec_keys(spec)):
+            raise RheoError(f"--budget auto chooses K, D and N; the spec {spec!r} sets one of them")
 
 
 def spec_keys(spec: str) -> list[str]:
@@ -233,13 +240,20 @@ def choose_auto_size(args, pair, method, temperature: float, prompts):
     import sys
 
     chosen, rec = auto_choice(args, pair, method, temperature, prompts)
-    K, D, N = rec["size"]
     if not rec["pays"]:
         # NOTE: stderr, --json or not: the user asked for a tree and gets none
-        print(f"rheo: --budget auto: no tree size pays on this machine (best K={K} D={D} N={N}: "
-              f"physical limit {rec['physical_limit']:.2f}x < {rec['min_limit']:g}); decoding autoregressively",
-              file=sys.stderr)
+        print(describe_choice(rec, "", "decoding autoregressively"), file=sys.stderr)
     elif not getattr(args, "json", False):
-        print(f"--budget auto: K={K} D={D} N={N} (tau {rec['tau']:.2f} in the pilot, physical "
-              f"limit {rec['physical_limit']:.2f}x; {rec['candidates']} sizes compared)")
+        print(describe_choice(rec))
     return chosen
+
+
+def describe_choice(rec: dict, who: str = "", fallback: str = "") -> str:
+    """One line for an :func:`auto_choice` record: the chosen size, or (with ``fallback``, what
+    runs instead) that no size pays; ``who`` names the method and temperature in a bench."""
+    K, D, N = rec["size"]
+    if not rec["pays"]:
+        return (f"rheo: --budget auto: {who}no tree size pays on this machine (best K={K} D={D} N={N}: physical "
+                f"limit {rec['physical_limit']:.2f}x < {rec['min_limit']:g}); {fallback}")
+    return (f"--budget auto: {who}K={K} D={D} N={N} (tau {rec['tau']:.2f} in the pilot, physical limit "
+            f"{rec['physical_limit']:.2f}x; {rec['candidates']} sizes compared)")
