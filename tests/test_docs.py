@@ -43,6 +43,16 @@ def test_links_of_the_readme_and_the_pages_resolve():
     assert not broken, broken
 
 
+def test_no_page_holds_a_control_character():
+    # A TeX command written in a non-raw Python string loses its backslash to an escape (``\\bigl``
+    # becomes a backspace and ``igl``, ``\\text`` a tab and ``ext``): the page then shows broken math.
+    bad = re.compile("[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f]|\\t(?:ext|imes|au|heta|frac)\\b")
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    hits = [f"{doc.relative_to(ROOT)}:{i}" for doc in pages
+            for i, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1) if bad.search(line)]
+    assert hits == []
+
+
 def test_a_broken_link_is_caught(tmp_path):
     (tmp_path / "there.md").write_text("x")
     page = tmp_path / "page.md"
