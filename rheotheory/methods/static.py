@@ -8,6 +8,7 @@ from typing import ClassVar
 from ..errors import TreeError, VerifierError
 from ..trees import SAMPLING_MODES, build_static, chain_shape, parse_shape
 from ..trees.static import greedy_shape
+from ..verify import TREE_VERIFIERS
 from .registry import Method, option, positive_int, register
 
 __all__ = ["StaticMethod", "ChainMethod", "STATIC_ACCEPT", "STATIC_DECAY"]
@@ -28,6 +29,10 @@ def _check_sampled(verifier: str, mode: str, shape) -> None:
         raise VerifierError("kseq verifies i.i.d. drafts; use --sampling iid")
     if verifier == "ot" and any(t[-1] > 0 for t in shape):
         raise VerifierError("ot is defined for at most one sampled child per node (use a chain)")
+    tv = TREE_VERIFIERS.get(verifier)
+    modes = getattr(tv, "sampling_modes", None)  # a tree-level verifier that reads one sampling mode only
+    if modes is not None and mode not in modes:
+        raise VerifierError(f"{verifier} verifies drafts sampled {' or '.join(modes)}; use --sampling {modes[0]}")
 
 
 def _shape_value(text):

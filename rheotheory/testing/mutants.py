@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..verify.block import BlockVerifier, ratio_weight, residual_step
+from ..verify.gbv import GreedyBlockVerifier, max_of_k_law
 from ..verify.rules import Candidate, Transition, kseq, onehot, ot, ot_wor, sequential
 from ..verify.traversal import TraversalVerifier
 from ..verify.traversal_ot import TraversalOTVerifier
@@ -41,7 +42,7 @@ from ..verify.walk import PerNodeWalk, TreeVerifier
 __all__ = ["Mutant", "MUTANTS", "planted", "mutants_of", "keep_target", "emit_target", "onehot_keep_rejected",
            "sequential_skip_residual", "kseq_skip_residual", "ot_skip_residual", "ot_wor_skip_residual",
            "first_law_for_all", "SkipResidualBlock", "TokenRatioBlock", "SkipResidualTraversal",
-           "TokenRatioTraversal", "SkipResidualTraversalOT", "Case", "cases", "CASE_METHODS", "missing_mutants"]
+           "TokenRatioTraversal", "SkipResidualTraversalOT", "PlainDraftGBV", "SkipResidualGBV", "Case", "cases", "CASE_METHODS", "missing_mutants"]
 
 
 # -- per-node rules ------------------------------------------------------------------------------
@@ -151,6 +152,26 @@ class SkipResidualTraversalOT(TraversalOTVerifier):
     state_after_rejection = staticmethod(_skip_residual_step)
 
 
+def _plain_draft(P, Q, alpha, k, pos=None):
+    """GBV's skewed draft replaced by the draft itself: the selection's skew is forgotten."""
+    law, lo, hi = max_of_k_law(P, Q, alpha, k, pos)
+    return Q, lo, hi
+
+
+class PlainDraftGBV(GreedyBlockVerifier):
+    """GBV verifying the selected path against the draft ``q``, not the law of the best of K paths."""
+
+    name = "gbv-plain-draft"
+    skewed_law = staticmethod(_plain_draft)
+
+
+class SkipResidualGBV(GreedyBlockVerifier):
+    """GBV emitting from the target law, not norm(R_i), below a rejected node of the selected path."""
+
+    name = "gbv-skip-residual"
+    state_after_rejection = staticmethod(_skip_residual_step)
+
+
 # -- the catalogue -------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -222,6 +243,12 @@ MUTANTS: dict[str, tuple[Mutant, ...]] = {
         Mutant("traversal", "token-ratio", "entry weights min(1, P/Q) forget the parent's weight a_v",
                TokenRatioTraversal()),
     ),
+    "gbv": (
+        Mutant("gbv", "plain-draft", "the selected path is verified against q, not the law of the best of K i.i.d. "
+               "paths", PlainDraftGBV()),
+        Mutant("gbv", _SKIP, "below a rejected node Y is drawn from the target law, not norm(R_i)",
+               SkipResidualGBV()),
+    ),
     "traversal-ot": (
         Mutant("traversal-ot", _SKIP, "after a rejected child the parent keeps its law, not norm((a P - Q)+)",
                SkipResidualTraversalOT()),
@@ -270,6 +297,7 @@ CASE_METHODS: dict[str, tuple[str, tuple[int, int, int]]] = {
     "ot-wor": ("adaptive:head=1:proxy=tail:verifier=ot-wor" + _ADAPTIVE_FIXED, (3, 2, 5)),
     "block": ("chain:verifier=block", (2, 2, 4)),
     "traversal": ("static:sampling=wor:verifier=traversal", (2, 2, 4)),
+    "gbv": ("multichain:sampling=iid:verifier=gbv", (2, 2, 4)),
     "traversal-ot": ("adaptive:head=0:proxy=tail:verifier=traversal-ot" + _ADAPTIVE_FIXED, (3, 2, 5)),
 }
 
@@ -277,6 +305,10 @@ CASE_METHODS: dict[str, tuple[str, tuple[int, int, int]]] = {
 #: (top 128) rejects often, so a wrong residual shows; a wrong member law of draws without
 #: replacement shows when the first draw removes much mass: ``low`` mismatch, a top-4 draft.
 MC_PAIRS = {"residual": ("high", 128), "member-law": ("low", 4)}
+#: The mutants whose bug is a wrong member law (run on the ``member-law`` pair): draws without
+#: replacement read as i.i.d., and GBV's selected path read as a plain draft (the best of K draws
+#: from a top-4 draft is far from one draw).
+MEMBER_LAW_BUGS = frozenset({"iid-member-law", "plain-draft"})
 
 
 @dataclass(frozen=True)
@@ -316,7 +348,7 @@ def cases() -> list[Case]:
     for verifier, mutants in MUTANTS.items():
         spec, size = CASE_METHODS[verifier]
         for m in mutants:
-            mismatch, top_k = MC_PAIRS["member-law" if m.name == "iid-member-law" else "residual"]
+            mismatch, top_k = MC_PAIRS["member-law" if m.name in MEMBER_LAW_BUGS else "residual"]
             out.append(Case(m, spec, size, mismatch, top_k))
     return out
 

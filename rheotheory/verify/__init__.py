@@ -45,6 +45,7 @@ from .walk import (
 from . import block  # noqa: E402,F401  (registration)
 from . import traversal  # noqa: E402,F401  (registration)
 from . import traversal_ot  # noqa: E402,F401  (registration)
+from . import gbv  # noqa: E402,F401  (registration)
 
 __all__ = [
     "draw_pending",

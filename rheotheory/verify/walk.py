@@ -135,6 +135,9 @@ class TreeVerifier(ABC):
     """A verifier at the tree level: a finished tree and the target laws -> the law of Z."""
 
     name: str  # what results call it (a per-node rule's name for PerNodeWalk)
+    #: The sampling modes of sampled siblings it reads (``("iid",)``: drafts drawn i.i.d. only); None: any.
+    #: A family refuses the others when the method is built (``rheotheory.methods.static``).
+    sampling_modes: tuple[str, ...] | None = None
 
     @abstractmethod
     def outcomes(self, tree: "Tree", target: TargetLaws, branch: Branch, weight=1,
