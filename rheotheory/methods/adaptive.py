@@ -188,4 +188,4 @@ class AdaptiveMethod(DynamicMethod):
         if self.verifier == "traversal-ot" and self.head != 0:
             return ("traversal-ot on trees with deterministic children: the certifier finds it lossy "
                     "(docs/theory.md section 7.1)")
-        return None
+        return super().known_lossy()

@@ -141,4 +141,4 @@ class RheoMethod(DynamicMethod):
         if self.proxy in ("tail", "min-best-tail") and self.verifier == "sequential":
             return (f"the {self.proxy} proxy with the sequential verifier: a sampled subtree can push a "
                     "deterministic sibling out of the budget")
-        return None
+        return super().known_lossy()

@@ -142,8 +142,11 @@ class Method:
         return self
 
     def known_lossy(self) -> str | None:
-        """Why this method is known to be lossy (docs/theory.md section 8), or None."""
-        return None
+        """Why this method is known to be lossy (docs/theory.md section 8), or None: here, the
+        :attr:`~rheotheory.verify.walk.TreeVerifier.lossy` reason of a tree-level verifier found lossy
+        where it is registered; a family adds its own field combinations and falls back on this."""
+        tv = TREE_VERIFIERS.get(self.verifier)
+        return getattr(tv, "lossy", None)
 
     @classmethod
     def size_from_fields(cls, fields: dict) -> bool:

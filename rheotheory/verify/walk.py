@@ -138,6 +138,9 @@ class TreeVerifier(ABC):
     #: The sampling modes of sampled siblings it reads (``("iid",)``: drafts drawn i.i.d. only); None: any.
     #: A family refuses the others when the method is built (``rheotheory.methods.static``).
     sampling_modes: tuple[str, ...] | None = None
+    #: Why the certifier finds this verifier lossy where it is registered (its methods' ``known_lossy``),
+    #: or None. A lossy verifier is registered to be measured and certified, never recommended.
+    lossy: str | None = None
 
     @abstractmethod
     def outcomes(self, tree: "Tree", target: TargetLaws, branch: Branch, weight=1,
