@@ -40,7 +40,9 @@ from rheotheory.verify import tree_verifier, verifier_families
 HERE = Path(__file__).resolve().parent
 
 #: The tree-level verifiers certified here.
-TREE_LEVEL = ("block", "traversal")
+TREE_LEVEL = ("block", "traversal", "gbv", "spectr-gbv")
+#: The verifiers whose law of Z on a chain is compared with block verification's (each reduces to it there).
+SAME_AS_BLOCK = ("traversal", "gbv")
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,7 @@ def job(args):
             continue  # NOTE: not defined on these trees (block: one path; gbv: K i.i.d. paths of equal length)
         out[ver] = (bool(c.lossless), format_number(c.max_deviation), format_number(c.tokens_per_step))
         laws_z[ver] = c.z_law
-    same = laws_z.get("block") == laws_z.get("traversal") if "block" in laws_z else None
+    same = {v: laws_z[v] == laws_z["block"] for v in SAME_AS_BLOCK if "block" in laws_z and v in laws_z}
     return ci, si, V, seed, out, same
 
 
@@ -185,7 +187,8 @@ def report(results: list, seeds_label: str, counterexamples: list) -> str:
             dev = max((Fraction(r["out"][ver][1]) for r in rows), default=Fraction(0))
             mean = sum(Fraction(r["out"][ver][2]) for r in rows) / n
             ge = sum(Fraction(r["out"][ver][2]) >= Fraction(r["out"][best][2]) for r in rows) if best else 0
-            reg = "yes" if cell.family in (verifier_families(ver) or ()) else "no"
+            reg = "no" if cell.family not in (verifier_families(ver) or ()) else \
+                "yes (known lossy)" if tree_verifier(ver).lossy else "yes"
             if ok == n and (cell.label, ver) in {(c[0], c[1]) for c in counterexamples}:
                 ok = f"{ok} / {n} (lossy on a constructed instance)"
             else:
@@ -196,11 +199,11 @@ def report(results: list, seeds_label: str, counterexamples: list) -> str:
                          f"| {cell.label} | {sizes} | `{ver}` | {reg} | {ok} | {format_number(dev)} | "
                          f"{float(mean):.4f} | - | - | - |")
         if cell.family == "chain":
-            chain_same = (sum(bool(r["same"]) for r in rows), n)
+            chain_same = {v: sum(bool(r["same"].get(v)) for r in rows) for v in SAME_AS_BLOCK}, n
     lines += [""]
     if chain_same:
-        lines.append(f"Chains: traversal has the identical exact law of Z as block on {chain_same[0]} / "
-                     f"{chain_same[1]} instances.")
+        lines.append("Chains: " + "; ".join(f"`{v}` has the identical exact law of Z as `block` on {k} / "
+                                            f"{chain_same[1]} instances" for v, k in chain_same[0].items()) + ".")
         lines.append("")
     lines += ["Registration (`rheotheory/verify/block.py`, `rheotheory/verify/traversal.py`): `block` for "
               f"{', '.join(verifier_families('block'))}; `traversal` for {', '.join(verifier_families('traversal'))}: "

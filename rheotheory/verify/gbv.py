@@ -63,50 +63,56 @@ from ..trees.tree import SAMPLED
 from .block import BlockVerifier, member_law
 from .walk import draw_pending, register_tree_verifier
 
-__all__ = ["GreedyBlockVerifier", "GBV", "GBV_FAMILIES", "rank_positions", "max_of_k_law", "drafted_paths"]
+__all__ = ["GreedyBlockVerifier", "GBV", "GBV_FAMILIES", "rank_order", "rank_positions", "max_of_k_law",
+           "drafted_paths"]
 
 #: Families ``gbv`` is registered for: K i.i.d. chains of equal length (the paper's setting; a chain
 #: is K = 1), certified exactly lossless by ``proofs/tree_level_verifiers.py``.
 GBV_FAMILIES = ("chain", "multichain")
 
 
-def rank_positions(P, Q) -> np.ndarray:
-    """Each token's position in GBV's order at one node (0 = lowest), # [vocab] of ints.
+def rank_order(P, Q) -> np.ndarray:
+    """The drafted tokens (:math:`Q(t) > 0`) in GBV's order at one node, lowest first (# [support] of ints).
 
-    Ascending :math:`P(t) / Q(t)`, ties by token id; tokens with :math:`Q(t) = 0` last (above
-    every drafted token). ``P``, ``Q``: # [vocab], exact or float.
+    Ascending :math:`P(t) / Q(t)`, ties by token id. A token the draft cannot draw carries no draft
+    mass and is never selected: it is left out (above every drafted token in the paper's order).
+    ``P``, ``Q``: # [vocab], exact or float; sorting the support only keeps a sparse draft at V = 32k cheap.
     """
-    V = len(Q)
+    supp = np.flatnonzero(Q != 0)  # [support]
     if laws.is_exact(Q):
-        order = sorted(range(V), key=lambda t: (Q[t] == 0, P[t] / Q[t] if Q[t] else 0, t))
-    else:
-        ratio = np.full(V, np.inf)
-        np.divide(P, Q, out=ratio, where=Q > 0)
-        order = np.lexsort((np.arange(V), ratio))  # last key first: by ratio, then by id
-    pos = np.empty(V, dtype=np.int64)
-    pos[np.asarray(order, dtype=np.int64)] = np.arange(V)
+        return np.asarray(sorted(supp.tolist(), key=lambda t: (P[t] / Q[t], t)), dtype=np.int64)
+    return supp[np.lexsort((supp, P[supp] / Q[supp]))]  # last key first: by ratio, then by id
+
+
+def rank_positions(P, Q) -> np.ndarray:
+    """Each token's position in GBV's order (0 = lowest; tokens the draft cannot draw last, by id), # [vocab]."""
+    order = rank_order(P, Q)
+    rest = np.flatnonzero(Q == 0)
+    pos = np.empty(len(Q), dtype=np.int64)
+    pos[np.concatenate([order, rest]).astype(np.int64)] = np.arange(len(Q))
     return pos
 
 
-def max_of_k_law(P, Q, alpha, k: int, pos=None):
+def max_of_k_law(P, Q, alpha, k: int, order=None):
     r"""The skewed draft :math:`Q^\Gamma` at one node of the selected path (module docstring, step 3).
 
     ``P``, ``Q``: the target and draft laws at the node (# [vocab]); ``alpha``: :math:`\alpha_i`;
-    ``k``: the number of i.i.d. paths; ``pos``: :func:`rank_positions` of ``(P, Q)`` if already
-    computed. Returns ``(law, lo, hi)``: :math:`Q^\Gamma_i` and :math:`\ell`, :math:`h` (# [vocab]
-    each), from which :math:`\alpha_{i+1} = \ell(x) / h(x)` for the selected token :math:`x`.
+    ``k``: the number of i.i.d. paths; ``order``: :func:`rank_order` of ``(P, Q)`` if already
+    computed. Returns ``(law, lo, hi)``: :math:`Q^\Gamma_i` (# [vocab]) and :math:`\ell`, :math:`h`
+    on the drafted tokens (# [vocab], 0 elsewhere), from which :math:`\alpha_{i+1} = \ell(x) / h(x)`
+    for the selected token :math:`x`.
     """
-    pos = rank_positions(P, Q) if pos is None else pos
-    order = np.argsort(pos)
-    below = Q * 0  # [vocab] C(t): draft mass ranked strictly below t
-    csum = Q[order].cumsum() if len(Q) else Q
-    below[order[1:]] = csum[:-1]
+    order = rank_order(P, Q) if order is None else order
+    q = Q[order]  # [support] in rank order
+    csum = q.cumsum()
     beta = 1 - alpha
-    lo = alpha + beta * below  # [vocab]
-    hi = lo + beta * Q  # [vocab]
-    num = sum(hi ** j * lo ** (k - 1 - j) for j in range(k))
+    lo_s = alpha + beta * (csum - q)  # [support] C(t): draft mass ranked strictly below t
+    hi_s = lo_s + beta * q
+    num = sum(hi_s ** j * lo_s ** (k - 1 - j) for j in range(k))
     den = sum(alpha ** (k - 1 - j) for j in range(k))
-    return Q * num / den, lo, hi
+    law, lo, hi = Q * 0, Q * 0, Q * 0  # [vocab] each
+    law[order], lo[order], hi[order] = q * num / den, lo_s, hi_s
+    return law, lo, hi
 
 
 def drafted_paths(tree) -> list[tuple[int, ...]]:
@@ -175,10 +181,9 @@ class GreedyBlockVerifier(BlockVerifier):
         for i in range(len(paths[0])):
             drawn = {c: member_law(tree, paths[c][i], known, P[-1]) for c in alive}  # chain -> (token, Q)
             Q = drawn[alive[0]][1]  # [vocab] the draft at the shared node (i.i.d.: one law for every chain)
-            pos = rank_positions(P[-1], Q)
-            best = max(alive, key=lambda c: pos[drawn[c][0]])
-            x = drawn[best][0]
-            law, lo, hi = self.skewed_law(P[-1], Q, alpha, k, pos)
+            order = rank_order(P[-1], Q)
+            x = max({drawn[c][0] for c in alive}, key=lambda t: int(np.flatnonzero(order == t)[0]))  # [support] scan
+            law, lo, hi = self.skewed_law(P[-1], Q, alpha, k, order)
             alpha = lo[x] / hi[x]
             alive = [c for c in alive if drawn[c][0] == x]
             toks, nodes = toks + (x,), nodes + (paths[alive[0]][i],)
@@ -186,7 +191,7 @@ class GreedyBlockVerifier(BlockVerifier):
             P.append(target(nodes[-1], toks))
         return toks, nodes, P, QG
 
-    #: ``(P, Q, alpha, k, pos) -> (law, lo, hi)``: the selected token's law (:func:`max_of_k_law`). The
+    #: ``(P, Q, alpha, k, order) -> (law, lo, hi)``: the selected token's law (:func:`max_of_k_law`). The
     #: planted bugs of :mod:`rheotheory.testing.mutants` replace it; the registered verifier never does.
     skewed_law = staticmethod(max_of_k_law)
 
