@@ -75,6 +75,11 @@ CORE = [
     "rheotheory.verify.traversal.xǁTraversalVerifierǁ_leaf__mutmut_*",
     "rheotheory.verify.traversal_ot.x_samples_first__mutmut_*",
     "rheotheory.verify.traversal_ot.xǁTraversalOTVerifierǁ_visit__mutmut_*",
+    "rheotheory.verify.gbv.x_rank_order__mutmut_*",
+    "rheotheory.verify.gbv.x_max_of_k_law__mutmut_*",
+    "rheotheory.verify.gbv.x_drafted_paths__mutmut_*",
+    "rheotheory.verify.gbv.xǁGreedyBlockVerifierǁoutcomes__mutmut_*",
+    "rheotheory.verify.gbv.xǁGreedyBlockVerifierǁselect__mutmut_*",
     # sampling: the tree's draws and the static builder
     "rheotheory.trees.tree.xǁReplayChooserǁdraw__mutmut_*",
     "rheotheory.trees.tree.xǁRandomChooserǁdraw__mutmut_*",

@@ -30,18 +30,21 @@ from rheotheory.synthetic import SyntheticPair, mismatch_value
 from rheotheory.trees import RandomChooser
 from rheotheory.verify.walk import SampleBranch, method_tree_verifier, sample_outcome
 
-#: (label, method spec): every verifier at the same node budget N = 16 on its family's trees.
+#: (family as the optimum table names it, method spec): every verifier at the same node budget N = 16.
 ROWS = (
-    ("chain", "chain:verifier=sequential"),
+    ("chain", "chain"),
     ("chain", "chain:verifier=block"),
     ("chain", "chain:verifier=gbv"),
-    ("static i.i.d.", "static-iid"),
-    ("static i.i.d.", "static-iid:verifier=traversal"),
-    ("multichain i.i.d.", "multichain:width=4:verifier=kseq"),
-    ("multichain i.i.d.", "multichain:width=4:verifier=traversal"),
-    ("multichain i.i.d.", "multichain:width=4:verifier=gbv"),
+    ("static-iid", "static-iid"),
+    ("static-iid", "static-iid:verifier=traversal"),
+    ("static-wor", "static-wor"),
+    ("static-wor", "static-wor:verifier=traversal"),
+    ("multichain", "multichain:width=4:verifier=kseq"),
+    ("multichain", "multichain:width=4:verifier=traversal"),
+    ("multichain", "multichain:width=4:verifier=gbv"),
     ("eagle", "eagle"),
     ("rheo", "rheo"),
+    ("rheo-tuned", "rheo-tuned"),
 )
 SIZE = (4, 4, 16)
 VOCAB, PAIR_SEED, TEMPERATURE = 32_000, 0, 1.0
@@ -78,7 +81,8 @@ def measure(spec: str, steps: int, seed: int = 0) -> dict:
         out = sample_outcome(verifier, tree, target, SampleBranch(r.random))
         us.append((time.perf_counter() - t0) * 1e6)
         lengths.append(len(out.z))
-    return dict(spec=spec, method=method.describe(), steps=steps, median_us=float(np.median(us)),
+    return dict(spec=spec, method=method.describe(), verifier=method.verifier, steps=steps,
+                median_us=float(np.median(us)),
                 p90_us=float(np.percentile(us, 90)), tau=float(np.mean(lengths)))
 
 
@@ -94,7 +98,7 @@ def main(argv=None) -> int:
     print(f"{'family':18} {'method':58} {'median us':>10} {'p90 us':>9} {'tau':>6}")
     for family, spec in ROWS:
         r = measure(spec, args.steps)
-        r["family"] = family
+        r["label"] = family
         rows.append(r)
         print(f"{family:18} {r['method'][:58]:58} {r['median_us']:10.0f} {r['p90_us']:9.0f} {r['tau']:6.2f}", flush=True)
     if args.json:

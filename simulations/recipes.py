@@ -95,7 +95,7 @@ def step(line: str, stdout: str | None = None) -> Step:
 TIMING_RECIPES = frozenset({
     "bench_builtin", "bench_builtin_chain1", "bench_builtin_model_size", "bench_adaptive_builtin",
     "certify_scaling", "optimum_scaling", "tree_size", "step_profile", "smollm2_speed", "forward_timing",
-    "smollm2_budget_auto",
+    "smollm2_budget_auto", "verifier_cost",
 })
 
 
@@ -299,6 +299,64 @@ def tree_level_md(folder: Path) -> str:
     keep = [head.index(k) for k in ("family", "verifier", "registered", "lossless / total", "max deviation",
                                     "mean tau", "best per-node", "its mean tau", "tl >= pn")]
     return md_table([head[i] for i in keep], [[r[i] for i in keep] for r in data])
+
+
+#: The methods of the multi-path sweep and the landscape: every verifier at the node budget N = 16.
+MULTIPATH_METHODS = ("eagle", "rheo", "rheo-tuned", "chain", "chain:verifier=block", "chain:verifier=gbv",
+                     "static-iid", "static-iid:verifier=traversal", "static-wor", "static-wor:verifier=traversal",
+                     "multichain:width=4:verifier=kseq", "multichain:width=4:verifier=traversal",
+                     "multichain:width=4:verifier=gbv")
+
+
+def family_label(resolved: dict) -> str:
+    """A resolved method object's family as the optimum table names it (static split by sampling mode)."""
+    fam = resolved["family"]
+    if fam == "static":
+        return f"static-{resolved.get('sampling', 'iid')}"
+    if fam == "rheo" and resolved.get("proxy") == "tail":
+        return "rheo-tuned"
+    return fam
+
+
+def landscape_md(folder: Path) -> str:
+    """The verifier landscape: (verifier, family) rows from the optimum table (exact verdicts and
+    fraction of the optimum), the multi-path sweep (tau at T = 1) and the verifier cost benchmark."""
+    root = folder.parent.parent
+    opt: dict = {}
+    for r in read_csv(root / SIM / "optimum_table.csv"):
+        key = (r["verifier"], r["family"])
+        n = int(r["instances"])
+        o = opt.setdefault(key, dict(n=0, lossless=0, ratio=0.0, low=9.0, attained=0))
+        o["n"] += n
+        o["lossless"] += int(r["lossless"])
+        o["attained"] += int(r["attained"])
+        o["ratio"] += float(r["ratio_mean"]) * n
+        o["low"] = min(o["low"], float(r["ratio_min"]))
+    tau: dict = {}
+    for r in read_csv(root / SIM / "sweep_v32k_multipath.csv"):
+        if float(r["temperature"]) == 1.0:
+            res = json.loads(r["resolved"])
+            tau[(res["verifier"], family_label(res), r["mismatch"])] = (float(r["tau"]), float(r["tau_low"]),
+                                                                          float(r["tau_high"]))
+    cost = {(r["verifier"], r["label"]): r for r in json.loads((folder / "verifier_cost.json").read_text())["rows"]}
+    body = []
+    for (ver, fam), o in sorted(opt.items(), key=lambda kv: (kv[0][1], -kv[1]["ratio"] / kv[1]["n"])):
+        exact = f"lossless on {o['lossless']}/{o['n']}" if o["lossless"] == o["n"] else \
+            f"**lossy** on {o['n'] - o['lossless']}/{o['n']}"
+        frac = f"{o['ratio'] / o['n']:.3f} ({o['low']:.3f})" if o["lossless"] == o["n"] else "not bounded"
+        taus = [tau.get((ver, fam, m)) for m in ("low", "high")]
+        t1 = " / ".join(f"{t[0]:.2f}" for t in taus if t) if all(taus) else "-"
+        c = cost.get((ver, fam))
+        body.append([f"`{ver}`", fam, exact, frac, t1, f"{c['median_us'] / 1000:.2f}" if c else "-"])
+    return md_table(["verifier", "family", "exact verdict (instances)", "τ / optimum, mean (min)",
+                     "τ at T = 1, V = 32k (low / high mismatch)", "ms per step (V = 32k)"], body)
+
+
+def verifier_cost_md(folder: Path) -> str:
+    data = json.loads((folder / "verifier_cost.json").read_text())
+    body = [[r["label"], f"`{r['verifier']}`", f"{r['median_us'] / 1000:.2f}", f"{r['p90_us'] / 1000:.2f}",
+             f"{r['tau']:.2f}"] for r in data["rows"]]
+    return md_table(["family", "verifier", "ms per step (median)", "90th percentile", "τ of the timed steps"], body)
 
 
 def machine_note(path: Path) -> str:
@@ -807,6 +865,16 @@ RECIPES: list[Recipe] = [
            steps=(step("python simulations/sweep_evidence.py small --out {out}"),),
            quick=(step("python simulations/sweep_evidence.py small --steps 2 --workers 1 --out {out}"),),
            seconds=100, quick_seconds=6, seed=0),
+    Recipe("sweep_v32k_multipath", SIM, ("sweep_v32k_multipath.csv", "sweep_v32k_multipath.png"),
+           steps=(step("python -m rheotheory.cli sweep --vocab 32000 --sparse 128 --mismatch low high "
+                       "--temperatures 0 0.5 1 1.5 --trees 4,4,16 --methods " + " ".join(MULTIPATH_METHODS)
+                       + " --steps 400 --seed 0 --workers 2 --out {out} --stem sweep_v32k_multipath"),),
+           quick=(step("python -m rheotheory.cli sweep --vocab 32000 --sparse 128 --mismatch low "
+                       "--temperatures 1 --trees 4,4,16 --methods chain:verifier=block "
+                       "multichain:width=4:verifier=gbv --steps 5 --seed 0 --workers 1 --out {out} "
+                       "--stem sweep_v32k_multipath"),),
+           seconds=420, quick_seconds=5, seed=0,
+           tables={"sweep_v32k_multipath": lambda f: sweep_md(f, "sweep_v32k_multipath.csv")}),
     Recipe("sweep_v32k", SIM, ("sweep_v32k.csv", "sweep_v32k.png"),
            steps=(step("python simulations/sweep_evidence.py large --out {out}"),),
            quick=(step("python simulations/sweep_evidence.py large --steps 2 --workers 1 --out {out}"),),
@@ -981,6 +1049,11 @@ RECIPES: list[Recipe] = [
                        "--out {out}/forward_timing.json"),),
            seconds=75, quick_seconds=90, seed=0, needs=SMOL_NEEDS,
            tables={"forward_timing": forward_timing_md}),
+    Recipe("verifier_cost", BENCH, ("verifier_cost.json",),
+           steps=(step("python benchmarks/verifier_cost.py --steps 200 --json {out}/verifier_cost.json"),),
+           quick=(step("python benchmarks/verifier_cost.py --steps 3 --json {out}/verifier_cost.json"),),
+           seconds=60, quick_seconds=10, seed=0,
+           tables={"verifier_cost": verifier_cost_md, "verifier_landscape": landscape_md}),
     Recipe("mutant_table", SIM, ("mutant_table.csv", "mutant_table.md"),
            steps=(step("python simulations/mutant_table.py --out {out}"),),
            quick=(step("python simulations/mutant_table.py --out {out}"),),

@@ -45,6 +45,9 @@ CASES = [
      dict(shape=[[0], [1], [2], [0, 0], [0, 1]], sampling="wor", verifier="traversal")),
     ("multichain-iid-traversal", "multichain", dict(width=2, depth=2, sampling="iid", verifier="traversal")),
     ("multichain-wor-rrs", "multichain", dict(width=3, depth=1, sampling="wor", verifier="rrs-wor")),
+    ("chain-gbv", "chain", dict(depth=3, verifier="gbv")),
+    ("multichain-iid-gbv", "multichain", dict(width=2, depth=2, sampling="iid", verifier="gbv")),
+    ("multichain-w3-gbv", "multichain", dict(width=3, depth=1, sampling="iid", verifier="gbv")),
     ("eagle", "eagle", dict(top_k=2, depth=3, budget=4, verifier="onehot")),
     ("eagle-wide", "eagle", dict(top_k=3, depth=2, budget=4, verifier="onehot")),
     ("rheo-next-ot", "rheo", dict(top_k=2, depth=3, budget=4, proxy="next", verifier="ot")),
@@ -111,7 +114,7 @@ def compute(case: str, pair_name: str) -> dict:
 SAMPLED_CASES = ["chain-block", "chain-kseq", "static-iid-traversal", "static-wor-rrs", "multichain-wor-rrs", "eagle",
                  "rheo-next-ot", "rheo-head0-fillers", "rheo-head1-fill-seq", "rheo-true-ot",
                  "adaptive-head0-traversal", "adaptive-head1-ot-wor", "adaptive-next-traversal-ot",
-                 "adaptive-predicted"]
+                 "adaptive-predicted", "multichain-iid-gbv"]
 
 #: Draws per sampled case, and the seed.
 SAMPLES, SEED = 40, 0
