@@ -1,7 +1,8 @@
 """Where the tree-level verifiers are lossless: an exact verdict table, family x verifier.
 
-Block verification (arXiv 2403.10444, ``rheotheory/verify/block.py``) and Traversal
-Verification (arXiv 2505.12398, ``rheotheory/verify/traversal.py``) are certified exactly
+Block verification (arXiv 2403.10444, ``rheotheory/verify/block.py``), Traversal
+Verification (arXiv 2505.12398, ``rheotheory/verify/traversal.py``) and the verifiers published
+since the seed paper (GBV, SpecTr-GBV, HSD: docs/theory.md section 7.3) are certified exactly
 (docs/theory.md sections 4, 5 and 7.1) on random toy instances ``random_pair(V, D, seed)`` of
 every tree family, including the families they are not registered for (the verifier is put into
 the method through :func:`with_tree_verifier`). For each family and verifier the table gives
@@ -40,7 +41,7 @@ from rheotheory.verify import tree_verifier, verifier_families
 HERE = Path(__file__).resolve().parent
 
 #: The tree-level verifiers certified here.
-TREE_LEVEL = ("block", "traversal", "gbv", "spectr-gbv")
+TREE_LEVEL = ("block", "traversal", "gbv", "spectr-gbv", "hsd")
 #: The verifiers whose law of Z on a chain is compared with block verification's (each reduces to it there).
 SAME_AS_BLOCK = ("traversal", "gbv")
 
@@ -213,7 +214,12 @@ def report(results: list, seeds_label: str, counterexamples: list) -> str:
               "instance here is lossy (on `eagle` its tau equals `onehot`'s on every instance, on `rheo next` it is "
               "below `ot`'s on average); `rheo tail` and `rheo min-best-tail` are lossy (below), as `sequential` is there "
               "(docs/theory.md section 8): traversal, like `sequential`, needs the sampled child to keep its law "
-              "given its deterministic siblings.", ""]
+              "given its deterministic siblings.", "",
+              f"Verifiers published since the seed paper (`rheotheory/verify/gbv.py`, `spectr_gbv.py`, `hsd.py`; "
+              f"docs/theory.md section 7.3): `gbv` for {', '.join(verifier_families('gbv'))} (K i.i.d. chains; "
+              "block verification on one chain), lossless on every instance; `spectr-gbv` (its one-step rule as "
+              "read from the paper's public description) and `hsd` (the one-pass rule of the authors' stand-alone "
+              "code) are registered as known lossy: their witnesses are below.", ""]
     lines.append("Counterexamples (shrunk greedily, exact):" if counterexamples else "No lossy cell.")
     lines += [f"- {c[2]}" for c in counterexamples]
     return "\n".join(lines) + "\n"

@@ -100,12 +100,15 @@ def test_tree_level_verifiers_quick_table():
                        capture_output=True, text=True, timeout=TIMEOUT)
     assert r.returncode == 0, r.stdout + r.stderr
     rows = _table_rows(r.stdout)
-    assert len(rows) == 10, rows
+    assert len(rows) == 15, rows
     for (family, ver), (registered, counts, dev) in rows.items():
+        ok, total = counts.split(" / ")[:2]
         if registered == "yes":
-            ok, total = counts.split(" / ")
             assert ok == total and dev == "0", (family, ver, counts, dev)
+        if registered == "yes (known lossy)":  # the flag is a finding: some instance here is lossy
+            assert int(ok) < int(total.split()[0]) and dev != "0", (family, ver, counts, dev)
     assert "lossy on a constructed instance" in rows[("rheo min-best-tail", "traversal")][1]
+    assert {ver for (_, ver), r in rows.items() if r[0] == "yes (known lossy)"} == {"spectr-gbv", "hsd"}
 
 
 @pytest.mark.claims

@@ -152,9 +152,9 @@ class SkipResidualTraversalOT(TraversalOTVerifier):
     state_after_rejection = staticmethod(_skip_residual_step)
 
 
-def _plain_draft(P, Q, alpha, k, order=None):
+def _plain_draft(Q, alpha, k, order):
     """GBV's skewed draft replaced by the draft itself: the selection's skew is forgotten."""
-    law, lo, hi = max_of_k_law(P, Q, alpha, k, order)
+    law, lo, hi = max_of_k_law(Q, alpha, k, order)
     return Q, lo, hi
 
 

@@ -47,6 +47,7 @@ from . import traversal  # noqa: E402,F401  (registration)
 from . import traversal_ot  # noqa: E402,F401  (registration)
 from . import gbv  # noqa: E402,F401  (registration)
 from . import spectr_gbv  # noqa: E402,F401  (registration)
+from . import hsd  # noqa: E402,F401  (registration)
 
 __all__ = [
     "draw_pending",

@@ -48,7 +48,7 @@ the decoder sample it.
 >>> q = np.array([F(1, 4), F(1, 2), F(1, 4)], dtype=object)
 >>> [int(t) for t in np.argsort(rank_positions(p, q))]  # ascending p/q: 1 (1/2), 2 (1), 0 (2)
 [1, 2, 0]
->>> law, _, _ = max_of_k_law(p, q, F(0), 2)  # the larger of two i.i.d. draws from q, in that order
+>>> law, _, _ = max_of_k_law(q, F(0), 2, rank_order(p, q))  # the larger of two i.i.d. draws from q
 >>> [str(x) for x in law]
 ['7/16', '1/4', '5/16']
 """
@@ -57,10 +57,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import laws
 from ..errors import VerifierError
 from ..trees.tree import SAMPLED
-from .block import BlockVerifier, member_law
+from .block import BlockVerifier
 from .walk import draw_pending, register_tree_verifier
 
 __all__ = ["GreedyBlockVerifier", "GBV", "GBV_FAMILIES", "rank_order", "rank_positions", "max_of_k_law",
@@ -76,42 +75,36 @@ def rank_order(P, Q) -> np.ndarray:
 
     Ascending :math:`P(t) / Q(t)`, ties by token id. A token the draft cannot draw carries no draft
     mass and is never selected: it is left out (above every drafted token in the paper's order).
-    ``P``, ``Q``: # [vocab], exact or float; sorting the support only keeps a sparse draft at V = 32k cheap.
+    ``P``, ``Q``: # [vocab], exact or float (numpy sorts Fractions as it sorts floats); sorting the
+    support only keeps a sparse draft at V = 32k cheap.
     """
     supp = np.flatnonzero(Q != 0)  # [support]
-    if laws.is_exact(Q):
-        return np.asarray(sorted(supp.tolist(), key=lambda t: (P[t] / Q[t], t)), dtype=np.int64)
     return supp[np.lexsort((supp, P[supp] / Q[supp]))]  # last key first: by ratio, then by id
 
 
 def rank_positions(P, Q) -> np.ndarray:
     """Each token's position in GBV's order (0 = lowest; tokens the draft cannot draw last, by id), # [vocab]."""
-    order = rank_order(P, Q)
-    rest = np.flatnonzero(Q == 0)
     pos = np.empty(len(Q), dtype=np.int64)
-    pos[np.concatenate([order, rest]).astype(np.int64)] = np.arange(len(Q))
+    pos[np.concatenate([rank_order(P, Q), np.flatnonzero(Q == 0)])] = np.arange(len(Q))
     return pos
 
 
-def max_of_k_law(P, Q, alpha, k: int, order=None):
+def max_of_k_law(Q, alpha, k: int, order):
     r"""The skewed draft :math:`Q^\Gamma` at one node of the selected path (module docstring, step 3).
 
-    ``P``, ``Q``: the target and draft laws at the node (# [vocab]); ``alpha``: :math:`\alpha_i`;
-    ``k``: the number of i.i.d. paths; ``order``: :func:`rank_order` of ``(P, Q)`` if already
-    computed. Returns ``(law, lo, hi)``: :math:`Q^\Gamma_i` (# [vocab]) and :math:`\ell`, :math:`h`
-    on the drafted tokens (# [vocab], 0 elsewhere), from which :math:`\alpha_{i+1} = \ell(x) / h(x)`
-    for the selected token :math:`x`.
+    ``Q``: the draft at the node (# [vocab]); ``alpha``: :math:`\alpha_i`; ``k``: the number of
+    i.i.d. paths; ``order``: :func:`rank_order` at the node (# [support]). Returns ``(law, lo, hi)``:
+    :math:`Q^\Gamma_i` (# [vocab]), and :math:`\ell`, :math:`h` of the drafted tokens in ``order``
+    (# [support] each), from which :math:`\alpha_{i+1} = \ell / h` at the selected token.
     """
-    order = rank_order(P, Q) if order is None else order
     q = Q[order]  # [support] in rank order
-    csum = q.cumsum()
     beta = 1 - alpha
-    lo_s = alpha + beta * (csum - q)  # [support] C(t): draft mass ranked strictly below t
-    hi_s = lo_s + beta * q
-    num = sum(hi_s ** j * lo_s ** (k - 1 - j) for j in range(k))
+    lo = alpha + beta * (q.cumsum() - q)  # [support] alpha + beta C(t), C: draft mass ranked strictly below t
+    hi = lo + beta * q
+    num = sum(hi ** j * lo ** (k - 1 - j) for j in range(k))
     den = sum(alpha ** (k - 1 - j) for j in range(k))
-    law, lo, hi = Q * 0, Q * 0, Q * 0  # [vocab] each
-    law[order], lo[order], hi[order] = q * num / den, lo_s, hi_s
+    law = Q * 0  # [vocab]: 0 where the draft cannot draw
+    law[order] = q * num / den
     return law, lo, hi
 
 
@@ -127,12 +120,9 @@ def drafted_paths(tree) -> list[tuple[int, ...]]:
     paths = []
     for c in roots:
         path = [c]
-        while True:
-            kids = tree.kept_children(path[-1])
-            if len(kids) > 1:
+        while kids := tree.kept_children(path[-1]):
+            if len(kids) != 1:
                 raise VerifierError(f"gbv verifies K i.i.d. chains; node {path[-1]} has {len(kids)} kept children")
-            if not kids:
-                break
             path.append(kids[0])
         paths.append(tuple(path))
     for path in paths:
@@ -142,7 +132,7 @@ def drafted_paths(tree) -> list[tuple[int, ...]]:
                 raise VerifierError(f"gbv verifies chains drawn i.i.d. from the draft; node {v} is not")
     if len({len(p) for p in paths}) > 1:
         raise VerifierError("gbv verifies K i.i.d. chains of equal length; these differ")
-    if len(roots) > 1 and len({id(tree.nodes[c].group) for c in roots}) > 1:
+    if len({id(tree.nodes[c].group) for c in roots}) > 1:
         raise VerifierError("gbv verifies K chains drawn i.i.d. at the root; these come from different draws")
     return paths
 
@@ -162,36 +152,33 @@ class GreedyBlockVerifier(BlockVerifier):
 
     def outcomes(self, tree, target, branch, weight=1, observe=None):
         paths = drafted_paths(tree)
-        p_root = target(0, ())  # [vocab]
-        if not paths:
-            yield from self._verify((), (), [p_root], [], weight, branch)
-            return
         pending = tree.pending_draws([v for path in paths for v in path])
         for dw, known in draw_pending(tree, pending, branch, w=weight):
-            toks, nodes, P, QG = self.select(tree, paths, known, target, p_root)
-            yield from self._verify(toks, nodes, P, QG, dw, branch)
+            yield from self._verify(*self.select(tree, paths, known, target), dw, branch)
 
-    def select(self, tree, paths, known, target, p_root):
+    def select(self, tree, paths, known, target):
         """The selected path and its laws: ``(tokens, nodes, P, QG)`` with ``P`` the target laws at
-        its L + 1 nodes (root first) and ``QG`` the skewed draft of each of its L tokens (# [vocab] each)."""
+        its L + 1 nodes (root first) and ``QG`` the skewed draft of each of its L tokens (# [vocab] each).
+        No chains (an empty tree): the root alone."""
         k = len(paths)
         alive = list(range(k))  # the chains that agree with the selected path so far
-        toks, nodes, P, QG = (), (), [p_root], []
-        alpha = p_root[0] * 0  # alpha_1 = 0, in the laws' number type
-        for i in range(len(paths[0])):
-            drawn = {c: member_law(tree, paths[c][i], known, P[-1]) for c in alive}  # chain -> (token, Q)
-            Q = drawn[alive[0]][1]  # [vocab] the draft at the shared node (i.i.d.: one law for every chain)
-            order = rank_order(P[-1], Q)
-            x = max({drawn[c][0] for c in alive}, key=lambda t: int(np.flatnonzero(order == t)[0]))  # [support] scan
-            law, lo, hi = self.skewed_law(P[-1], Q, alpha, k, order)
-            alpha = lo[x] / hi[x]
-            alive = [c for c in alive if drawn[c][0] == x]
+        toks, nodes, P, QG = (), (), [target(0, ())], []
+        alpha = P[0][0] * 0  # alpha_1 = 0, in the laws' number type
+        for i in range(len(paths[0]) if paths else 0):
+            drawn = {c: tree.candidate(paths[c][i], known) for c in alive}  # chain -> (token, member law)
+            Q = drawn[alive[0]].law  # [vocab] the draft at the shared node (i.i.d.: one law for every chain)
+            order = rank_order(P[-1], Q)  # [support]
+            r = max(int(np.flatnonzero(order == drawn[c].token)[0]) for c in alive)  # the largest drafted rank
+            x = int(order[r])
+            law, lo, hi = self.skewed_law(Q, alpha, k, order)
+            alpha = lo[r] / hi[r]
+            alive = [c for c in alive if drawn[c].token == x]
             toks, nodes = toks + (x,), nodes + (paths[alive[0]][i],)
             QG.append(law)
             P.append(target(nodes[-1], toks))
         return toks, nodes, P, QG
 
-    #: ``(P, Q, alpha, k, order) -> (law, lo, hi)``: the selected token's law (:func:`max_of_k_law`). The
+    #: ``(Q, alpha, k, order) -> (law, lo, hi)``: the selected token's law (:func:`max_of_k_law`). The
     #: planted bugs of :mod:`rheotheory.testing.mutants` replace it; the registered verifier never does.
     skewed_law = staticmethod(max_of_k_law)
 

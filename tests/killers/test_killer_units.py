@@ -589,3 +589,120 @@ def test_walk_observer_sees_the_node_view_and_the_memo_avoids_recomputing():
     list(walker.outcomes(tree, lambda n, u: p, branch))
     list(walker.outcomes(tree, lambda n, u: p, branch))
     assert len(calls) == 2  # two views (s = 0, s = 1), each computed once across both evaluations
+
+
+# -- gbv: greedy multi-path block verification -------------------------------------------------
+def _chains(k: int, depth: int, q=Q, mode="iid", tokens=None):
+    """K sampled chains of ``depth`` from the root, the root's children one group of ``mode``;
+    ``tokens[c][d]``: the drawn token of chain c at depth d (None: left unresolved)."""
+    tree = Tree(F(1))
+    root = SampleGroup(q, mode, ("root",))
+    for c in range(k):
+        tok = (lambda d: tokens[c][d]) if tokens else (lambda d: None)
+        v = tree.add(0, SAMPLED, F(1), token=tok(0), group=root)
+        for d in range(1, depth):
+            v = tree.add(v, SAMPLED, F(1), token=tok(d), group=SampleGroup(q, "iid", (v, d)))
+    return tree
+
+
+def test_gbv_rank_order_ratio_then_id_and_support_only():
+    from rheotheory.verify.gbv import rank_order, rank_positions
+
+    # P/Q = 2, 1, 1/2: ascending 2, 1, 0; the float and exact paths agree
+    assert rank_order(P, Q).tolist() == [2, 1, 0]
+    assert rank_order(laws.to_float(P), laws.to_float(Q)).tolist() == [2, 1, 0]
+    # ties (P/Q = 1 everywhere) by id; a token the draft cannot draw is left out, ranked last by rank_positions
+    q0 = law("1/2", "0", "1/2")
+    assert rank_order(q0, q0).tolist() == [0, 2]
+    assert rank_positions(q0, q0).tolist() == [0, 2, 1]
+    assert rank_order(q0, q0).dtype == np.int64
+
+
+def test_gbv_max_of_k_law_hand_values():
+    from rheotheory.verify.gbv import max_of_k_law, rank_order
+
+    order = rank_order(P, Q)  # [2, 1, 0], masses 1/2, 1/4, 1/4
+    law_, lo, hi = max_of_k_law(Q, F(0), 2, order)
+    # P(max = t) = F(t)^2 - F(t-)^2: token 2: 1/4, token 1: 9/16 - 1/4 = 5/16, token 0: 1 - 9/16 = 7/16
+    assert list(law_) == [F(7, 16), F(5, 16), F(1, 4)]
+    assert list(lo) == [0, F(1, 2), F(3, 4)] and list(hi) == [F(1, 2), F(3, 4), 1]
+    # alpha > 0 (after a prefix ranked below others): Q(t) sum_j h^j l^(1-j) / (1 + alpha), K = 2
+    law_, lo, hi = max_of_k_law(Q, F(1, 2), 2, order)
+    assert list(lo) == [F(1, 2), F(3, 4), F(7, 8)]
+    assert list(law_) == [F(1, 4) * (F(7, 8) + 1) / F(3, 2), F(1, 4) * (F(3, 4) + F(7, 8)) / F(3, 2),
+                          F(1, 2) * (F(1, 2) + F(3, 4)) / F(3, 2)]
+    assert sum(law_) == 1
+    # K = 1: the draft itself
+    assert list(max_of_k_law(Q, F(0), 1, order)[0]) == list(Q)
+
+
+@pytest.mark.parametrize("build, match", [
+    (lambda: _two_kids_below_root(), "gbv verifies K i.i.d. chains; node 1 has 2 kept children"),
+    (lambda: _with_det(), "gbv verifies chains drawn i.i.d. from the draft; node 2 is not"),
+    (lambda: _chains(2, 2, mode="wor"), "gbv verifies chains drawn i.i.d. from the draft; node 1 is not"),
+    (lambda: _unequal(), "gbv verifies K i.i.d. chains of equal length; these differ"),
+    (lambda: _two_groups(), "gbv verifies K chains drawn i.i.d. at the root; these come from different draws"),
+])
+def test_gbv_refuses_trees_outside_its_setting(build, match):
+    from rheotheory.verify.gbv import GBV, drafted_paths
+
+    tree = build().finish()
+    with pytest.raises(VerifierError) as e:
+        drafted_paths(tree)
+    assert str(e.value) == match
+    with pytest.raises(VerifierError):
+        list(GBV.outcomes(tree, lambda node, u: P, EnumerateBranch()))
+
+
+def _two_kids_below_root():
+    tree = Tree(F(1))
+    v = tree.add(0, SAMPLED, F(1), group=SampleGroup(Q, "iid", ("root",)))
+    g = SampleGroup(Q, "iid", (v,))
+    tree.add(v, SAMPLED, F(1), group=g)
+    tree.add(v, SAMPLED, F(1), group=g)
+    return tree
+
+
+def _with_det():
+    tree = Tree(F(1))
+    v = tree.add(0, SAMPLED, F(1), group=SampleGroup(Q, "iid", ("root",)))
+    tree.add(v, DET, F(1), token=0)
+    return tree
+
+
+def _unequal():
+    tree = _chains(1, 2)
+    tree.add(0, SAMPLED, F(1), group=tree.nodes[1].group)
+    return tree
+
+
+def _two_groups():
+    tree = Tree(F(1))
+    tree.add(0, SAMPLED, F(1), group=SampleGroup(Q, "iid", ("a",)))
+    tree.add(0, SAMPLED, F(1), group=SampleGroup(Q, "iid", ("b",)))
+    return tree
+
+
+def test_gbv_outcomes_weights_nodes_and_target_calls():
+    from rheotheory.verify.gbv import GBV
+
+    tree = _chains(2, 2, tokens=[(2, 0), (1, 1)]).finish()
+    calls = []
+
+    def target(node, prefix):
+        assert tree.path(node) == prefix  # the node whose prefix it is (the decoder reads rows by node)
+        calls.append(node)
+        return P
+
+    outs = list(GBV.outcomes(tree, target, EnumerateBranch()))  # the default weight is 1
+    assert sum(o.weight for o in outs) == 1
+    assert 0 in calls and set(calls) <= {0, 1, 2, 3, 4}
+    # chain 1 starts with token 1 (P/Q = 1) above chain 0's token 2 (P/Q = 1/2): it is the selected path
+    assert {o.nodes for o in outs} == {(), (3,), (3, 4)}
+    for o in outs:  # the accepted tokens sit on the nodes named, a prefix of one drafted chain
+        assert tree.path(o.nodes[-1]) == o.z[:-1] if o.nodes else len(o.z) == 1
+    assert sum(o.weight for o in GBV.outcomes(tree, target, EnumerateBranch(), weight=F(1, 3))) == F(1, 3)
+    # no chains: the root's target law
+    empty = Tree(F(1)).finish()
+    assert {o.z: o.weight for o in GBV.outcomes(empty, lambda n, u: P, EnumerateBranch())} == \
+        {(0,): F(1, 2), (1,): F(1, 4), (2,): F(1, 4)}
