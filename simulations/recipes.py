@@ -817,7 +817,7 @@ RECIPES: list[Recipe] = [
     Recipe("tree_level_verifiers", "proofs", ("REPORT_tree_level.md",),
            steps=(step("python proofs/tree_level_verifiers.py"),),
            quick=(step("python proofs/tree_level_verifiers.py --seeds 1 --out {out}/REPORT_tree_level.md"),),
-           seconds=30, quick_seconds=8, seed="instances random_pair(V, D, seed), fixed seed ranges",
+           seconds=45, quick_seconds=8, seed="instances random_pair(V, D, seed), fixed seed ranges",
            tables={"tree_level_exact": tree_level_md}),
     Recipe("sweep_v32k_tree_level", SIM, ("sweep_v32k_tree_level.csv", "sweep_v32k_tree_level.png"),
            steps=(step("python -m rheotheory.cli sweep --vocab 32000 --sparse 128 --temperatures 0 0.5 1 "
