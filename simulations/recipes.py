@@ -812,7 +812,7 @@ RECIPES: list[Recipe] = [
     Recipe("optimum_table", SIM, ("optimum_table.csv", "optimum_table.md", "optimum_table.png"),
            steps=(step("python simulations/optimum_table.py --instances 50 --out {out}/optimum_table"),),
            quick=(step("python simulations/optimum_table.py --instances 1 --out {out}/optimum_table"),),
-           seconds=1500, quick_seconds=6, seed="instances random_pair(V, 2, seed), seeds 0..49",
+           seconds=150, quick_seconds=6, seed="instances random_pair(V, 2, seed), seeds 0..49",
            tables={"optimum_summary": optimum_summary_md}),
     Recipe("tree_level_verifiers", "proofs", ("REPORT_tree_level.md",),
            steps=(step("python proofs/tree_level_verifiers.py"),),
