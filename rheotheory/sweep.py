@@ -316,6 +316,10 @@ def read_csv(path) -> list[dict]:
     return out
 
 
+#: Methods whose legend still fits inside the first panel; more go below the panels.
+LEGEND_INSIDE = 6
+
+
 def plot_sweep(rows: list[dict], path, title: str = "") -> None:
     """Tau against temperature per method (95% bands), one panel per (mismatch, tree size)."""
     import matplotlib
@@ -328,7 +332,14 @@ def plot_sweep(rows: list[dict], path, title: str = "") -> None:
     methods = list(dict.fromkeys(r["method"] for r in rows))
     ncol = min(len(panels), 2 if len(panels) <= 4 else 3)
     nrow = math.ceil(len(panels) / ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(5.2 * ncol, 3.9 * nrow), squeeze=False)
+    # NOTE: one colour per method in every panel; past ten methods tab10's colours come round again,
+    # told apart by square markers and dotted lines. Past LEGEND_INSIDE methods the legend goes below.
+    cmap = plt.get_cmap("tab10")
+    colour = {m: cmap(i % 10) for i, m in enumerate(methods)}
+    second = {m for i, m in enumerate(methods) if i >= 10}
+    outside = len(methods) > LEGEND_INSIDE
+    legend_rows = math.ceil(len(methods) / 4) if outside else 0
+    fig, axes = plt.subplots(nrow, ncol, figsize=(5.2 * ncol, 3.9 * nrow + 0.22 * legend_rows), squeeze=False)
     for ax, (mm, K, D, N) in zip(axes.flat, panels):
         for meth in methods:
             sel = sorted((r for r in rows if r["method"] == meth and r["mismatch"] == mm and int(r["top_k"]) == K
@@ -336,9 +347,10 @@ def plot_sweep(rows: list[dict], path, title: str = "") -> None:
             if not sel:
                 continue
             T = [float(r["temperature"]) for r in sel]
-            style = "-" if meth.startswith("rheo") else "--"
-            lw = 2.2 if meth in ("rheo", "eagle") else 1.2
-            line, = ax.plot(T, [float(r["tau"]) for r in sel], style, marker="o", ms=3, lw=lw, label=meth)
+            style = ":" if meth in second else "-" if meth.startswith("rheo") else "--"
+            lw = 2.2 if meth in ("rheo", "eagle") else 1.5 if meth in second else 1.2
+            line, = ax.plot(T, [float(r["tau"]) for r in sel], style, marker="s" if meth in second else "o", ms=3,
+                            lw=lw, label=meth, color=colour[meth])
             ax.fill_between(T, [float(r["tau_low"]) for r in sel], [float(r["tau_high"]) for r in sel],
                             color=line.get_color(), alpha=0.15)
         acc = [float(r["single_accept"]) for r in rows if r["mismatch"] == mm and float(r["temperature"]) == 1.0]
@@ -349,10 +361,14 @@ def plot_sweep(rows: list[dict], path, title: str = "") -> None:
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
-    axes.flat[0].legend(fontsize=7, loc="best")
+    if outside:
+        handles, labels = axes.flat[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7, frameon=False)
+    else:
+        axes.flat[0].legend(fontsize=7, loc="best")
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.22 * legend_rows / (3.9 * nrow + 0.22 * legend_rows), 1, 1))
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=110)
     plt.close(fig)

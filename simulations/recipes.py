@@ -892,7 +892,7 @@ RECIPES: list[Recipe] = [
                        "--temperatures 1 --trees 4,4,16 --methods chain:verifier=block "
                        "multichain:width=4:verifier=gbv --steps 5 --seed 0 --workers 1 --out {out} "
                        "--stem sweep_v32k_multipath"),),
-           seconds=420, quick_seconds=5, seed=0,
+           seconds=330, quick_seconds=5, seed=0,
            tables={"sweep_v32k_multipath": lambda f: sweep_md(f, "sweep_v32k_multipath.csv"),
                    "gbv_vs_block": gbv_vs_block_md}),
     Recipe("sweep_v32k", SIM, ("sweep_v32k.csv", "sweep_v32k.png"),
