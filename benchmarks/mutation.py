@@ -180,9 +180,9 @@ EQUIVALENT = {
         "rest_mass >= 0: with no mass outside the block the coarse law equals the member law, so "
         "the coarse draw and the full draw ask the chooser the same law and set the same token",
     "rheotheory.verify.gbv.x_max_of_k_law__mutmut_30":
-        "law = Q * 1 instead of Q * 0: the drafted tokens' entries are overwritten, and the others are 0 in Q",
+        "`law = Q * 1` instead of `Q * 0`: the drafted tokens' entries are overwritten, and the others are 0 in Q",
     "rheotheory.verify.gbv.xǁGreedyBlockVerifierǁselect__mutmut_14":
-        "P[0][1] * 0 instead of P[0][0] * 0: any entry times 0 is 0 in the laws' number type (V >= 2)",
+        "`P[0][1] * 0` instead of `P[0][0] * 0`: any entry times 0 is 0 in the laws' number type (V >= 2)",
     # -- the dynamic builder ------------------------------------------------------------------------
     "rheotheory.trees.dynamic.xǁExpansionCacheǁexpansion_outcomes__mutmut_2":
         "another string in the memo key: the key stays one per prefix, and no other key of the shared "
