@@ -32,7 +32,9 @@ def _check_sampled(verifier: str, mode: str, shape) -> None:
     tv = TREE_VERIFIERS.get(verifier)
     modes = getattr(tv, "sampling_modes", None)  # a tree-level verifier that reads one sampling mode only
     if modes is not None and mode not in modes:
-        raise VerifierError(f"{verifier} verifies drafts sampled {' or '.join(modes)}; use --sampling {modes[0]}")
+        said = {"iid": "i.i.d.", "wor": "without replacement"}
+        raise VerifierError(f"{verifier} verifies drafts sampled {' or '.join(said.get(m, m) for m in modes)}; "
+                            f"use --sampling {modes[0]}")
 
 
 def _shape_value(text):
