@@ -12,6 +12,11 @@ from .certify import DEFAULT_MAX_BRANCHES, size_enumeration
 __all__ = ["register", "run"]
 
 
+
+#: Longest exact tau printed as it is on the console (the full fraction is in --json).
+MAX_SHOWN_CHARS = 60
+
+
 def register(sub) -> None:
     from ..lp_optimum import MAX_LP_CONSTRAINTS, MAX_LP_VARIABLES
 
@@ -99,7 +104,10 @@ def _solve(args, pair, method, names, todo, bar) -> int:
     print(f"re-check        : {opt.recheck}")
     for name, r in rows.items():
         note = "" if r["lossless"] else "  LOSSY: not bounded by the optimum"
-        print(f"  {name:<12}  tau {r['tokens_per_step']}  (~{r['tokens_per_step_float']:.6f}, "
+        tau = r["tokens_per_step"]
+        if len(tau) > MAX_SHOWN_CHARS:  # NOTE: a lossy verifier's exact tau can run to hundreds of digits
+            tau = f"<{len(tau)}-character fraction: --json>"
+        print(f"  {name:<12}  tau {tau}  (~{r['tokens_per_step_float']:.6f}, "
               f"{100 * r['fraction_of_optimum_float']:.2f}% of the optimum){note}")
     for name, why in skipped.items():
         print(f"  {name:<12}  not applicable: {why}")
