@@ -34,12 +34,13 @@ import numpy as np
 from . import laws
 from .errors import RheoError, TreeError
 from .methods import Method
+from .methods.registry import step_policy
 from .trees import NeedChoice, ReplayChooser, Tree
 from .verify.walk import EnumerateBranch, method_tree_verifier
 
 __all__ = ["TreeClass", "Enumeration", "Certificate", "CostEstimate", "enumerate_classes", "estimate_branches",
            "estimate_cost", "step_law",
-           "lossless_check", "prepare_pair", "certify", "FLOAT_LOSSLESS_TOL"]
+           "lossless_check", "prepare_pair", "certify", "certify_steps", "PrefixView", "FLOAT_LOSSLESS_TOL"]
 
 #: In float mode a method is reported lossless when its largest deviation is at most this.
 FLOAT_LOSSLESS_TOL = 1e-12
@@ -434,3 +435,76 @@ def certify(pair, method: Method, exact: bool | None = None, progress=False,
     ok = chk.max_deviation == 0 if pair.exact else chk.max_deviation <= FLOAT_LOSSLESS_TOL
     return Certificate(ok, chk.max_deviation, chk.worst_sequence, chk.per_length, tau, enum.outcomes,
                        len(enum.classes), enum.branches, pair.exact, method, z_law, time.perf_counter() - t0)
+
+
+class PrefixView:
+    """The pair seen after ``prefix``: ``p(u) = pair.p(prefix + u)``, the same for ``q``; the
+    horizon shrinks by the prefix's length (the pair a step after ``prefix`` builds its tree on)."""
+
+    def __init__(self, pair, prefix: tuple):
+        self.pair, self.prefix = pair, tuple(prefix)
+        self.vocab_size, self.exact = pair.vocab_size, pair.exact
+        self.horizon = pair.horizon - len(self.prefix)
+
+    def p(self, prefix):
+        return self.pair.p(self.prefix + tuple(prefix))
+
+    def q(self, prefix):
+        return self.pair.q(self.prefix + tuple(prefix))
+
+
+def certify_steps(pair, method: Method, steps: int = 2, exact: bool | None = None, policy=None, seed: int = 0,
+                  max_branches: int | None = None, progress=None) -> Certificate:
+    r"""Certify ``steps`` consecutive steps at once (docs/theory.md section 2.8).
+
+    Step 1 runs what the policy (``policy``, default ``method.policy(seed)``) chooses with no
+    history; after each outcome :math:`z_1` of step 1, with its exact probability, step 2 runs on the
+    pair seen after :math:`z_1` the method the policy chooses once it has seen :math:`z_1`, and so on.
+    The output is the concatenation :math:`W = Z_1 Z_2 \cdots` and the certificate is the lossless
+    criterion of section 4 for :math:`W` (lengths up to ``steps * (D + 1)``). A policy whose choice
+    depends on the past only is lossless whenever its arms are; one that peeks at a step's own
+    draws need not be, and this is where that shows. ``tokens_per_step`` is :math:`E|W|` over
+    ``steps``; ``classes`` and ``branches`` add up every step's enumerations; ``max_branches`` caps
+    each one. ``progress``, when given, is called with 1 after each step enumeration.
+    """
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+        raise RheoError(f"steps must be a positive integer, got {steps!r}")
+    t0 = time.perf_counter()
+    if exact is not None:
+        pair = pair.to_exact() if exact else pair.to_float()
+    depth = method.depth
+    need = steps * (depth + 1) - 1
+    horizon = getattr(pair, "horizon", None)
+    if horizon is not None and need > horizon:
+        raise TreeError(f"{steps} steps of depth {depth} read prefixes up to length {need}, beyond the instance "
+                        f"horizon {horizon}")
+    one = laws.parse_number(1, pair.exact)
+    states = [((), one, policy if policy is not None else step_policy(method, seed))]  # (output so far, weight, policy)
+    outcomes = classes = branches = 0
+    for _ in range(steps):
+        nxt = []
+        laws_at: dict = {}  # (prefix, method key) -> the step's law (a prefix reached twice is enumerated once)
+        for prefix, w, pol in states:
+            view = PrefixView(pair, prefix) if prefix else pair
+            m = pol.choose(view.q(()) if pol.reads_root else None)
+            key = (prefix, m.run_key(), id(m) if not hasattr(m, "run_key") else None)
+            zl = laws_at.get(key)
+            if zl is None:
+                enum = enumerate_classes(view, m, max_branches=max_branches)
+                outcomes, classes, branches = outcomes + enum.outcomes, classes + len(enum.classes), \
+                    branches + enum.branches
+                zl = laws_at[key] = step_law(view, m, enum)
+                if progress is not None:
+                    progress(1)
+            for z, pz in zl.items():
+                if pz != 0:
+                    nxt.append((prefix + z, w * pz, pol.after(m, z)))
+        states = nxt
+    w_law: dict = {}
+    for out, w, _ in states:
+        w_law[out] = w_law.get(out, 0) + w
+    chk = lossless_check(pair, w_law, steps * (depth + 1))
+    tau = sum((len(z) * w for z, w in w_law.items()), laws.parse_number(0, pair.exact)) / steps
+    ok = chk.max_deviation == 0 if pair.exact else chk.max_deviation <= FLOAT_LOSSLESS_TOL
+    return Certificate(ok, chk.max_deviation, chk.worst_sequence, chk.per_length, tau, outcomes, classes,
+                       branches, pair.exact, method, w_law, time.perf_counter() - t0)

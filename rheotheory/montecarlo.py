@@ -31,12 +31,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
 from .errors import RheoError
 from .methods import Method
+from .methods.registry import step_policy
 from .trees import RandomChooser
 from .verify.optimum import ot_value
 from .verify.walk import SampleBranch, method_tree_verifier, sample_outcome
@@ -72,6 +73,7 @@ class StepRecord:
     node_accept: tuple  # acceptance sum(cont) at each visited node with candidates, root first
     node_opt: tuple  # per-node optimum (or upper bound) at the same nodes; nan where unknown
     nodes: int  # kept non-root nodes of the tree (the verification cost)
+    arm: int = 0  # which arm of an online method's policy ran the step (0 for a fixed method)
 
 
 @dataclass(frozen=True)
@@ -177,10 +179,16 @@ def sample_outputs(pair, method: Method, samples: int, seed: int = 0, progress=N
     _check_run_args(samples, seed)
     pair = _as_float_pair(pair)
     rng = _step_rng(seed)
-    build = method.builder(pair)
+    policy, builds = step_policy(method, seed), {}
     out = []
     for _ in range(samples):
-        out.append(sample_step(pair, method, rng, build).z)
+        m = policy.choose(pair.q(()) if policy.reads_root else None)
+        key = m.run_key()
+        if key not in builds:
+            builds[key] = m.builder(pair)
+        z = sample_step(pair, m, rng, builds[key]).z
+        policy = policy.after(m, z)
+        out.append(z)
         if progress is not None:
             progress(1)
     return out
@@ -194,22 +202,36 @@ def run_steps(pair, method: Method, steps: int, seed: int = 0, contexts: bool = 
     pairs); the contexts depend on ``seed`` only, so every method run with one seed sees the
     same contexts. Otherwise every step starts from the root prefix. Sampled
     :class:`StepRecord` objects are appended to ``records`` when given.
+
+    Each step runs what ``method.policy(seed)`` chooses (docs/theory.md section 2.8): the method
+    itself at every step, or for an online method the arm its policy picks from the earlier steps.
     """
     _check_run_args(steps, seed)
     pair = _as_float_pair(pair)
     if contexts and not hasattr(pair, "at"):
         raise RheoError("contexts need a pair with .at(context) (a synthetic pair)")
     rng, crng = _step_rng(seed), _context_rng(seed)
-    build = None if contexts else method.builder(pair)
+    policy, builds = step_policy(method, seed), {}
     lengths, accepts, opts, nodes = [], [], [], []
     t0 = time.perf_counter()
     for _ in range(steps):
         if contexts:
             ctx = tuple(int(x) for x in crng.integers(0, pair.vocab_size, size=CONTEXT_LENGTH))
             step_pair = pair.at(ctx)
-            rec = sample_step(step_pair, method, rng, method.builder(step_pair), optimum)
         else:
-            rec = sample_step(pair, method, rng, build, optimum)
+            step_pair = pair
+        m = policy.choose(step_pair.q(()) if policy.reads_root else None)
+        if contexts:
+            build = m.builder(step_pair)
+        else:
+            build = builds.get(m.run_key())
+            if build is None:
+                build = builds[m.run_key()] = m.builder(pair)
+        rec = sample_step(step_pair, m, rng, build, optimum)
+        arm = getattr(policy, "arms", (m,)).index(m)
+        policy = policy.after(m, rec.z)
+        if arm:
+            rec = replace(rec, arm=arm)
         lengths.append(len(rec.z))
         accepts.extend(rec.node_accept)
         nodes.append(rec.nodes)

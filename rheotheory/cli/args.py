@@ -294,7 +294,7 @@ def add_method_arguments(ap: argparse.ArgumentParser, default: str = "rheo", siz
         flag = "--" + name.replace("_", "-")
         help = meta.get("help", "")
         if name == "verifier":
-            choices = sorted({v for cls in FAMILIES.values() for v in cls.admitted_verifiers()})
+            choices = sorted({v for cls in FAMILIES.values() for v in cls.admitted_verifiers()} - {"arms"})
             g.add_argument(flag, default=None, choices=choices, help=f"{help} (every family)")
             continue
         extra = f"; default {sizes[name]} unless the preset sets it" if name in sizes else ""

@@ -180,7 +180,7 @@ def _run_curve(args, pair, named, sets, reps, top, total, log, pass_s, chosen, r
     """``--out``: the resumable curve (:mod:`rheotheory.decode.curve`) and its files, with provenance."""
     import time
 
-    from ..decode.curve import format_standing, run_curve, standing, write_summaries
+    from ..decode.curve import focus_of, format_standing, run_curve, standing, write_summaries
     from ..provenance import write_provenance
 
     started = time.time()
@@ -210,7 +210,8 @@ def _run_curve(args, pair, named, sets, reps, top, total, log, pass_s, chosen, r
         for name, m in row:
             run = m.at_temperature(T)
             depths[(name, T)] = run.depth if run.nodes else 0
-    paths = write_summaries(args.out, rows, title, costs=costs, depths=depths, draft_s=pass_s[1])
+    focus = focus_of(name for name, _ in named)
+    paths = write_summaries(args.out, rows, title, focus=focus, costs=costs, depths=depths, draft_s=pass_s[1])
     if records:
         from pathlib import Path
 
@@ -224,7 +225,7 @@ def _run_curve(args, pair, named, sets, reps, top, total, log, pass_s, chosen, r
                          pass_seconds={"target": t_target, "draft": t_draft, "cost_ratio": ratio,
                                        "target_by_tokens": {str(n): c for n, c in costs.items()}})
     if log:
-        print("\nrheo-adaptive against the best other method (paired bootstrap over runs, 95%):")
-        print(format_standing(standing(rows)))
+        print(f"\n{focus} against the best other method (paired bootstrap over runs, 95%):")
+        print(format_standing(standing(rows, focus)))
         print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0

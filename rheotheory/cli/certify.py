@@ -20,6 +20,9 @@ DEFAULT_MAX_BRANCHES = 2_000_000
 #: probe's own time gives the seconds of one run on this machine.
 PROBE_BRANCHES = 300
 
+#: ``--steps`` above this is refused: every outcome of a step starts an enumeration of the next.
+MAX_STEPS = 3
+
 
 def register(sub) -> None:
     c = sub.add_parser("certify", help="exact lossless certificate of one method on a toy LM pair",
@@ -31,6 +34,12 @@ def register(sub) -> None:
     add_toy_instance_arguments(c)
     add_method_arguments(c, size="toy")
     c.add_argument("--json", action="store_true", help="print one JSON object")
+    c.add_argument("--steps", type=positive_int, default=1, metavar="S",
+                   help="certify S consecutive steps at once, each step's method chosen by the method's policy "
+                   "from the earlier steps' outputs (an online method's bandit; docs/theory.md section 2.8); the "
+                   f"instance's horizon must reach S*(D+1)-1; at most {MAX_STEPS} (default 1)")
+    c.add_argument("--policy-seed", type=int, default=0, metavar="SEED",
+                   help="seed of an online policy's own draws (with --steps; default 0)")
     add_progress(c)
     c.add_argument("--max-branches", type=positive_int, default=DEFAULT_MAX_BRANCHES, metavar="B",
                    help=f"refuse an enumeration estimated over B construction branches, and stop at B (default "
@@ -91,19 +100,43 @@ def sized_certify(args, pair, method, what: str = "the enumeration"):
             raise _cap_error(e, args.max_branches) from None
 
 
+def _certify_steps(args, pair, method):
+    """``--steps S``: the n-step certificate (no estimate: each enumeration is capped by --max-branches)."""
+    from ..errors import RheoError
+    from ..exact import certify_steps
+
+    if args.steps > MAX_STEPS:
+        raise RheoError(f"--steps {args.steps} is over the limit of {MAX_STEPS} (MAX_STEPS): every outcome of a "
+                        "step starts an enumeration of the next")
+    need = args.steps * (method.depth + 1) - 1
+    if pair.horizon < need:
+        raise RheoError(f"{args.steps} steps of depth {method.depth} read prefixes up to length {need}; the instance's "
+                        f"horizon is {pair.horizon} (use --generate V,{need},SEED)")
+    with progress_bar(args, None, "step enumerations", "enum") as bar:
+        try:
+            return certify_steps(pair, method, args.steps, seed=args.policy_seed, max_branches=args.max_branches,
+                                 progress=bar.update), None
+        except RheoError as e:
+            raise _cap_error(e, args.max_branches) from None
+
+
 def run(args) -> int:
     from ..laws import format_number
 
     method = method_from_args(args, size="toy")
     exact = not args.use_float
     pair = toy_pair_from_args(args, method, exact)
-    cert, estimated = sized_certify(args, pair, method)
+    if args.steps > 1:
+        cert, estimated = _certify_steps(args, pair, method)
+    else:
+        cert, estimated = sized_certify(args, pair, method)
     code = EXIT_LOSSLESS if cert.lossless else EXIT_LOSSY
     if args.json:
         d = cert.to_dict()
         d["estimated_seconds"] = None if estimated is None else round(estimated, 3)
         d["instance"] = args.instance
         d["preset"] = args.preset
+        d["steps"] = args.steps
         print(json.dumps(d))
         return code
     fmt = format_number
@@ -114,6 +147,9 @@ def run(args) -> int:
     if cert.worst_sequence is not None:
         print(f"worst sequence  : {list(cert.worst_sequence)}")
     print("by length       : " + ", ".join(f"l={i + 1}: {float(x):.3g}" for i, x in enumerate(cert.per_length)))
+    if args.steps > 1:
+        print(f"steps           : {args.steps} consecutive steps certified as one output (policy seed "
+              f"{args.policy_seed})")
     print(f"tokens per step : {fmt(cert.tokens_per_step)}" + (f"  (~{float(cert.tokens_per_step):.6f})" if exact else ""))
     print(f"outcomes        : {cert.outcomes} raw construction outcomes")
     print(f"classes         : {cert.classes} equivalence classes ({cert.branches} construction branches)")

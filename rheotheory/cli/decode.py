@@ -62,6 +62,9 @@ def run(args) -> int:
                      progress=bar.update)
     text = pair.decode(res.tokens)
     hist = Counter(s.accepted + 1 for s in res.steps)
+    arm_names = [m.describe().split()[0] + ":" + m.verifier for m in getattr(run_method.policy(), "arms", ())]
+    pulls = Counter(s.arm for s in res.steps)
+    arm_steps = {name: pulls[i] for i, name in enumerate(arm_names)}  # an online method's steps per arm
     if args.json:
         print(json.dumps({"prompt": args.prompt, "continuation": text, "preset": args.preset,
                           "method": run_method.to_dict(), "description": run_method.describe(),
@@ -69,6 +72,7 @@ def run(args) -> int:
                           "tokens_per_step": res.tokens_per_step, "tokens_per_second": res.tokens_per_second,
                           "tokens_per_step_histogram": {str(k): hist[k] for k in sorted(hist)},
                           "mean_tree_nodes": sum(s.tree_nodes for s in res.steps) / len(res.steps),
+                          "steps_per_arm": arm_steps or None,
                           "draft_top_k": cfg.draft_k(pair.target.cfg.vocab_size),
                           "device": args.device, "seed": args.seed}))
         return 0
@@ -80,6 +84,8 @@ def run(args) -> int:
     print(f"tokens per step : {res.tokens_per_step:.3f}")
     print("|Z| histogram   : " + ", ".join(f"{k}: {hist[k]}" for k in sorted(hist)))
     print(f"tree nodes/step : {sum(s.tree_nodes for s in res.steps) / len(res.steps):.1f}")
+    if arm_steps:
+        print("steps per arm   : " + ", ".join(f"{k} {v}" for k, v in arm_steps.items()))
     k = cfg.draft_k(pair.target.cfg.vocab_size)
     print("draft law       : " + ("full softmax" if k is None else f"top-{k} logits (sparse)"))
     print(f"draft passes    : {sum(s.draft_passes for s in res.steps) / len(res.steps):.1f} per step")

@@ -124,10 +124,14 @@ def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, se
             decode(pair.target, pair.draft, _ids(pair, prompts[0]), m, cfg, gen)
             if progress is not None:
                 progress(1)
+        # NOTE: a step policy carries over from prompt to prompt (an online method learns across the
+        # prompts, as a server's would); the warm-up runs above start none.
+        policies = [None] * len(methods)
         for rep in range(repeats):
             for i, text in enumerate(prompts):
-                for m, gen, a, z, name in zip(methods, gens, acc, sizes, names):
-                    r = decode(pair.target, pair.draft, _ids(pair, text), m, cfg, gen)
+                for j, (m, gen, a, z, name) in enumerate(zip(methods, gens, acc, sizes, names)):
+                    r = decode(pair.target, pair.draft, _ids(pair, text), m, cfg, gen, policy=policies[j])
+                    policies[j] = r.policy
                     emitted = sum(s.accepted + 1 for s in r.steps)
                     nodes = sum(s.tree_nodes for s in r.steps)
                     a[0] += emitted

@@ -22,7 +22,8 @@ Files under ``DIR``:
   autoregressive with its 95% interval, steps, runs, nodes per step, and the physical limit
   (tau x single pass / (pass at the tree's size + draft passes), from the pass costs measured
   after the bench, :mod:`rheotheory.decode.budget`).
-- ``standing.csv``: per (prompt set, temperature), the focus method (rheo-adaptive by default)
+- ``standing.csv``: per (prompt set, temperature), the focus method (rheo-online when the bench runs
+  it, else rheo-adaptive)
   against the best other tree method by tau: the difference and its paired 95% interval, and a
   verdict (higher / lower / tie: the interval excludes 0 or not).
 - ``curve.png``: tau and speed-up against temperature, one column per prompt set.
@@ -51,6 +52,15 @@ __all__ = ["GRID", "FOCUS", "BOOTSTRAP", "BOOTSTRAP_SEED", "RUN_FIELDS", "run_cu
 GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
 #: The method ``standing.csv`` compares with the best other one, when it is among the methods.
 FOCUS = "rheo-adaptive"
+
+#: The focus when a bench runs it: the online method (docs/theory.md section 2.8) against every fixed one.
+ONLINE_FOCUS = "rheo-online"
+
+
+def focus_of(names) -> str:
+    """The method ``standing.csv`` sets against the best other: rheo-online when the bench runs it,
+    else :data:`FOCUS`."""
+    return ONLINE_FOCUS if ONLINE_FOCUS in list(names) else FOCUS
 #: Bootstrap resamples of the runs of a block, and their seed.
 BOOTSTRAP = 2000
 BOOTSTRAP_SEED = 0

@@ -38,6 +38,8 @@ for vocabularies up to :data:`SPARSE_DRAFT_MIN_VOCAB`, :data:`DEFAULT_DRAFT_TOP_
 
 from __future__ import annotations
 
+import dataclasses
+
 import time
 from dataclasses import dataclass, field
 
@@ -48,6 +50,7 @@ from ..errors import InstanceError, LawError
 from ..laws import inverse_cdf
 from ..verify.walk import SampleBranch, as_tree_verifier, method_tree_verifier, sample_outcome
 from ..methods import Method, resolve
+from ..methods.registry import step_policy
 from ..synthetic import DEFAULT_DRAFT_TOP_K
 from .models import CacheBase, NumpyLM, TinyLM, chain_mask, tree_mask
 
@@ -322,6 +325,7 @@ class StepStats:
     accepted: int  # draft tokens accepted (|Z| - 1)
     tree_nodes: int  # non-root nodes sent to the target
     draft_passes: int  # draft forward passes in this step
+    arm: int = 0  # the arm an online method's policy ran (0 for a fixed method)
 
 
 @dataclass
@@ -331,6 +335,7 @@ class DecodeResult:
     tokens: list  # generated token ids (max_new_tokens of them)
     steps: list = field(default_factory=list)  # [StepStats] per step
     seconds: float = 0.0  # wall-clock time of the decoding loop (draft conversion and prompt prefill excluded)
+    policy: object = None  # the step policy after the last step (pass it to the next decode to keep learning)
 
     @property
     def tokens_per_step(self) -> float:
@@ -499,14 +504,16 @@ def _autoregressive_step(target: TinyLM, st: _State, cfg: DecodeConfig, stream: 
 
 @torch.inference_mode()
 def decode(target: TinyLM, draft: TinyLM | None, prompt: list[int], method: Method,
-           cfg: DecodeConfig, gen: torch.Generator, verifier=None, progress=None) -> DecodeResult:
+           cfg: DecodeConfig, gen: torch.Generator, verifier=None, progress=None, policy=None) -> DecodeResult:
     """Generate ``cfg.max_new_tokens`` tokens after ``prompt`` (token ids).
 
     ``method`` is a :class:`~rheotheory.methods.Method` (:data:`AUTOREGRESSIVE`: no draft); ``gen`` is the
     CPU ``torch.Generator`` behind every random choice (tree draws, acceptances, emissions).
     ``verifier`` replaces the method's verifier: a per-node rule (a transition-law function) or a
     :class:`~rheotheory.verify.walk.TreeVerifier`; tests use it to plant a known-lossy rule.
-    ``progress`` is called with the number of tokens each step emits.
+    ``progress`` is called with the number of tokens each step emits. ``policy`` continues a step
+    policy from an earlier run (``DecodeResult.policy``: an online method keeps learning across
+    prompts, as a server's would); default ``method.policy()`` at the temperature.
     """
     device = next(target.parameters()).device
     if not isinstance(method, Method):
@@ -530,15 +537,25 @@ def decode(target: TinyLM, draft: TinyLM | None, prompt: list[int], method: Meth
     st = _State(target, draft if tree_method else None, prompt, device, capacity=need)
     stream = UniformStream(gen)
     res = DecodeResult([])
+    # NOTE: the step's method comes from the policy before the step draws anything
+    # (docs/theory.md section 2.8); a fixed method's policy returns it at every step.
+    policy = step_policy(method) if policy is None else policy
+    if policy.reads_root:
+        raise InstanceError(f"{method.family}: decoding does not pass the draft's root law to a step policy")
+    arms = getattr(policy, "arms", (method,))
     if device.type == "cuda":
         torch.cuda.synchronize()
     t0 = time.perf_counter()  # NOTE: the decoding loop only; the draft conversion and prompt prefill are setup
     while len(res.tokens) < cfg.max_new_tokens:
-        if tree_method:
-            out, stats = _tree_step(target, draft, method, st, cfg, stream,
-                                    method_tree_verifier(method) if verifier is None else verifier)
+        m = policy.choose()
+        if m.nodes > 0:
+            out, stats = _tree_step(target, draft, m, st, cfg, stream,
+                                    method_tree_verifier(m) if verifier is None else verifier)
         else:
             out, stats = _autoregressive_step(target, st, cfg, stream)
+        policy = policy.after(m, tuple(out))
+        if m is not method:
+            stats = dataclasses.replace(stats, arm=arms.index(m))
         st.ctx.extend(out)
         res.tokens.extend(out)
         res.steps.append(stats)
@@ -548,6 +565,7 @@ def decode(target: TinyLM, draft: TinyLM | None, prompt: list[int], method: Meth
         torch.cuda.synchronize()
     res.seconds = time.perf_counter() - t0
     res.tokens = res.tokens[:cfg.max_new_tokens]
+    res.policy = policy
     return res
 
 

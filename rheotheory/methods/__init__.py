@@ -6,7 +6,7 @@ resolved from a preset or family name by :func:`resolve`. Adding a family is one
 hypothesis strategies (:mod:`rheotheory.testing`) and the counterexample search pick it up.
 
 >>> sorted(FAMILIES)
-['adaptive', 'autoregressive', 'chain', 'eagle', 'multichain', 'rheo', 'static']
+['adaptive', 'autoregressive', 'chain', 'eagle', 'multichain', 'online', 'rheo', 'static']
 """
 
 from .registry import (FAMILIES, PRESETS, SIZE_FIELDS, TREE_SIZES, Method, Preset, family_class, field_options,
@@ -15,6 +15,7 @@ from .registry import (FAMILIES, PRESETS, SIZE_FIELDS, TREE_SIZES, Method, Prese
 # Family modules: importing one registers its families (one line per module).
 from . import autoregressive, dynamic, multichain, static  # noqa: E402,F401  (registration)
 from . import adaptive  # noqa: E402,F401  (registration)
+from . import online  # noqa: E402,F401  (registration)
 from . import presets  # noqa: E402,F401  (the named presets, after the families)
 from .autoregressive import AutoregressiveMethod  # noqa: E402
 from .dynamic import EagleMethod, RheoMethod  # noqa: E402

@@ -182,6 +182,18 @@ class AdaptiveMethod(DynamicMethod):
             return self.fit(t_hat=_PARSE["t_hat"](temperature))
         return self
 
+    def run_key(self) -> str:
+        """The step's own fields: the band fields (greedy, eagle_below, below, sampled_from) only choose
+        what :meth:`at_temperature` returns, and T-hat is read by the predicted head and proxy only."""
+        import json
+
+        d = self.to_dict()
+        for name in ("greedy", "eagle_below", "below", "sampled_from"):
+            d.pop(name)
+        if self.head != "predicted" and self.proxy != "predicted":
+            d.pop("t_hat")
+        return json.dumps(d, sort_keys=True)
+
     def known_lossy(self) -> str | None:
         if self.proxy == "true" and self.verifier != "onehot":
             return "the true proxy lets the sampled tokens' identities decide which nodes survive the prune"

@@ -41,3 +41,13 @@ preset("rheo-adaptive", "adaptive",
        "on, every slot sampled without replacement (head 0, tail proxy) and Traversal Verification",
        head="predicted", proxy="tail", greedy="eagle", eagle_below="0.5", below="rheo", sampled_from="1",
        verifier="ot-wor")
+preset("rheo-sampled", "adaptive",
+       "every slot sampled without replacement from the draft (head 0, tail proxy) and Traversal Verification, "
+       "at every temperature: the tree rheo-adaptive runs from T = 1 on (docs/theory.md section 2.7)",
+       head=0, proxy="tail", greedy="same", eagle_below="off", below="same", sampled_from="off",
+       verifier="traversal")
+preset("rheo-online", "online",
+       "online RheoSampling (docs/theory.md section 2.8): each step runs one of eagle, rheo-tuned, static-wor and "
+       "rheo-sampled at the same node budget, chosen by Thompson sampling from the tokens earlier steps accepted; "
+       "the first step runs rheo-adaptive's choice",
+       arms="eagle,rheo-tuned,static-wor,rheo-sampled", rule="thompson")

@@ -24,7 +24,7 @@ from typing import Callable, ClassVar
 from ..errors import TreeError, VerifierError
 from ..verify import TREE_VERIFIERS, get_verifier, tree_verifier
 
-__all__ = ["Method", "Preset", "option", "register", "FAMILIES", "PRESETS", "TREE_SIZES", "SIZE_FIELDS",
+__all__ = ["Method", "Preset", "StepPolicy", "FixedPolicy", "step_policy", "option", "register", "FAMILIES", "PRESETS", "TREE_SIZES", "SIZE_FIELDS",
            "family_class", "make_method", "resolve", "field_options", "presets_table"]
 
 #: Registered families: name -> Method subclass (filled by :func:`register`).
@@ -141,6 +141,18 @@ class Method:
         """The method actually run at target temperature T (most families: itself)."""
         return self
 
+    def run_key(self) -> str:
+        """What a step of this method builds and verifies, as text: two methods with equal keys run
+        the same step (fields read only by :meth:`at_temperature` are left out where a family says so)."""
+        import json
+
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    def policy(self, seed: int = 0) -> "StepPolicy":
+        """What each step of a run of this method runs (docs/theory.md section 2.8): this method at
+        every step, for every family but ``online``, whose policy learns from earlier steps."""
+        return FixedPolicy(self)
+
     def known_lossy(self) -> str | None:
         """Why this method is known to be lossy (docs/theory.md section 8), or None: here, the
         :attr:`~rheotheory.verify.walk.TreeVerifier.lossy` reason of a tree-level verifier found lossy
@@ -194,6 +206,51 @@ class Method:
         for k, v in self.fields().items():
             d[k] = [list(t) for t in v] if isinstance(v, tuple) else v
         return d
+
+
+class StepPolicy:
+    """The method a step runs, chosen before the step draws anything (docs/theory.md section 2.8).
+
+    A policy is a value: :meth:`after` returns the policy of the next step and leaves this one as
+    it was, so the exact n-step certifier (:func:`rheotheory.exact.certify_steps`) can follow every
+    branch of the first step's outcome from the same policy. ``choose`` reads the draft's law at the
+    step's root (a function of the prefix, which the step's draws do not change) only when
+    :attr:`reads_root` is true; callers pass None otherwise.
+    """
+
+    #: whether :meth:`choose` reads the draft's root law
+    reads_root: bool = False
+
+    def choose(self, root_q=None) -> "Method":
+        """The method of this step."""
+        raise NotImplementedError
+
+    def after(self, method: "Method", z: tuple) -> "StepPolicy":
+        """The policy of the next step, once this step ran ``method`` and emitted ``z``."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class FixedPolicy(StepPolicy):
+    """The same method at every step."""
+
+    method: "Method"
+
+    def choose(self, root_q=None) -> "Method":
+        return self.method
+
+    def after(self, method: "Method", z: tuple) -> "StepPolicy":
+        return self
+
+
+def step_policy(method, seed: int = 0) -> StepPolicy:
+    """``method.policy(seed)``, for an object that stands in for a method too: a wrapper that
+    forwards ``policy`` to the method it wraps gets a fixed policy over itself, not over the
+    wrapped method (whose builder or verifier the wrapper may replace)."""
+    policy = method.policy(seed)
+    if isinstance(policy, FixedPolicy) and policy.method is not method:
+        return FixedPolicy(method)
+    return policy
 
 
 def register(cls: type) -> type:

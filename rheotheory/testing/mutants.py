@@ -42,7 +42,8 @@ from ..verify.walk import PerNodeWalk, TreeVerifier
 __all__ = ["Mutant", "MUTANTS", "planted", "mutants_of", "keep_target", "emit_target", "onehot_keep_rejected",
            "sequential_skip_residual", "kseq_skip_residual", "ot_skip_residual", "ot_wor_skip_residual",
            "first_law_for_all", "SkipResidualBlock", "TokenRatioBlock", "SkipResidualTraversal",
-           "TokenRatioTraversal", "SkipResidualTraversalOT", "PlainDraftGBV", "SkipResidualGBV", "Case", "cases", "CASE_METHODS", "missing_mutants"]
+           "TokenRatioTraversal", "SkipResidualTraversalOT", "PlainDraftGBV", "SkipResidualGBV", "Case", "cases", "CASE_METHODS", "missing_mutants",
+           "peeking_chain", "PeekingPolicy"]
 
 
 # -- per-node rules ------------------------------------------------------------------------------
@@ -362,3 +363,65 @@ def missing_mutants() -> list[str]:
 
     return [n for n in [*VERIFIERS, *TREE_VERIFIERS] if (not MUTANTS.get(n) or n not in CASE_METHODS)
             and not getattr(TREE_VERIFIERS.get(n), "lossy", None)]
+
+
+# -- a step policy that peeks (docs/theory.md section 2.8) ---------------------------------------
+
+def _peeking_chain():
+    """The class of :func:`peeking_chain` (built on first use: the methods registry imports late)."""
+    from ..methods import ChainMethod
+    from ..trees import build_static
+
+    class PeekingChain(ChainMethod):
+        """A chain whose step looks at its first drafted token and, unless it is the draft's arg-max
+        at the root, runs the autoregressive arm instead (a root with no draft): the arm is picked
+        after the step's own draw, so the draw's law no longer is q."""
+
+        def builder(self, pair, cache=None):
+            real = super().builder(pair, cache)
+
+            def build(chooser):
+                tree = real(chooser)
+                if tree.nodes[1].token is None:
+                    tree.resolve(1, chooser)
+                q = list(pair.q(()))
+                if tree.nodes[1].token != q.index(max(q)):
+                    return build_static(pair, [], "iid", chooser)
+                return tree
+
+            return build
+
+        def run_key(self) -> str:
+            return "peeking " + super().run_key()
+
+        def describe(self) -> str:
+            return "peeking " + super().describe()
+
+    PeekingChain.__module__ = __name__
+    return PeekingChain
+
+
+def peeking_chain(depth: int):
+    """The chain of ``depth`` that peeks at its first draw (never registered)."""
+    return _peeking_chain()(depth=depth, verifier="sequential")
+
+
+@dataclass(frozen=True)
+class PeekingPolicy:
+    """The planted step policy of docs/theory.md section 2.8: step 1 runs a chain of ``depth``;
+    every later step chooses between that chain and autoregressive decoding *after* seeing the
+    chain's first draft sample (:func:`peeking_chain`). Each arm is lossless; the choice reads the
+    current step's draw, and the exact n-step certifier (:func:`rheotheory.exact.certify_steps`)
+    finds the composition lossy."""
+
+    depth: int
+    step: int = 0
+    reads_root = False
+
+    def choose(self, root_q=None):
+        from ..methods import make_method
+
+        return make_method("chain", depth=self.depth) if self.step == 0 else peeking_chain(self.depth)
+
+    def after(self, method, z) -> "PeekingPolicy":
+        return PeekingPolicy(self.depth, self.step + 1)

@@ -1,0 +1,228 @@
+r"""Online RheoSampling: a step policy over fixed methods ("arms"), learned from earlier steps
+(docs/theory.md section 2.8).
+
+Each step runs one arm, chosen before the step draws anything, from the tokens the earlier steps
+accepted: a multi-armed bandit whose reward is a step's accepted drafts over the depth,
+``(|Z| - 1) / D`` in [0, 1]. The arms are presets resolved at the method's tree size (K, D, N)
+and at the target temperature, so every arm spends the same node budget; arms that resolve to
+the same method at that temperature (``rheo-tuned`` is EAGLE's tree at T = 0) are one arm.
+
+The rule (``rule``):
+
+- ``thompson`` (default): Thompson sampling with Gaussian posteriors (Agrawal and Goyal,
+  "Near-optimal regret bounds for Thompson sampling", J. ACM 2017). Each arm's statistics start
+  with one optimistic pseudo-pull of reward 1; arm i with n_i pulls and rewards summing to S_i is
+  scored by a draw from N((S_i + 1) / (n_i + 1), s^2 / (n_i + 1)), s^2 the variance of the real
+  rewards pooled over arms (1/4, the most a reward in [0, 1] can have, until one exists). Agrawal
+  and Goyal prove expected regret O(sum_i log n / Delta_i) against the best arm for i.i.d. rewards
+  in [0, 1] with their prior (mean 0, variance scale 1); the optimistic pseudo-pull and the
+  pooled scale s^2 < 1 change that prior (less exploration at the few hundred steps a decode
+  runs), so no bound is claimed for this rule: its regret is measured (docs/guide/adaptive.md).
+- ``ucb1``: the largest (S_i + 1) / (n_i + 1) + sqrt(2 ln(t + k) / (n_i + 1)) over the k arms
+  (UCB1, Auer, Cesa-Bianchi and Fischer 2002, with the same pseudo-pull): deterministic, and with
+  UCB1's O(sum_i log n / Delta_i) regret for i.i.d. rewards up to the pseudo-pull's constant.
+
+The first step plays ``rheo-adaptive``'s choice at the temperature (the band rule of section 2.7;
+the arm order puts it first), so the policy starts where rheo-adaptive stays. The draws of ``thompson`` come
+from a generator seeded by the run's seed and the step's index only, never from the step's
+own randomness: the choice is a function of the past (and of the seed), which keeps every step
+lossless given its prefix (docs/theory.md section 2.8). Neither rule's guarantee covers text,
+whose steps are neither independent nor identically distributed; the measured regret per cell is
+in docs/guide/adaptive.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from ..errors import TreeError
+from .dynamic import budget_option, depth_option, top_k_option
+from .registry import PRESETS, Method, StepPolicy, option, register, resolve
+
+__all__ = ["OnlineMethod", "OnlinePolicy", "DEFAULT_ARMS", "RULES"]
+
+#: The default arms: EAGLE's tree, RheoSampling's tuned tree, a static tree sampled without
+#: replacement, and the all-sampled tree with Traversal Verification, each the best fixed method
+#: in some cell of the committed V = 32k grid or SmolLM2 curves.
+DEFAULT_ARMS = "eagle,rheo-tuned,static-wor,rheo-sampled"
+
+#: Bandit rules (see the module docstring).
+RULES = ("thompson", "ucb1")
+
+#: The reward variance assumed before any arm has two pulls (the most a reward in [0, 1] can have).
+PRIOR_VARIANCE = 0.25
+
+#: Seed-sequence tag of the policy's own draws (apart from every step's randomness).
+_POLICY_TAG = 2
+
+
+def _arms_value(text) -> str:
+    """``arms``: comma-separated preset names, at least two, none of them online."""
+    if isinstance(text, (list, tuple)):
+        text = ",".join(map(str, text))
+    if not isinstance(text, str):
+        raise TreeError(f"arms must be comma-separated preset names, got {text!r}")
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in PRESETS]
+    if bad:
+        raise TreeError(f"arms: unknown preset {bad[0]!r}; choose from {', '.join(PRESETS)}")
+    inner = [n for n in names if PRESETS[n].family == "online"]
+    if inner:
+        raise TreeError(f"arms: {inner[0]!r} is itself online; an arm is a fixed method")
+    if len(set(names)) < 2:
+        raise TreeError(f"arms: give at least two different presets, got {text!r}")
+    return ",".join(dict.fromkeys(names))
+
+
+def _t_value(text) -> str:
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        raise TreeError(f"T-hat must be a finite number >= 0, got {text!r}") from None
+    if not (v >= 0 and math.isfinite(v)):
+        raise TreeError(f"T-hat must be a finite number >= 0, got {text!r}")
+    return format(v, "g")
+
+
+@register
+@dataclass(frozen=True)
+class OnlineMethod(Method):
+    """A bandit over fixed methods at one node budget; a step's arm depends on earlier steps only."""
+
+    family: ClassVar[str] = "online"
+    summary: ClassVar[str] = ("online: each step runs one of several fixed methods (arms) at the same node budget, "
+                              "chosen by a bandit from the tokens earlier steps accepted")
+    #: the verifier is each arm's own; ``arms`` names that (no per-node rule of its own)
+    verifiers: ClassVar[tuple[str, ...]] = ("arms",)
+    shrink_fields: ClassVar[tuple[str, ...]] = ("depth", "top_k", "budget")
+
+    top_k: int = top_k_option()
+    depth: int = depth_option()
+    budget: int = budget_option()
+    arms: str = option(DEFAULT_ARMS, help="comma-separated presets, each resolved at this K, D, N and temperature",
+                       parse=_arms_value, metavar="P,P,...",
+                       examples=(DEFAULT_ARMS, "eagle,static-wor", "rheo,chain"))
+    rule: str = option("thompson", help="bandit rule: thompson (Gaussian posteriors) or ucb1", choices=RULES)
+    t_hat: str = option("1", help="target temperature the arms are resolved at; sweeps and decoding set it "
+                        "(at_temperature)", parse=_t_value, label="T-hat", metavar="T")
+
+    def __post_init__(self):
+        # NOTE: no per-node rule of its own: each step is verified by its arm's verifier.
+        if self.verifier not in (None, "arms"):
+            raise TreeError(f"online methods verify each step with its arm's verifier; got verifier={self.verifier!r}")
+        object.__setattr__(self, "verifier", "arms")
+        self.validate()
+
+    def validate(self) -> None:
+        self.require_positive("top_k", "depth", "budget")
+        object.__setattr__(self, "arms", _arms_value(self.arms))
+        object.__setattr__(self, "t_hat", _t_value(self.t_hat))
+        if self.rule not in RULES:
+            raise TreeError(f"rule must be one of {', '.join(RULES)}, got {self.rule!r}")
+        self.arm_methods()  # every arm valid at this size
+
+    def arm_methods(self) -> tuple[Method, ...]:
+        """The distinct arms at this size and temperature, rheo-adaptive's choice first."""
+        size, t = (self.top_k, self.depth, self.budget), float(self.t_hat)
+        arms, keys = [], []
+        for name in self.arms.split(","):
+            m = resolve(name, size=size).at_temperature(t)
+            if m.run_key() not in keys:
+                arms.append(m)
+                keys.append(m.run_key())
+        lead = resolve("rheo-adaptive", size=size).at_temperature(t).run_key()
+        if lead in keys:
+            arms.insert(0, arms.pop(keys.index(lead)))
+        if len(arms) < 2:
+            raise TreeError(f"arms {self.arms} are one method at T = {self.t_hat}; an online method needs two")
+        return tuple(arms)
+
+    def at_temperature(self, temperature: float) -> Method:
+        return self.fit(t_hat=_t_value(temperature))
+
+    def policy(self, seed: int = 0) -> "OnlinePolicy":
+        arms = self.arm_methods()
+        return OnlinePolicy(arms, self.rule, self.depth, int(seed), tuple((0, 0.0, 0.0) for _ in arms))
+
+    def first(self) -> Method:
+        """The arm of a first step (no history): what a single step of this method runs."""
+        return self.policy().choose()
+
+    # -- one step: the first step's arm (certify, optimum, counterexample; runs use the policy) ------
+    @property
+    def nodes(self) -> int:
+        return max(m.nodes for m in self.arm_methods())
+
+    def builder(self, pair, cache=None):
+        return self.first().builder(pair)
+
+    @property
+    def tree_verifier(self):
+        from ..verify.walk import method_tree_verifier
+
+        return method_tree_verifier(self.first())
+
+    @property
+    def verify(self):
+        return self.first().verify
+
+    def known_lossy(self) -> str | None:
+        for m in self.arm_methods():
+            why = m.known_lossy()
+            if why:
+                return f"its arm {m.family} is lossy: {why}"
+        return None
+
+
+@dataclass(frozen=True)
+class OnlinePolicy(StepPolicy):
+    """The bandit's state after some steps: per arm (pulls, sum of rewards, sum of squares)."""
+
+    arms: tuple
+    rule: str
+    depth: int
+    seed: int
+    stats: tuple  # per arm: (n, sum, sum of squares) of the rewards (|Z| - 1) / depth
+    step: int = 0
+    pulls: tuple = field(default=(), compare=False)  # arm index of every step so far (reports)
+
+    def scores(self) -> np.ndarray:
+        """The rule's score per arm. Each arm's statistics start with one optimistic pseudo-pull of
+        reward 1 (so an arm the lead does not beat gets tried, and a second step already depends on
+        the first one's reward); the first step plays the lead arm (index 0)."""
+        if self.step == 0:
+            return np.arange(len(self.stats), 0, -1, dtype=np.float64)
+        n = np.array([s[0] for s in self.stats], dtype=np.float64)
+        tot = np.array([s[1] for s in self.stats], dtype=np.float64)
+        sq = np.array([s[2] for s in self.stats], dtype=np.float64)
+        mean = (tot + 1.0) / (n + 1.0)  # the pseudo-pull included
+        if self.rule == "ucb1":
+            return mean + np.sqrt(2.0 * math.log(self.step + len(n)) / (n + 1.0))
+        seen = n > 0
+        dof = float((n[seen] - 1).sum())
+        var = PRIOR_VARIANCE
+        if dof >= 1:  # the pooled variance of the real pulls
+            real = np.where(seen, tot / np.maximum(n, 1), 0.0)
+            var = max(float((sq - n * real * real).sum()) / dof, 1e-6)
+        rng = np.random.default_rng([self.seed, self.step, _POLICY_TAG])
+        return mean + rng.standard_normal(len(n)) * np.sqrt(var / (n + 1.0))
+
+    def index(self) -> int:
+        s = self.scores()
+        return int(np.argmax(s))  # NOTE: ties go to the earlier arm
+
+    def choose(self, root_q=None) -> Method:
+        return self.arms[self.index()]
+
+    def after(self, method: Method, z: tuple) -> "OnlinePolicy":
+        i = self.arms.index(method)
+        r = (len(z) - 1) / self.depth
+        stats = list(self.stats)
+        n, tot, sq = stats[i]
+        stats[i] = (n + 1, tot + r, sq + r * r)
+        return OnlinePolicy(self.arms, self.rule, self.depth, self.seed, tuple(stats), self.step + 1,
+                            self.pulls + (i,))
