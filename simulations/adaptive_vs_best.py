@@ -1,8 +1,9 @@
-"""rheo-adaptive against the best other method of each sweep cell, on paired steps.
+"""rheo-adaptive (or ``--new``, e.g. rheo-online) against the best other method of each sweep
+cell, on paired steps.
 
 Reads a sweep CSV (``rheo sweep ... --methods ... rheo-adaptive``). For every cell (mismatch,
 T, K, D, N) it takes the other method with the highest tau and needs the per-step accepted
-lengths of that row and of the ``rheo-adaptive`` row, and prints the paired difference of tau
+lengths of that row and of the ``--new`` row, and prints the paired difference of tau
 with its 95% normal interval (``mean +- 1.96 sd / sqrt(n)`` over the n steps; both methods see
 the same contexts, their construction and verification draws differ).
 
@@ -12,6 +13,9 @@ row depends only on its configuration, so the re-run reproduces it exactly; the 
 tau against the CSV), which costs as much as those rows of the sweep did. That is never done
 silently: without ``--rerun`` the script refuses (one line, exit 2) naming how many rows it
 would re-run and their estimated time; with ``--rerun`` it says so on stderr before it starts.
+
+When ``--against`` lists an online method's arms, the best of them in hindsight is the bar of
+its regret: ``regret`` = best arm's tau - the new method's tau, per step (negative: ahead).
 
 The issue's bar is the best of ``--against`` (default: eagle, rheo, rheo-tuned, static-wor,
 chain); methods of the CSV outside that list (e.g. ``static-wor:verifier=traversal``) are left
@@ -69,7 +73,7 @@ def _row_run(row, spec):
 def lengths(args) -> list[int]:
     """Per-step |Z| of one sweep row, re-run exactly as ``rheotheory.sweep`` runs it."""
     row, spec = args
-    pair, method = _row_run(row, spec)
+    pair, method = _row_run(row, spec)  # NOTE: an online method learns within the row, as in the sweep
     records: list = []
     run_steps(pair, method, int(row["steps"]), seed=int(row["seed"]), contexts=True, records=records)
     return [len(r.z) for r in records]
@@ -105,6 +109,7 @@ def logged_lengths(path) -> dict:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv")
+    ap.add_argument("--new", default=NEW, help=f"the method set against the best other (default {NEW})")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", default=None, help="also write the comparison as CSV")
     ap.add_argument("--against", nargs="+", default=list(AGAINST), help="the methods whose best is the bar")
@@ -112,16 +117,17 @@ def main():
     ap.add_argument("--rerun", action="store_true",
                     help="re-run the rows whose per-step lengths no --lengths log holds (refused without it)")
     args = ap.parse_args()
-    rows = [r for r in read_csv(args.csv) if r["method"] == NEW or r["method"] in args.against]
+    new_name = args.new
+    rows = [r for r in read_csv(args.csv) if r["method"] == new_name or r["method"] in args.against]
     cell = lambda r: (r["mismatch"], float(r["temperature"]), int(r["top_k"]), int(r["depth"]), int(r["budget"]))  # noqa: E731
     cells = sorted({cell(r) for r in rows}, key=lambda c: (c[2], c[3], c[4], c[0], c[1]))
     jobs, plan = [], []
     for c in cells:
         here = [r for r in rows if cell(r) == c]
-        new = next(r for r in here if r["method"] == NEW)
-        best = max((r for r in here if r["method"] != NEW), key=lambda r: float(r["tau"]))
+        new = next(r for r in here if r["method"] == new_name)
+        best = max((r for r in here if r["method"] != new_name), key=lambda r: float(r["tau"]))
         plan.append((c, best, new))
-        jobs += [(best, best["method"]), (new, NEW)]
+        jobs += [(best, best["method"]), (new, new_name)]
     logged = logged_lengths(args.lengths) if args.lengths else {}
     key = lambda r, spec: (r["mismatch"], float(r["temperature"]), int(r["top_k"]), int(r["depth"]),  # noqa: E731
                            int(r["budget"]), spec)
@@ -142,7 +148,7 @@ def main():
             rerun = dict(zip((key(*j) for j in missing), ex.map(lengths, missing)))
     runs = [logged.get(key(*j)) or rerun[key(*j)] for j in jobs]
     out = []
-    print(f"{'mismatch':<8} {'T':>5} {'K,D,N':<8} {'best other':<12} {'tau':>6} {NEW:>13} {'ratio':>6} "
+    print(f"{'mismatch':<8} {'T':>5} {'K,D,N':<8} {'best other':<12} {'tau':>6} {new_name:>13} {'ratio':>6} "
           f"{'diff':>7} {'95% paired interval':>22}  verdict")
     for i, (c, best, new) in enumerate(plan):
         lb, ln = np.asarray(runs[2 * i], dtype=float), np.asarray(runs[2 * i + 1], dtype=float)
@@ -159,7 +165,8 @@ def main():
               f"{ln.mean():>13.3f} {ratio:>6.3f} {m:>+7.3f} [{m - half:>+8.3f}, {m + half:>+8.3f}]  {verdict}")
         out.append(dict(mismatch=c[0], temperature=c[1], top_k=c[2], depth=c[3], budget=c[4],
                         best_other=best["method"], best_tau=lb.mean(), new_tau=ln.mean(), ratio=ratio, diff=m,
-                        diff_low=m - half, diff_high=m + half, steps=d.size, verdict=verdict))
+                        diff_low=m - half, diff_high=m + half, steps=d.size, verdict=verdict,
+                        method=new_name, regret=-m, regret_total=-float(d.sum())))
     n_worse = sum(r["verdict"].startswith("worse") for r in out)
     hot = [r for r in out if r["temperature"] >= 0.5]
     n_win = sum(r["ratio"] >= CLEAR_WIN for r in hot)

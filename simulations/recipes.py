@@ -96,7 +96,7 @@ def step(line: str, stdout: str | None = None) -> Step:
 TIMING_RECIPES = frozenset({
     "bench_builtin", "bench_builtin_chain1", "bench_builtin_model_size", "bench_adaptive_builtin",
     "certify_scaling", "optimum_scaling", "tree_size", "step_profile", "smollm2_speed", "forward_timing",
-    "smollm2_budget_auto", "verifier_cost",
+    "smollm2_budget_auto", "verifier_cost", "policy_cost",
 })
 
 
@@ -291,6 +291,43 @@ def adaptive_vs_best_md(folder: Path) -> str:
     return code_block(lines)
 
 
+def online_vs_best_md(folder: Path) -> str:
+    """rheo-online against the best of its arms in hindsight per cell, with the regret per step, from
+    ``sweep_online_vs_best.csv``."""
+    rows = read_csv(folder / "sweep_online_vs_best.csv")
+    body = []
+    for r in rows:
+        body.append([r["mismatch"], num(r["temperature"]), f"{r['top_k']},{r['depth']},{r['budget']}",
+                     f"`{r['best_other']}`", f"{float(r['best_tau']):.3f}", f"{float(r['new_tau']):.3f}",
+                     f"{float(r['ratio']):.3f}",
+                     f"{float(r['diff']):+.3f} [{float(r['diff_low']):+.3f}, {float(r['diff_high']):+.3f}]",
+                     f"{float(r['regret']):+.3f}", r["verdict"]])
+    worse = sum(r["verdict"].startswith("worse") for r in rows)
+    hot = [r for r in rows if float(r["temperature"]) >= 0.5]
+    big = sum(float(r["ratio"]) >= 1.05 and float(r["diff_low"]) > 0 for r in hot)
+    n = rows[0]["steps"] if rows else "?"
+    return (md_table(["mismatch", "T", "K,D,N", "best arm", "tau", "rheo-online", "ratio",
+                      "difference (paired) [95% CI]", "regret per step", "verdict"], body)
+            + f"\n\n{n} steps per row (paired by context). Cells: {len(rows)}; significantly below the best arm: "
+            f"{worse}; >= +5% above it (interval excluding 0) among T >= 0.5: {big} of {len(hot)}.")
+
+
+def online_context_md(folder: Path) -> str:
+    """The most a contextual rule on the draft's root law could gain over the best arm, from
+    ``online_context_oracle.csv``."""
+    rows = read_csv(folder / "online_context_oracle.csv")
+    body = [[r["mismatch"], num(r["temperature"]), f"{r['top_k']},{r['depth']},{r['budget']}", f"`{r['best_arm']}`",
+             f"{float(r['best_tau']):.3f}", r["feature"], f"{float(r['oracle_tau']):.3f}",
+             f"{float(r['gain_pct']):+.1f}%", " / ".join(f"`{a}`" for a in r["per_bin"].split())] for r in rows]
+    n = rows[0]["steps"] if rows else "?"
+    k = rows[0]["bins"] if rows else "?"
+    big = sum(float(r["gain_pct"]) >= 5 for r in rows)
+    return (md_table(["mismatch", "T", "K,D,N", "best arm", "tau", "root feature", "oracle tau", "oracle gain",
+                      "arm per bin (low to high)"], body)
+            + f"\n\n{n} steps per cell, the same contexts for every arm; {k} equal-count bins of the feature, the "
+            f"best arm of each bin in hindsight. Rows with an oracle gain >= 5%: {big} of {len(rows)}.")
+
+
 def tree_level_md(folder: Path) -> str:
     """The family x verifier rows of the generated report ``REPORT_tree_level.md``."""
     text = (folder / "REPORT_tree_level.md").read_text()
@@ -377,6 +414,18 @@ def verifier_cost_md(folder: Path) -> str:
     body = [[r["label"], f"`{r['verifier']}`", f"{r['median_us'] / 1000:.2f}", f"{r['p90_us'] / 1000:.2f}",
              f"{r['tau']:.2f}"] for r in data["rows"]]
     return md_table(["family", "verifier", "ms per step (median)", "90th percentile", "τ of the timed steps"], body)
+
+
+def policy_cost_md(folder: Path) -> str:
+    """rheo-online's policy per step against the steps it chooses, from ``policy_cost.json``."""
+    data = json.loads((folder / "policy_cost.json").read_text())
+    body = [[f"`{r['rule']}`", f"{r['choose_us']:.1f}", f"{r['after_us']:.1f}", f"{r['synthetic_step_us'] / 1000:.1f}",
+             f"{100 * r['share_of_synthetic_step']:.2f}%", f"{r['builtin_step_us'] / 1000:.2f}",
+             f"{100 * r['share_of_builtin_step']:.2f}%"] for r in data["rows"]]
+    return (md_table(["rule", "choose (µs)", "after (µs)", "V = 32k step (ms)", "share", "built-in decode step (ms)",
+                      "share"], body)
+            + f"\n\nMedians: the policy over {data['repeats']} calls after {data['warm']} steps; the V = 32k step over "
+            f"{data['steps']} steps (K, D, N = 4, 4, 16, T = 1); the built-in step over 5 decodes of 64 tokens, one thread.")
 
 
 def machine_note(path: Path) -> str:
@@ -664,13 +713,15 @@ def curve_md(folder: Path, sub: str) -> str:
 
 
 def standing_md(folder: Path, sub: str) -> str:
-    """rheo-adaptive against the best other method per temperature (``standing.csv``)."""
+    """The focus method (rheo-adaptive, or rheo-online) against the best other method per temperature
+    (``standing.csv``)."""
     rows = read_csv(folder / sub / "standing.csv")
+    focus = rows[0]["focus"] if rows else "rheo-adaptive"
     body = [[num(r["temperature"]), f"{float(r['focus_tau']):.3f}", f"`{r['best_other']}`",
              f"{float(r['best_other_tau']):.3f}",
              f"{float(r['difference']):+.3f} [{float(r['diff_low']):+.3f}, {float(r['diff_high']):+.3f}]",
              r["verdict"]] for r in rows]
-    return md_table(["T", "rheo-adaptive", "best other", "its tau", "difference [95% CI]", "verdict"], body)
+    return md_table(["T", focus, "best other", "its tau", "difference [95% CI]", "verdict"], body)
 
 
 def speed_md(folder: Path, sub: str) -> str:
@@ -845,6 +896,26 @@ RECIPES: list[Recipe] = [
            seconds=3000, quick_seconds=5, seed=2,
            tables={"adaptive_vs_best": adaptive_vs_best_md, "synthetic_acceptance": synthetic_acceptance_md,
                    "adaptive_vs_traversal": adaptive_vs_traversal_md}),
+    Recipe("online_vs_best", SIM, ("sweep_online.csv", "sweep_online.png", "sweep_online_vs_best.csv"),
+           steps=(step("python -m rheotheory.cli sweep --vocab 32000 --sparse 128 --mismatch low high "
+                       "--temperatures 0 0.5 1 1.5 --trees 4,4,16 10,6,60 --seed 3 --steps 400 "
+                       "--workers 2 --max-work 1e13 --methods eagle rheo-tuned static-wor rheo-sampled rheo-online "
+                       "--out {out} --stem sweep_online"),
+                  step("python simulations/adaptive_vs_best.py {out}/sweep_online.csv --new rheo-online --rerun "
+                       "--against eagle rheo-tuned static-wor rheo-sampled --out {out}/sweep_online_vs_best.csv")),
+           quick=(step("python -m rheotheory.cli sweep --vocab 32000 --sparse 128 --mismatch low --temperatures 0 1 "
+                       "--trees 4,4,16 --seed 3 --steps 5 --workers 1 --methods eagle static-wor rheo-online "
+                       "--out {out} --stem sweep_online"),
+                  step("python simulations/adaptive_vs_best.py {out}/sweep_online.csv --new rheo-online --workers 1 "
+                       "--rerun --against eagle static-wor --out {out}/sweep_online_vs_best.csv")),
+           seconds=900, quick_seconds=5, seed=3,
+           tables={"online_vs_best": online_vs_best_md}),
+    Recipe("online_context_oracle", SIM, ("online_context_oracle.csv",),
+           steps=(step("python simulations/online_context_oracle.py --out {out}/online_context_oracle.csv"),),
+           quick=(step("python simulations/online_context_oracle.py --mismatch low --temperatures 1 --trees 2,2,4 "
+                       "--steps 20 --out {out}/online_context_oracle.csv"),),
+           seconds=900, quick_seconds=5, seed=3,
+           tables={"online_context_oracle": online_context_md}),
     Recipe("sweep_adaptive_design_seed0", SIM, ("sweep_adaptive_design_seed0.csv", "sweep_adaptive_design_seed0.png"),
            steps=(step("python -m rheotheory.cli sweep --vocab 32000 --sparse 128 --mismatch low high "
                        "--temperatures 0 0.25 0.5 0.75 1 1.25 1.5 --trees 4,4,16 10,6,60 --seed 0 --steps 1000 "
@@ -1047,6 +1118,19 @@ RECIPES: list[Recipe] = [
            seconds=4500, quick_seconds=6, seed=0, needs=SMOL_NEEDS + " and the humaneval extra",
            tables={"smollm2_curve_humaneval": lambda f: curve_md(f, "smollm2_curve_humaneval"),
                    "smollm2_standing_humaneval": lambda f: standing_md(f, "smollm2_curve_humaneval")}),
+    *[Recipe(f"smollm2_online_{ps}", BENCH, tuple(f"smollm2_online_{ps}/{f}" for f in CURVE_FILES),
+             steps=(fresh(f"{{out}}/smollm2_online_{ps}"),
+                    step(f"python -m rheotheory.cli bench --model smollm2 --prompts {ps}:8 --top-k 3 --depth 4 "
+                         "--budget 8 --max-new-tokens 64 --temperatures 0,0.5,1,1.5 --methods autoregressive,eagle,"
+                         "rheo-tuned,static-wor,rheo-sampled,rheo-adaptive,rheo-online --repeats 1 --threads 1 "
+                         f"--no-progress --out {{out}}/smollm2_online_{ps}"),),
+             quick=(step("python -m rheotheory.cli bench --prompts builtin --temperatures 0,1 --methods "
+                         "static-wor,rheo-online --max-new-tokens 8 --repeats 1 "
+                         f"--out {{out}}/smollm2_online_{ps} --no-progress"),),
+             seconds=2400, quick_seconds=6, seed=0, needs=SMOL_NEEDS + f" and the {ps} extra",
+             tables={f"smollm2_online_{ps}": lambda f, ps=ps: curve_md(f, f"smollm2_online_{ps}"),
+                     f"smollm2_online_standing_{ps}": lambda f, ps=ps: standing_md(f, f"smollm2_online_{ps}")})
+      for ps in ("sharegpt", "humaneval")],
     Recipe("smollm2_speed", BENCH, tuple(f"smollm2_speed/{f}" for f in CURVE_FILES),
            steps=(fresh("{out}/smollm2_speed"), step("python -m rheotheory.cli bench --model smollm2 --prompts sharegpt:12 --temperatures 0,1 "
                        "--methods autoregressive,chain,static-wor,eagle,rheo-tuned,rheo-adaptive --max-new-tokens 64 "
@@ -1075,6 +1159,11 @@ RECIPES: list[Recipe] = [
            quick=(step("python benchmarks/verifier_cost.py --steps 3 --json {out}/verifier_cost.json"),),
            seconds=30, quick_seconds=10, seed=0,
            tables={"verifier_cost": verifier_cost_md, "verifier_landscape": landscape_md}),
+    Recipe("policy_cost", BENCH, ("policy_cost.json",),
+           steps=(step("python benchmarks/policy_cost.py --json {out}/policy_cost.json"),),
+           quick=(step("python benchmarks/policy_cost.py --repeats 50 --warm 20 --steps 3 --json {out}/policy_cost.json"),),
+           seconds=30, quick_seconds=15, seed=0,
+           tables={"policy_cost": policy_cost_md}),
     Recipe("mutant_table", SIM, ("mutant_table.csv", "mutant_table.md"),
            steps=(step("python simulations/mutant_table.py --out {out}"),),
            quick=(step("python simulations/mutant_table.py --out {out}"),),
