@@ -188,3 +188,39 @@ def test_cli_target_flag_errors(dirs, capsys):
     assert "--draft DIR" in capsys.readouterr().err
     assert main(["decode", "--dtype", "float16", "--max-new-tokens", "2"]) != 0
     assert "--dtype" in capsys.readouterr().err
+
+
+def test_an_eagle3_head_drafts_for_a_transformers_target(dirs, tmp_path, capsys):
+    """A head in EAGLE-3's public format (rheotheory.decode.eagle3) beside a transformers target:
+    found by its config in load_hf_pair and `rheo decode --target --draft`, and as eagle3:DIR;
+    greedy, it gives the target's greedy tokens; a head whose layer ids the target lacks is one line."""
+    from rheotheory.decode.draft_head import HeadConfig
+    from rheotheory.decode.eagle3 import Eagle3Head, save_eagle3
+
+    target_dir, _ = dirs
+    cfg = HeadConfig(hidden=32, n_q_heads=4, n_kv_heads=2, head_dim=8, intermediate=64, rope_theta=10000.0,
+                     rms_eps=1e-6, target_layers=2, feature_layers=(1, 1, 2), vocab_size=VOCAB, draft_vocab=48)
+    torch.manual_seed(0)
+    head = Eagle3Head(cfg, None, torch.full((48,), 20, dtype=torch.long), own_embed=True)
+    with torch.no_grad():
+        for p in head.parameters():
+            p.normal_(0, INIT_STD)
+    folder = save_eagle3(head, tmp_path / "eagle3", weights="pytorch_model.bin")
+    pair = load_hf_pair(target_dir, str(folder))
+    assert pair.manifest["draft_family"] == "EAGLE-3 head" and pair.draft.cfg.feature_layers == (1, 1, 2)
+    assert pair.draft.vocab_ids.tolist() == list(range(20, 68))
+    cfg_dec = DecodeConfig(temperature=0.0, max_new_tokens=12)
+    prompt = pair.encode("def f(x):")
+    ref = decode(pair.target, None, prompt, AUTOREGRESSIVE, cfg_dec, torch.Generator().manual_seed(0)).tokens
+    got = decode(pair.target, pair.draft, prompt, make_method("rheo", top_k=2, depth=2, budget=4), cfg_dec,
+                 torch.Generator().manual_seed(1)).tokens
+    assert got == ref
+    assert main(["decode", "--target", target_dir, "--draft", f"eagle3:{folder}", "--max-new-tokens", "6"]) == 0
+    capsys.readouterr()
+    c = json.loads((folder / "config.json").read_text())
+    c["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = [0, 1, 5]
+    (folder / "config.json").write_text(json.dumps(c))
+    assert main(["decode", "--target", target_dir, "--draft", str(folder), "--max-new-tokens", "6"]) == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if "rheo: error" in line]  # transformers' loading bar aside
+    assert len(errors) == 1 and "the target has blocks 0..1" in errors[0] and "Traceback" not in err

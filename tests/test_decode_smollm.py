@@ -291,3 +291,53 @@ def test_gguf_target_features_feed_the_head_as_the_hand_written_ones(gguf_model,
             before = torch.cat([feats[:1] * 0, feats[:-1]])
             laws.append(torch.softmax(head.catch_up(head.new_cache(), prompt, before)[-1], -1))
     assert (laws[0] - laws[1]).abs().max().item() < 1e-4
+
+
+# -- a head in EAGLE-3's public format (rheotheory.decode.eagle3) -------------------------------
+
+def _public_format_head(target, folder, weights):
+    """A small head in EAGLE-3's checkpoint format for SmolLM2 (seeded random weights, a draft
+    vocabulary of the 1024 lowest token ids), saved with ``weights`` as its weight file."""
+    from rheotheory.decode.draft_head import HeadConfig
+    from rheotheory.decode.eagle3 import Eagle3Head, default_layer_ids, save_eagle3
+
+    c = target.cfg
+    cfg = HeadConfig(hidden=c.hidden, n_q_heads=c.n_q_heads, n_kv_heads=c.n_kv_heads, head_dim=c.head_dim,
+                     intermediate=256, rope_theta=c.rope_theta, rms_eps=c.rms_eps, target_layers=c.n_layer,
+                     feature_layers=tuple(i + 1 for i in default_layer_ids(c.n_layer)), vocab_size=c.vocab_size,
+                     draft_vocab=1024)
+    torch.manual_seed(0)
+    head = Eagle3Head(cfg, None, torch.zeros(1024, dtype=torch.long), own_embed=True)
+    with torch.no_grad():
+        for p in head.parameters():
+            p.normal_(0, 0.02)
+    return save_eagle3(head, folder, weights=weights)
+
+
+@pytest.mark.claims
+@needs_extra
+@pytest.mark.parametrize("weights", ["model.safetensors", "pytorch_model.bin"])
+def test_an_eagle3_checkpoint_decodes_through_rheo_decode(pair, tmp_path, capsys, weights):
+    """`rheo decode --draft eagle3:DIR` runs a head in the public format (either weight file) and,
+    greedy, gives autoregressive decoding's tokens (lossless with any draft); a head for another
+    target is refused in one line."""
+    folder = _public_format_head(pair.target, tmp_path / "eagle3", weights)
+    head, desc = smollm_pair.make_draft(pair.target, f"eagle3:{folder}")
+    assert "EAGLE-3 head" in desc and head.cfg.feature_layers == (2, 15, 27)
+    cfg = DecodeConfig(temperature=0.0, max_new_tokens=12)
+    prompt = pair.encode(smollm.SMOL_PROMPTS[1])
+    ref = decode(pair.target, None, prompt, AUTOREGRESSIVE, cfg, torch.Generator().manual_seed(0)).tokens
+    got = decode(pair.target, head, prompt, make_method("eagle", top_k=2, depth=2, budget=4), cfg,
+                 torch.Generator().manual_seed(1))
+    assert got.tokens == ref
+    assert main(["decode", "--model", "smollm2", "--draft", f"eagle3:{folder}", "--temperature", "1",
+                 "--max-new-tokens", "8", "--threads", "2"]) == 0
+    assert "EAGLE-3 head" in capsys.readouterr().out
+    import json
+
+    c = json.loads((folder / "config.json").read_text())
+    c["vocab_size"] = 32000
+    (folder / "config.json").write_text(json.dumps(c))
+    assert main(["decode", "--model", "smollm2", "--draft", f"eagle3:{folder}", "--max-new-tokens", "4"]) == 2
+    err = capsys.readouterr().err
+    assert "vocabulary of 32000 tokens; the target has 49152" in err and err.count("\n") == 1

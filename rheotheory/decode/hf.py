@@ -209,6 +209,17 @@ def bind_head(target: HFLM, head):
     from .draft_head import DraftHead, load_head
 
     c = target.model.config
+    if not isinstance(head, DraftHead):
+        from .eagle3 import is_eagle3_dir, load_eagle3
+
+        folder = Path(str(head)[7:] if str(head).startswith("eagle3:") else head)
+        if is_eagle3_dir(folder) or str(head).startswith("eagle3:"):  # a head in EAGLE-3's public format
+            if not folder.is_dir():
+                raise InstanceError(f"the EAGLE-3 head directory {str(folder)!r} does not exist")
+            w = target.embed_tokens.weight
+            out, _ = load_eagle3(folder, target.embed_tokens, int(c.num_hidden_layers), w.device, target.dtype,
+                                 max_len=target.cfg.max_len)
+            return out
     if isinstance(head, DraftHead):
         if head.embed is not target.embed_tokens:
             raise InstanceError("the draft head is bound to another model's embedding; load it for this target "
@@ -279,12 +290,17 @@ def _load_tokenizer(tf, path: str):
 def load_hf_pair(target_dir, draft_dir, device="cpu", dtype=torch.float32, max_len: int | None = None) -> HFPair:
     """Target and draft from two local ``save_pretrained`` directories (nothing is downloaded); a
     draft directory holding a draft head (``head.safetensors`` + ``manifest.json``, from
-    ``scripts/train_draft_head.py``) gives that head, bound to the target's embedding.
+    ``scripts/train_draft_head.py``) gives that head, bound to the target's embedding, and one
+    holding an EAGLE-3 head (``config.json`` with ``draft_vocab_size`` + ``model.safetensors`` or
+    ``pytorch_model.bin``; :mod:`rheotheory.decode.eagle3`; ``eagle3:DIR`` says so explicitly)
+    gives that head.
 
     ``dtype``: a torch dtype or one of :data:`DTYPES`' names. The target directory must hold a
     tokenizer; the draft's, if it holds one, must have the same vocabulary, and both output heads
     the same size.
     """
+    if str(draft_dir).startswith("eagle3:"):
+        draft_dir = str(draft_dir)[7:]
     for role, folder in (("target", target_dir), ("draft", draft_dir)):
         if not Path(folder).is_dir():
             raise InstanceError(f"the {role} directory {str(folder)!r} does not exist"
@@ -300,11 +316,15 @@ def load_hf_pair(target_dir, draft_dir, device="cpu", dtype=torch.float32, max_l
         raise InstanceError(f"no tokenizer in {str(target_dir)!r} (save one beside the model)")
     from .draft_head import HEAD_FILES, load_head
 
-    if all((Path(draft_dir) / f).is_file() for f in HEAD_FILES):  # a draft head trained for this target
+    from .eagle3 import is_eagle3_dir
+
+    if all((Path(draft_dir) / f).is_file() for f in HEAD_FILES) or is_eagle3_dir(draft_dir):  # a head for this target
         target = _load_model(tf, target_dir, dtype, dev, max_len)
-        head, man = load_head(draft_dir, target.embed_tokens, dev, dtype, max_len=target.cfg.max_len)
+        eagle3 = is_eagle3_dir(draft_dir)
+        head = bind_head(target, draft_dir) if eagle3 else \
+            load_head(draft_dir, target.embed_tokens, dev, dtype, max_len=target.cfg.max_len)[0]
         manifest = {"target": str(target_dir), "draft": str(draft_dir), "target_family": target.cfg.model_type,
-                    "draft_family": "draft head", "dtype": str(dtype).replace("torch.", ""),
+                    "draft_family": "EAGLE-3 head" if eagle3 else "draft head", "dtype": str(dtype).replace("torch.", ""),
                     "transformers": tf.__version__}
         return HFPair(target, head, manifest, tok)
     draft_tok = _load_tokenizer(tf, draft_dir)

@@ -7,7 +7,8 @@ The target is :class:`~rheotheory.decode.smollm.SmolLM`; the drafts share its to
   :data:`SMOLLM2_HEAD_DIR` (:mod:`rheotheory.decode.draft_head`; one decoder layer over the
   target's features, trained on ShareGPT conversations, a draft vocabulary of 12,288 tokens);
   ``"head:DIR"``: a head saved by ``scripts/train_head_sharegpt.py`` or
-  ``scripts/train_draft_head.py``.
+  ``scripts/train_draft_head.py``; ``"eagle3:DIR"``: a head in EAGLE-3's public checkpoint
+  format (:mod:`rheotheory.decode.eagle3`) made for SmolLM2-135M.
 * ``"int4"`` (:func:`~rheotheory.decode.smollm.quantised_copy`): a weight-quantised copy, every
   block's linear weight rounded to symmetric 4-bit integers per group of 32 (scale = group
   absmax / 7); the embedding/output head is kept. Single-draft acceptance about 0.75 on
@@ -52,6 +53,18 @@ def make_draft(target: SmolLM, spec: str):
         cfg = head.cfg
         return head, (f"trained draft head ({folder.name}): one decoder layer over target layers "
                       f"{list(cfg.feature_layers)}, draft vocabulary {cfg.draft_vocab}, {head.num_params()} parameters")
+    if isinstance(spec, str) and spec.startswith("eagle3:"):
+        from .eagle3 import load_eagle3
+
+        folder = Path(spec[7:])
+        if not folder.is_dir():
+            raise InstanceError(f"the EAGLE-3 head directory {str(folder)!r} does not exist")
+        w = target.embed_tokens.weight
+        head, _ = load_eagle3(folder, target.embed_tokens, target.cfg.n_layer, w.device, w.dtype,
+                              max_len=target.cfg.max_len)
+        cfg = head.cfg
+        return head, (f"EAGLE-3 head ({folder.name}): target layers {list(cfg.feature_layers)} (hidden_states "
+                      f"indices), draft vocabulary {cfg.draft_vocab}, {head.num_params()} parameters")
     if isinstance(spec, str) and spec.startswith("int") and spec[3:].isdigit():
         bits = int(spec[3:])
         return quantised_copy(target, bits), (f"{bits}-bit weight-quantised copy (symmetric, groups of "
@@ -59,7 +72,7 @@ def make_draft(target: SmolLM, spec: str):
     if isinstance(spec, str) and spec.startswith("layers:") and spec[7:].isdigit():
         n = int(spec[7:])
         return target.layer_skip(n), f"layer-skip: first {n} of {target.cfg.n_layer} blocks + final norm + head"
-    raise InstanceError(f"unknown SmolLM2 draft {spec!r}; use head, head:DIR, int<bits> (e.g. int4) or layers:<n> "
+    raise InstanceError(f"unknown SmolLM2 draft {spec!r}; use head, head:DIR, eagle3:DIR, int<bits> (e.g. int4) or layers:<n> "
                         "(e.g. layers:8)")
 
 
