@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/policy_cost.py                  # about 30 s; prints the table
+    python benchmarks/policy_cost.py                  # a few seconds; prints the table
     python benchmarks/policy_cost.py --json out.json  # and writes it (docs/guide/adaptive.md renders it)
 
 The policy (docs/theory.md section 2.8) runs twice per step: ``choose`` before the step (the

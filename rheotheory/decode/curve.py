@@ -61,6 +61,8 @@ def focus_of(names) -> str:
     """The method ``standing.csv`` sets against the best other: rheo-online when the bench runs it,
     else :data:`FOCUS`."""
     return ONLINE_FOCUS if ONLINE_FOCUS in list(names) else FOCUS
+
+
 #: Bootstrap resamples of the runs of a block, and their seed.
 BOOTSTRAP = 2000
 BOOTSTRAP_SEED = 0
