@@ -300,15 +300,17 @@ def online_vs_best_md(folder: Path) -> str:
         body.append([r["mismatch"], num(r["temperature"]), f"{r['top_k']},{r['depth']},{r['budget']}",
                      f"`{r['best_other']}`", f"{float(r['best_tau']):.3f}", f"{float(r['new_tau']):.3f}",
                      f"{float(r['ratio']):.3f}",
-                     f"{float(r['diff']):+.3f} [{float(r['diff_low']):+.3f}, {float(r['diff_high']):+.3f}]",
-                     f"{float(r['regret']):+.3f}", r["verdict"]])
+                     f"{float(r['regret']):+.3f}",
+                     f"[{float(r['diff_low']):+.3f},&nbsp;{float(r['diff_high']):+.3f}]", r["verdict"]])
     worse = sum(r["verdict"].startswith("worse") for r in rows)
     hot = [r for r in rows if float(r["temperature"]) >= 0.5]
     big = sum(float(r["ratio"]) >= 1.05 and float(r["diff_low"]) > 0 for r in hot)
     n = rows[0]["steps"] if rows else "?"
     return (md_table(["mismatch", "T", "K,D,N", "best arm", "tau", "rheo-online", "ratio",
-                      "difference (paired) [95% CI]", "regret per step", "verdict"], body)
-            + f"\n\n{n} steps per row (paired by context). Cells: {len(rows)}; significantly below the best arm: "
+                      "regret per step", "95% CI of the difference", "verdict"], body)
+            + f"\n\n{n} steps per row (paired by context); regret: the best arm's tau minus rheo-online's (the "
+            "paired difference with its sign flipped; negative: ahead of the best arm), its interval that of the "
+            f"difference rheo-online - best arm. Cells: {len(rows)}; significantly below the best arm: "
             f"{worse}; >= +5% above it (interval excluding 0) among T >= 0.5: {big} of {len(hot)}.")
 
 
@@ -1146,7 +1148,7 @@ RECIPES: list[Recipe] = [
                   step("python benchmarks/budget_auto.py --out {out}/smollm2_budget_auto"),),
            quick=(step("python benchmarks/budget_auto.py --model builtin --temperatures 1 "
                        "--methods chain --max-new-tokens 8 --out {out}/smollm2_budget_auto"),),
-           seconds=1800, quick_seconds=20, seed=0, needs=SMOL_NEEDS + " and the sharegpt extra",
+           seconds=2550, quick_seconds=20, seed=0, needs=SMOL_NEEDS + " and the sharegpt extra",
            tables={"smollm2_budget_auto": budget_auto_md}),
     Recipe("forward_timing", BENCH, ("forward_timing.json",),
            steps=(step("python benchmarks/forward_timing.py --threads 2 --repeats 30 --out {out}/forward_timing.json"),),
@@ -1162,7 +1164,7 @@ RECIPES: list[Recipe] = [
     Recipe("policy_cost", BENCH, ("policy_cost.json",),
            steps=(step("python benchmarks/policy_cost.py --json {out}/policy_cost.json"),),
            quick=(step("python benchmarks/policy_cost.py --repeats 50 --warm 20 --steps 3 --json {out}/policy_cost.json"),),
-           seconds=30, quick_seconds=15, seed=0,
+           seconds=5, quick_seconds=5, seed=0,
            tables={"policy_cost": policy_cost_md}),
     Recipe("mutant_table", SIM, ("mutant_table.csv", "mutant_table.md"),
            steps=(step("python simulations/mutant_table.py --out {out}"),),
