@@ -143,5 +143,7 @@ def test_generators_missing_from_transformers_are_left_out(monkeypatch, capsys):
     monkeypatch.setitem(tg._NEEDS, "gemma4", (("transformers", "NoSuchGemma4Assistant"),))
     got = tg.settings(only=["k=2"] + FINDINGS)
     assert [s.name for s in got] == ["k=2", FINDINGS[0]]
-    err = capsys.readouterr().err.strip().splitlines()
+    # NOTE: only the lines about left-out settings are counted: require() also warns once when the
+    # installed transformers is not the pinned one, which is not what this test is about.
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if "left out" in line]
     assert len(err) == 1 and "transformers.NoSuchGemma4Assistant" in err[0], err
