@@ -7,8 +7,8 @@ torch = pytest.importorskip("torch")
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
-from rheotheory.decode.builtin import load_builtin_pair  # noqa: E402
-from rheotheory.decode.checks import lossless_test  # noqa: E402
+from rheotheory.decode.backends.builtin import load_builtin_pair  # noqa: E402
+from rheotheory.decode.evaluation.checks import lossless_test  # noqa: E402
 from rheotheory.testing.mutants import ot_skip_residual  # noqa: E402
 from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode  # noqa: E402
 from rheotheory.methods import make_method  # noqa: E402
