@@ -1,6 +1,6 @@
 """Single-draft acceptance 1 - TV of the built-in pair on text the target samples at T = 1.
 
-For each prompt of ``rheotheory.decode.bench.BENCH_PROMPTS``, ``--samples`` continuations of
+For each prompt of ``rheotheory.decode.evaluation.bench.BENCH_PROMPTS``, ``--samples`` continuations of
 ``--tokens`` tokens are sampled from the target at T = 1 (one ``torch.Generator`` seeded with
 ``--seed``). At every generated position both models' laws at T = 1 are read with teacher
 forcing; the figure is the mean over positions of sum_v min(p(v), q(v)), the probability that one
@@ -17,8 +17,8 @@ import json
 
 import torch
 
-from rheotheory.decode.bench import BENCH_PROMPTS
-from rheotheory.decode.builtin import load_builtin_pair
+from rheotheory.decode.evaluation.bench import BENCH_PROMPTS
+from rheotheory.decode.backends.builtin import load_builtin_pair
 from rheotheory.decode.engine import target_samples
 
 

@@ -2,7 +2,7 @@
 
 Each method (the default suite's small trees, plus rheo at the benchmark's size) is run N times
 per prompt; the pairs (x1, x2) are compared with the exact target law p(x1) p(x2 | x1) by a
-chi-square test (:func:`rheotheory.decode.checks.lossless_test`; cells and pooling rule of
+chi-square test (:func:`rheotheory.decode.evaluation.checks.lossless_test`; cells and pooling rule of
 :mod:`rheotheory.stats`, statistics summed over the prompts). The same test with the planted
 skip-residual verifier (``ot_skip_residual``) must reject. The output is the table of docs/guide/real-models.md.
 
@@ -18,8 +18,8 @@ import argparse
 
 import torch
 
-from rheotheory.decode.builtin import load_builtin_pair
-from rheotheory.decode.checks import lossless_table, lossless_test
+from rheotheory.decode.backends.builtin import load_builtin_pair
+from rheotheory.decode.evaluation.checks import lossless_table, lossless_test
 from rheotheory.decode.engine import DecodeConfig
 from rheotheory.methods import make_method, resolve
 from rheotheory.testing.mutants import SkipResidualTraversal, ot_skip_residual

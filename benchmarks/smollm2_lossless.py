@@ -3,7 +3,7 @@
 Speculative decoding (every method of ``--methods`` at K=2 D=2 N=4, the default draft) is run N
 times per prompt;
 the pairs (x1, x2) are compared with the exact target law p(x1) p(x2 | x1) by a chi-square test
-(:func:`rheotheory.decode.smollm.lossless_test_large_vocab`: the test of the built-in pair, cells
+(:func:`rheotheory.decode.backends.smollm.lossless_test_large_vocab`: the test of the built-in pair, cells
 and pooling rule of :mod:`rheotheory.stats`). The same test with the planted skip-residual
 verifier (``ot_skip_residual``, on rheo) must reject.
 
@@ -17,10 +17,10 @@ import argparse
 import torch
 
 from rheotheory.testing.mutants import ot_skip_residual
-from rheotheory.decode.checks import lossless_table
+from rheotheory.decode.evaluation.checks import lossless_table
 from rheotheory.decode.engine import DecodeConfig
-from rheotheory.decode.smollm import SMOL_PROMPTS, lossless_test_large_vocab
-from rheotheory.decode.smollm_pair import DEFAULT_DRAFT, load_smollm2
+from rheotheory.decode.backends.smollm import SMOL_PROMPTS, lossless_test_large_vocab
+from rheotheory.decode.backends.smollm_pair import DEFAULT_DRAFT, load_smollm2
 from rheotheory.methods import resolve
 
 #: Significance level.

@@ -127,14 +127,14 @@ def main(argv=None) -> int:
     started = time.time()
     torch.set_num_threads(args.threads)
     if args.model == "smollm2":
-        from rheotheory.decode.smollm import SMOL_PROMPTS as PROMPTS
-        from rheotheory.decode.smollm_pair import DEFAULT_DRAFT, load_smollm2
+        from rheotheory.decode.backends.smollm import SMOL_PROMPTS as PROMPTS
+        from rheotheory.decode.backends.smollm_pair import DEFAULT_DRAFT, load_smollm2
 
         pair = load_smollm2("cpu", draft=DEFAULT_DRAFT)
         row = "smollm2"
     else:
-        from rheotheory.decode.bench import BENCH_PROMPTS as PROMPTS
-        from rheotheory.decode.builtin import load_builtin_pair
+        from rheotheory.decode.evaluation.bench import BENCH_PROMPTS as PROMPTS
+        from rheotheory.decode.backends.builtin import load_builtin_pair
 
         pair = load_builtin_pair("cpu")
         row = "builtin"

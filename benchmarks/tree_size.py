@@ -4,7 +4,7 @@ Usage:
     python benchmarks/tree_size.py [--model smollm2|builtin] [--methods rheo-tuned,chain]
                                    [--temperatures 0,1] [--threads 2] [--out benchmarks/results/tree_size.json]
 
-Runs :func:`rheotheory.decode.budget.choose_size` (no cache) for each (method, temperature):
+Runs :func:`rheotheory.decode.evaluation.budget.choose_size` (no cache) for each (method, temperature):
 the measured pass-cost curve, the draft's pass cost, and for each candidate (K, D, N) the pilot's
 tokens per step and the predicted speed-up (the physical limit); prints the table and writes it
 as JSON with its provenance. The ``smollm2`` row of ``rheotheory.methods.TREE_SIZES`` is the
@@ -35,21 +35,21 @@ def main(argv=None) -> int:
     os.environ["RHEO_NO_SIZE_CACHE"] = "1"
     import torch
 
-    from rheotheory.decode.bench import cost_ratio
-    from rheotheory.decode.budget import CANDIDATES, choose_size, measured_costs
+    from rheotheory.decode.evaluation.bench import cost_ratio
+    from rheotheory.decode.evaluation.budget import CANDIDATES, choose_size, measured_costs
     from rheotheory.methods import resolve
     from rheotheory.provenance import write_provenance
 
     started = time.time()
     torch.set_num_threads(args.threads)
     if args.model == "smollm2":
-        from rheotheory.decode.smollm import SMOL_PROMPTS as PROMPTS
-        from rheotheory.decode.smollm_pair import DEFAULT_DRAFT, load_smollm2
+        from rheotheory.decode.backends.smollm import SMOL_PROMPTS as PROMPTS
+        from rheotheory.decode.backends.smollm_pair import DEFAULT_DRAFT, load_smollm2
 
         pair = load_smollm2("cpu", draft=DEFAULT_DRAFT)
     else:
-        from rheotheory.decode.bench import BENCH_PROMPTS as PROMPTS
-        from rheotheory.decode.builtin import load_builtin_pair
+        from rheotheory.decode.evaluation.bench import BENCH_PROMPTS as PROMPTS
+        from rheotheory.decode.backends.builtin import load_builtin_pair
 
         pair = load_builtin_pair("cpu")
     costs = measured_costs(pair.target)

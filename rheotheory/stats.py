@@ -8,7 +8,7 @@ that criterion on ``n`` sampled sequences with the same Pearson goodness-of-fit 
 - :func:`lossless_test` (``rheo mc``): toy and synthetic pairs, one step of a method from the
   root prefix, completed to ``L = D + 1`` tokens, one test per length ``l = 1..L``, combined by
   Bonferroni's correction;
-- :func:`rheotheory.decode.checks.lossless_test`: the built-in model pair and SmolLM2, the
+- :func:`rheotheory.decode.evaluation.checks.lossless_test`: the built-in model pair and SmolLM2, the
   first two decoded tokens after each prompt, one test per prompt, statistics summed.
 
 **Cells** (:class:`PrefixCells`) are built from the target and ``n`` alone, before looking at

@@ -7,7 +7,7 @@ Writes ``head.safetensors`` (float16) and ``manifest.json`` (data hash, configur
 losses, validation acceptance, timings) into ``--out``. The package's own head
 (rheotheory/data/smollm2_head, what ``--draft head`` loads) is refused unless
 ``--overwrite-shipped`` is given. Data: text shipped with CPython plus the target's own samples
-(``rheotheory.decode.train_head``); nothing is downloaded. ``--target HF_DIR``: any local tied
+(``rheotheory.decode.heads.train``); nothing is downloaded. ``--target HF_DIR``: any local tied
 Llama-family ``save_pretrained`` directory with its tokenizer (pass ``--feature-layers`` for a
 depth other than 30 blocks).
 """
@@ -23,12 +23,12 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from rheotheory.decode.draft_head import DraftHead, HeadConfig, save_head
-from rheotheory.decode.train_head import (HeadTrainConfig, build_text, check_llama_like, draft_vocabulary,
+from rheotheory.decode.heads.draft_head import DraftHead, HeadConfig, save_head
+from rheotheory.decode.heads.train import (HeadTrainConfig, build_text, check_llama_like, draft_vocabulary,
                                           evaluate_head, extract, init_from_target, sample_prompts, sample_sequences,
                                           text_sequences, train_head)
-from rheotheory.decode.smollm import SmolConfig
-from rheotheory.decode.smollm_pair import SMOLLM2_HEAD_DIR
+from rheotheory.decode.backends.smollm import SmolConfig
+from rheotheory.decode.backends.smollm_pair import SMOLLM2_HEAD_DIR
 from rheotheory.errors import InstanceError
 
 
@@ -36,7 +36,7 @@ def load_target(spec: str):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if spec == "smollm2":
-        from rheotheory.decode.smollm import find_gguf
+        from rheotheory.decode.backends.smollm import find_gguf
 
         g = find_gguf()
         model = AutoModelForCausalLM.from_pretrained(str(g.parent), gguf_file=g.name, dtype=torch.float32)

@@ -15,7 +15,7 @@ from the ShareGPT *train* split only (:mod:`rheotheory.prompts`: filter and hash
 
 The draft vocabulary is chosen by the target's mass on those positions (its summed next-token
 law): with ``--draft-vocab auto``, the smallest multiple of 1024 tokens holding ``--vocab-mass``
-of it, at most ``--max-draft-vocab``. Training as ``rheotheory.decode.train_head.train_head``
+of it, at most ``--max-draft-vocab``. Training as ``rheotheory.decode.heads.train.train_head``
 (EAGLE-3 multi-step unroll, soft cross-entropy over the draft vocabulary).
 
 Validation (acceptance sum_v min(p, q) at T = 1 over the answer positions): the target's answers
@@ -47,10 +47,10 @@ import torch
 from tqdm import tqdm
 
 from rheotheory import prompts as P
-from rheotheory.decode.draft_head import DraftHead, HeadConfig, save_head
-from rheotheory.decode.smollm_pair import SMOLLM2_HEAD_DIR
-from rheotheory.decode.smollm import SmolConfig
-from rheotheory.decode.train_head import (HeadTrainConfig, check_llama_like, conversation_windows, evaluate_head,
+from rheotheory.decode.heads.draft_head import DraftHead, HeadConfig, save_head
+from rheotheory.decode.backends.smollm_pair import SMOLLM2_HEAD_DIR
+from rheotheory.decode.backends.smollm import SmolConfig
+from rheotheory.decode.heads.train import (HeadTrainConfig, check_llama_like, conversation_windows, evaluate_head,
                                           extract, init_from_target, pad_rows, sample_chat, train_head,
                                           vocabulary_by_mass)
 from rheotheory.errors import InstanceError
@@ -64,7 +64,7 @@ SHARD = 128
 def load_target():
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from rheotheory.decode.smollm import find_gguf
+    from rheotheory.decode.backends.smollm import find_gguf
 
     g = find_gguf()
     model = AutoModelForCausalLM.from_pretrained(str(g.parent), gguf_file=g.name, dtype=torch.float32)
@@ -282,7 +282,7 @@ def _run(args) -> int:
     if args.init == "shipped":
         # NOTE: the head's weights do not depend on its vocabulary (its output rows are the target's
         # embedding rows), so the shipped head is a starting point for any draft vocabulary.
-        from rheotheory.decode.draft_head import load_head
+        from rheotheory.decode.heads.draft_head import load_head
 
         old, _ = load_head(SMOLLM2_HEAD_DIR, embed)
         state = {k: v for k, v in old.state_dict().items() if k != "vocab_ids"}

@@ -16,7 +16,7 @@ import argparse
 from pathlib import Path
 
 import rheotheory
-from rheotheory.decode.train import TrainConfig, train_pair
+from rheotheory.decode.backends.builtin_train import TrainConfig, train_pair
 
 #: Optimiser steps: the target costs ~0.45 s/step on one idle thread, the distilled draft ~0.16 s/step
 #: (its teacher's forward pass included).

@@ -239,9 +239,9 @@ def rows_lossless_test() -> list[Row]:
 def rows_real_models(skip_smollm: bool) -> list[Row]:
     import torch
 
-    from rheotheory.decode.bench import BENCH_PROMPTS
-    from rheotheory.decode.builtin import load_builtin_pair
-    from rheotheory.decode.checks import TESTED_TOKENS, next_token_laws
+    from rheotheory.decode.evaluation.bench import BENCH_PROMPTS
+    from rheotheory.decode.backends.builtin import load_builtin_pair
+    from rheotheory.decode.evaluation.checks import TESTED_TOKENS, next_token_laws
     from rheotheory.decode.engine import DecodeConfig
 
     torch.set_num_threads(1)
@@ -273,7 +273,7 @@ def rows_real_models(skip_smollm: bool) -> list[Row]:
     if not skip_smollm:
         import test_decode_smollm as ts
 
-        from rheotheory.decode.smollm_pair import load_smollm2
+        from rheotheory.decode.backends.smollm_pair import load_smollm2
 
         smol = load_smollm2(draft="int4")  # the target, the same for the int4 and head drafts
         for test, n in (("test_decode_smollm::test_lossless_first_two_tokens / test_biased_verifier_is_rejected",

@@ -4,7 +4,7 @@ import csv
 
 import pytest
 
-from rheotheory.decode.curve import read_runs, standing, summarize
+from rheotheory.decode.evaluation.curve import read_runs, standing, summarize
 
 torch = pytest.importorskip("torch")
 
@@ -83,10 +83,10 @@ def test_out_with_other_settings_or_json_is_refused(tmp_path, capsys):
     assert main(ARGS + ["--out", str(out / "x"), "--json"]) == 2
 
 
-# -- --budget auto (rheotheory.decode.budget) ----------------------------------------------------
+# -- --budget auto (rheotheory.decode.evaluation.budget) ----------------------------------------------------
 
 def test_step_cost_interpolates_and_the_physical_limit_is_tau_over_relative_cost():
-    from rheotheory.decode.budget import physical_limit, step_cost
+    from rheotheory.decode.evaluation.budget import physical_limit, step_cost
 
     costs = {1: 1.0, 3: 2.0, 5: 4.0}
     assert step_cost(costs, 1, 1, 0.5) == 1.5 + 0.5  # a pass over 2 tokens: halfway between 1 and 3
@@ -97,10 +97,10 @@ def test_step_cost_interpolates_and_the_physical_limit_is_tau_over_relative_cost
 def test_decode_budget_auto_chooses_a_candidate_and_caches_it(tmp_path, monkeypatch, capsys):
     import json
 
-    from rheotheory.decode.budget import CANDIDATES
+    from rheotheory.decode.evaluation.budget import CANDIDATES
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr("rheotheory.decode.budget.MIN_LIMIT", 0.0)  # NOTE: a tree always pays here
+    monkeypatch.setattr("rheotheory.decode.evaluation.budget.MIN_LIMIT", 0.0)  # NOTE: a tree always pays here
     argv = ["decode", "--budget", "auto", "--temperature", "1", "--max-new-tokens", "6", "--json", "--no-progress"]
     assert main(argv) == 0
     got = json.loads(capsys.readouterr().out)["method"]
@@ -121,7 +121,7 @@ def test_budget_auto_falls_back_to_autoregressive_when_no_tree_pays(tmp_path, mo
     import json
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr("rheotheory.decode.budget.MIN_LIMIT", 1e9)
+    monkeypatch.setattr("rheotheory.decode.evaluation.budget.MIN_LIMIT", 1e9)
     argv = ["decode", "--budget", "auto", "--temperature", "1", "--max-new-tokens", "6", "--json", "--no-progress"]
     assert main(argv) == 0
     cap = capsys.readouterr()
@@ -136,12 +136,12 @@ def test_bench_budget_auto_sizes_each_temperature_and_falls_back_per_row(tmp_pat
     JSON records the choice; with every size paying, the rows run the chosen size."""
     import json
 
-    from rheotheory.decode.budget import CANDIDATES
+    from rheotheory.decode.evaluation.budget import CANDIDATES
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     argv = ["bench", "--budget", "auto", "--methods", "rheo-tuned,chain", "--temperatures", "0,1",
             "--max-new-tokens", "6", "--repeats", "1", "--json", "--no-progress"]
-    monkeypatch.setattr("rheotheory.decode.budget.MIN_LIMIT", 1e9)
+    monkeypatch.setattr("rheotheory.decode.evaluation.budget.MIN_LIMIT", 1e9)
     assert main(argv) == 0
     cap = capsys.readouterr()
     got = json.loads(cap.out)
@@ -150,7 +150,7 @@ def test_bench_budget_auto_sizes_each_temperature_and_falls_back_per_row(tmp_pat
     assert {r["method"] for r in got["budget_auto"]} == {"rheo-tuned", "chain"}
     assert not any(r["pays"] for r in got["budget_auto"])
     assert all(r["nodes_per_step"] == 0 for r in got["rows"])
-    monkeypatch.setattr("rheotheory.decode.budget.MIN_LIMIT", 0.0)
+    monkeypatch.setattr("rheotheory.decode.evaluation.budget.MIN_LIMIT", 0.0)
     out = tmp_path / "curve"
     argv = [a for a in argv if a != "--json"] + ["--out", str(out)]
     assert main(argv) == 0

@@ -43,7 +43,7 @@ def test_bench_reports_an_interval_steps_and_enough_steps_by_default(capsys):
     passes gives every row at least MIN_BENCH_STEPS steps (a step emits at most D + 1 tokens)."""
     import json
 
-    from rheotheory.decode.bench import MIN_BENCH_STEPS
+    from rheotheory.decode.evaluation.bench import MIN_BENCH_STEPS
 
     rc = main(["bench", "--methods", "chain", "--temperatures", "1", "--max-new-tokens", "4", "--depth", "3",
                "--json"])

@@ -5,9 +5,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rheotheory.decode.bench import BENCH_PROMPTS  # noqa: E402
-from rheotheory.decode.builtin import load_builtin_pair  # noqa: E402
-from rheotheory.decode.checks import TESTED_TOKENS, lossless_test, next_token_laws  # noqa: E402
+from rheotheory.decode.evaluation.bench import BENCH_PROMPTS  # noqa: E402
+from rheotheory.decode.backends.builtin import load_builtin_pair  # noqa: E402
+from rheotheory.decode.evaluation.checks import TESTED_TOKENS, lossless_test, next_token_laws  # noqa: E402
 from rheotheory.decode.engine import (AUTOREGRESSIVE, DEFAULT_DRAFT_TOP_K, GREEDY_DRAFT_TEMPERATURE,  # noqa: E402
                                       SPARSE_DRAFT_MIN_VOCAB, DecodeConfig, decode, draft_law, target_law)
 from rheotheory.errors import InstanceError, LawError  # noqa: E402
@@ -129,7 +129,7 @@ def test_draft_cache_keeps_the_accepted_path(pair, backend):
     """After each step the draft cache holds the accepted tokens it evaluated while drafting: the
     cache equals a fresh causal pass over the committed text."""
     from rheotheory.decode import engine
-    from rheotheory.decode.models import NumpyLM, chain_mask
+    from rheotheory.decode.backends.tree_lm import NumpyLM, chain_mask
 
     draft = NumpyLM(pair.draft) if backend == "numpy" else pair.draft
     st = engine._State(pair.target, draft, pair.encode("def fib("), torch.device("cpu"))

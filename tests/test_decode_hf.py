@@ -1,4 +1,4 @@
-"""The Hugging Face back-end (rheotheory.decode.hf) on randomly initialised tiny Llama, Qwen2 and
+"""The Hugging Face back-end (rheotheory.decode.backends.transformers_lm) on randomly initialised tiny Llama, Qwen2 and
 GPT-2 models: the tree mask and the depth positions reach transformers' attention, the cache keeps
 the accepted path, greedy speculative decoding is greedy decoding, and `rheo decode --target DIR`
 runs. Nothing is downloaded: every model and tokenizer is built here and saved to a temporary
@@ -14,8 +14,8 @@ transformers = pytest.importorskip("transformers")
 
 from rheotheory.cli import main  # noqa: E402
 from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode  # noqa: E402
-from rheotheory.decode.hf import HFLM, load_hf_pair, tree_bias  # noqa: E402
-from rheotheory.decode.models import chain_mask, tree_mask  # noqa: E402
+from rheotheory.decode.backends.transformers_lm import HFLM, load_hf_pair, tree_bias  # noqa: E402
+from rheotheory.decode.backends.tree_lm import chain_mask, tree_mask  # noqa: E402
 from rheotheory.errors import InstanceError  # noqa: E402
 from rheotheory.methods import make_method  # noqa: E402
 
@@ -191,11 +191,11 @@ def test_cli_target_flag_errors(dirs, capsys):
 
 
 def test_an_eagle3_head_drafts_for_a_transformers_target(dirs, tmp_path, capsys):
-    """A head in EAGLE-3's public format (rheotheory.decode.eagle3) beside a transformers target:
+    """A head in EAGLE-3's public format (rheotheory.decode.heads.eagle3) beside a transformers target:
     found by its config in load_hf_pair and `rheo decode --target --draft`, and as eagle3:DIR;
     greedy, it gives the target's greedy tokens; a head whose layer ids the target lacks is one line."""
-    from rheotheory.decode.draft_head import HeadConfig
-    from rheotheory.decode.eagle3 import Eagle3Head, save_eagle3
+    from rheotheory.decode.heads.draft_head import HeadConfig
+    from rheotheory.decode.heads.eagle3 import Eagle3Head, save_eagle3
 
     target_dir, _ = dirs
     cfg = HeadConfig(hidden=32, n_q_heads=4, n_kv_heads=2, head_dim=8, intermediate=64, rope_theta=10000.0,

@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rheotheory.decode.models import (KVCache, ModelConfig, NumpyKVCache, NumpyLM, TinyLM, chain_mask,  # noqa: E402
+from rheotheory.decode.backends.tree_lm import (KVCache, ModelConfig, NumpyKVCache, NumpyLM, TinyLM, chain_mask,  # noqa: E402
                                       tree_mask)
 from rheotheory.errors import InstanceError  # noqa: E402
 
@@ -180,7 +180,7 @@ def test_context_overflow_is_a_clear_error(backend):
 
 
 def test_distillation_trains_toward_the_teacher_and_needs_one():
-    from rheotheory.decode.train import TrainConfig, train_model
+    from rheotheory.decode.backends.builtin_train import TrainConfig, train_model
 
     cfg = ModelConfig(vocab_size=16, n_layer=1, n_head=2, d_model=16, max_len=16)
     data = torch.randint(0, 16, (4000,), generator=torch.Generator().manual_seed(0))

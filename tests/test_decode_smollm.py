@@ -9,10 +9,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from rheotheory.cli import main  # noqa: E402
-from rheotheory.decode import smollm, smollm_pair  # noqa: E402
+from rheotheory.decode.backends import smollm, smollm_pair  # noqa: E402
 from rheotheory.testing.mutants import ot_skip_residual  # noqa: E402
 from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode  # noqa: E402
-from rheotheory.decode.models import chain_mask, tree_mask  # noqa: E402
+from rheotheory.decode.backends.tree_lm import chain_mask, tree_mask  # noqa: E402
 from rheotheory.errors import InstanceError  # noqa: E402
 from rheotheory.methods import make_method  # noqa: E402
 
@@ -277,7 +277,7 @@ def test_gguf_target_features_feed_the_head_as_the_hand_written_ones(gguf_model,
     import numpy as np
 
     import rheotheory.hf
-    from rheotheory.decode.hf import HFLM
+    from rheotheory.decode.backends.transformers_lm import HFLM
 
     model, tok = gguf_model
     prompt = tok.encode(smollm.SMOL_PROMPTS[0], add_special_tokens=False)
@@ -293,13 +293,13 @@ def test_gguf_target_features_feed_the_head_as_the_hand_written_ones(gguf_model,
     assert (laws[0] - laws[1]).abs().max().item() < 1e-4
 
 
-# -- a head in EAGLE-3's public format (rheotheory.decode.eagle3) -------------------------------
+# -- a head in EAGLE-3's public format (rheotheory.decode.heads.eagle3) -------------------------------
 
 def _public_format_head(target, folder, weights):
     """A small head in EAGLE-3's checkpoint format for SmolLM2 (seeded random weights, a draft
     vocabulary of the 1024 lowest token ids), saved with ``weights`` as its weight file."""
-    from rheotheory.decode.draft_head import HeadConfig
-    from rheotheory.decode.eagle3 import Eagle3Head, default_layer_ids, save_eagle3
+    from rheotheory.decode.heads.draft_head import HeadConfig
+    from rheotheory.decode.heads.eagle3 import Eagle3Head, default_layer_ids, save_eagle3
 
     c = target.cfg
     cfg = HeadConfig(hidden=c.hidden, n_q_heads=c.n_q_heads, n_kv_heads=c.n_kv_heads, head_dim=c.head_dim,

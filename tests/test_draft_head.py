@@ -1,4 +1,4 @@
-"""The EAGLE-style draft head (rheotheory.decode.draft_head) on randomly initialised tiny Llama
+"""The EAGLE-style draft head (rheotheory.decode.heads.draft_head) on randomly initialised tiny Llama
 targets: its tree passes are the training unroll, greedy decoding with it is greedy decoding,
 decoding with it is lossless (chi-square, with a planted-bug companion), the hand-written SmolLM
 exposes the features transformers' model does, and a saved head loads back. Nothing is downloaded."""
@@ -9,14 +9,14 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from rheotheory.decode.checks import lossless_test  # noqa: E402
+from rheotheory.decode.evaluation.checks import lossless_test  # noqa: E402
 from rheotheory.testing.mutants import ot_skip_residual  # noqa: E402
-from rheotheory.decode.draft_head import DraftHead, HeadConfig, load_head, save_head, target_features  # noqa: E402
+from rheotheory.decode.heads.draft_head import DraftHead, HeadConfig, load_head, save_head, target_features  # noqa: E402
 from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode  # noqa: E402
-from rheotheory.decode.hf import HFLM  # noqa: E402
-from rheotheory.decode.models import KVCache  # noqa: E402
-from rheotheory.decode.smollm import SmolConfig, SmolLM  # noqa: E402
-from rheotheory.decode.train_head import (HeadTrainConfig, draft_vocabulary, evaluate_head, extract,  # noqa: E402
+from rheotheory.decode.backends.transformers_lm import HFLM  # noqa: E402
+from rheotheory.decode.backends.tree_lm import KVCache  # noqa: E402
+from rheotheory.decode.backends.smollm import SmolConfig, SmolLM  # noqa: E402
+from rheotheory.decode.heads.train import (HeadTrainConfig, draft_vocabulary, evaluate_head, extract,  # noqa: E402
                                           init_from_target, train_head)
 from rheotheory.errors import InstanceError  # noqa: E402
 from rheotheory.methods import make_method  # noqa: E402
@@ -189,7 +189,7 @@ def test_load_head_errors(tmp_path):
 
 
 def test_a_target_without_features_is_refused():
-    from rheotheory.decode.models import ModelConfig, TinyLM
+    from rheotheory.decode.backends.tree_lm import ModelConfig, TinyLM
 
     model = tiny_llama()
     with pytest.raises(InstanceError, match="hidden states"):
@@ -247,7 +247,7 @@ def test_deferred_head_computes_a_row_with_its_children(monkeypatch):
 def test_pass_costs_time_a_deferred_head_as_the_engine_computes_it(monkeypatch):
     """``pass_costs`` (what ``--budget auto`` chooses a tree size from) times a SmolLM target's pass
     without its head plus one head product over at most ``CPU_HEAD_ROWS`` rows, as a step runs it."""
-    from rheotheory.decode.bench import pass_costs
+    from rheotheory.decode.evaluation.bench import pass_costs
     from rheotheory.decode.engine import CPU_HEAD_ROWS
 
     smol = smollm_copy(tiny_llama())

@@ -1,4 +1,4 @@
-"""EAGLE-3 heads in their public format (rheotheory.decode.eagle3), checked against code nobody
+"""EAGLE-3 heads in their public format (rheotheory.decode.heads.eagle3), checked against code nobody
 here wrote: SpecForge's ``LlamaForCausalLMEagle3`` (an optional test extra, installed with
 ``pip install --no-deps specforge==0.2.0``; the cross-check skips without it).
 
@@ -20,9 +20,9 @@ import pytest
 import torch
 from torch import nn
 
-from rheotheory.decode.eagle3 import (Eagle3Head, default_layer_ids, feature_layers_of, is_eagle3_dir, load_eagle3,
+from rheotheory.decode.heads.eagle3 import (Eagle3Head, default_layer_ids, feature_layers_of, is_eagle3_dir, load_eagle3,
                                       save_eagle3)
-from rheotheory.decode.draft_head import HeadConfig
+from rheotheory.decode.heads.draft_head import HeadConfig
 from rheotheory.errors import InstanceError
 
 V, VD, H, L = 128, 32, 64, 8
@@ -217,7 +217,7 @@ def test_llama3_rope_scaling_matches_transformers():
     transformers = pytest.importorskip("transformers")
     from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
-    from rheotheory.decode.eagle3 import _inv_freq
+    from rheotheory.decode.heads.eagle3 import _inv_freq
 
     scaling = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                "original_max_position_embeddings": 8192}

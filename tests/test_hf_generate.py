@@ -273,8 +273,8 @@ HEAD_NOISE = 0.05
 def save_tiny_head(model, folder, seed=1, family="llama"):
     """A randomly initialised draft head for ``model`` saved as a head directory (float16
     safetensors + manifest naming the target's transformers family)."""
-    from rheotheory.decode.draft_head import DraftHead, HeadConfig, save_head
-    from rheotheory.decode.smollm import SmolConfig
+    from rheotheory.decode.heads.draft_head import DraftHead, HeadConfig, save_head
+    from rheotheory.decode.backends.smollm import SmolConfig
 
     torch.manual_seed(seed)
     cfg = HeadConfig.for_target(SmolConfig.from_hf(model.config, max_len=128), HEAD_FEATURES, HEAD_VOCAB)
@@ -310,7 +310,7 @@ def test_greedy_with_a_head_directory_as_assistant_equals_plain_greedy(head_pair
 def test_a_loaded_head_is_the_same_draft_as_its_directory(head_pair):
     """``rheotheory.hf.draft_head(target, DIR)`` (loaded once) and ``DIR`` give the same tokens for
     the same seed, through ``generate`` and in a direct call."""
-    from rheotheory.decode.draft_head import DraftHead
+    from rheotheory.decode.heads.draft_head import DraftHead
 
     target, folder = head_pair
     head = rheotheory.hf.draft_head(target, folder)

@@ -120,7 +120,7 @@ def test_prompt_spec_errors(bad):
 
 
 def test_builtin_set_and_load_prompts():
-    from rheotheory.decode.bench import BENCH_PROMPTS
+    from rheotheory.decode.evaluation.bench import BENCH_PROMPTS
 
     got = P.load_prompts("builtin", builtin=BENCH_PROMPTS)
     assert list(got) == ["builtin"] and [p.text for p in got["builtin"]] == list(BENCH_PROMPTS)

@@ -113,7 +113,7 @@ def test_the_lossless_recipes_declare_their_verdicts():
 def test_a_run_without_degrees_of_freedom_gives_no_verdict(tmp_path, capsys):
     """The companion of the quick sizes: a test that tested nothing (df = 0) is not reported as
     "no rejection", and --no-verdict reports no verdict for any row."""
-    from rheotheory.decode.checks import lossless_table
+    from rheotheory.decode.evaluation.checks import lossless_table
     from rheotheory.methods import make_method
     from rheotheory.stats import ChiSquare
 

@@ -1,4 +1,4 @@
-"""Head training on conversations (rheotheory.decode.train_head): a run resumed from a checkpoint
+"""Head training on conversations (rheotheory.decode.heads.train): a run resumed from a checkpoint
 equals an uninterrupted one, masks count only real positions, sampled answers are resumable and
 stop at a stop token, the draft vocabulary by mass, conversation windows. Tiny random targets."""
 
@@ -11,7 +11,7 @@ transformers = pytest.importorskip("transformers")
 
 from test_draft_head import FEATURES, VOCAB, make_head, tiny_llama  # noqa: E402
 
-from rheotheory.decode.train_head import (HeadTrainConfig, conversation_windows, evaluate_head, extract,  # noqa: E402
+from rheotheory.decode.heads.train import (HeadTrainConfig, conversation_windows, evaluate_head, extract,  # noqa: E402
                                           pad_rows, sample_chat, train_head, vocabulary_by_mass)
 
 DRAFT_VOCAB = 40

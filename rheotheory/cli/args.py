@@ -284,7 +284,7 @@ def method_fields() -> dict:
 def add_method_arguments(ap: argparse.ArgumentParser, default: str = "rheo", size: str | None = "toy",
                          auto_budget: bool = False) -> None:
     """``--preset`` and one flag per family field (flags default to "not given"); with
-    ``auto_budget``, ``--budget auto`` is accepted too (:mod:`rheotheory.decode.budget`)."""
+    ``auto_budget``, ``--budget auto`` is accepted too (:mod:`rheotheory.decode.evaluation.budget`)."""
     g = ap.add_argument_group("method (see `rheo methods`)")
     g.add_argument("--preset", "--method", dest="preset", default=default, metavar="NAME",
                    help=f"a preset ({', '.join(PRESETS)}) or a family ({', '.join(FAMILIES)}), optionally with "

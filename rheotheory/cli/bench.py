@@ -58,7 +58,7 @@ def run(args) -> int:
     from ..errors import RheoError
 
     torch = need_torch()
-    from ..decode.bench import (bench_methods, bench_runs, cost_ratio, default_repeats, format_table, run_bench,
+    from ..decode.evaluation.bench import (bench_methods, bench_runs, cost_ratio, default_repeats, format_table, run_bench,
                                 table_json)
     from ..decode.engine import DecodeConfig
 
@@ -67,7 +67,7 @@ def run(args) -> int:
     if args.out is not None and args.json:
         raise RheoError("--json prints the table; with --out the results go to files: give one of them")
     if args.temperatures is None:
-        from ..decode.curve import GRID
+        from ..decode.evaluation.curve import GRID
 
         args.temperatures = list(GRID) if args.out is not None else [0.0, 0.5, 1.0]
     if args.methods is None:
@@ -89,7 +89,7 @@ def run(args) -> int:
     if args.prompts is None:
         sets = {"builtin": list(builtin)}
     else:
-        from ..decode.bench import chat_template_of
+        from ..decode.evaluation.bench import chat_template_of
         from ..prompts import encode_prompts, load_prompts
 
         chosen = load_prompts(args.prompts, builtin)
@@ -154,7 +154,7 @@ def _auto_sizes(args, pair, named, prompts, draft_s, log) -> tuple[dict, list[di
     stderr, one line each). Returns T -> (name, method) pairs, and the record of each choice."""
     import sys
 
-    from ..decode.budget import measured_costs
+    from ..decode.evaluation.budget import measured_costs
 
     costs = measured_costs(pair.target)
     chosen, records = {}, []
@@ -177,14 +177,14 @@ def _auto_sizes(args, pair, named, prompts, draft_s, log) -> tuple[dict, list[di
 
 
 def _run_curve(args, pair, named, sets, reps, top, total, log, pass_s, chosen, records) -> int:
-    """``--out``: the resumable curve (:mod:`rheotheory.decode.curve`) and its files, with provenance."""
+    """``--out``: the resumable curve (:mod:`rheotheory.decode.evaluation.curve`) and its files, with provenance."""
     import time
 
-    from ..decode.curve import focus_of, format_standing, run_curve, standing, write_summaries
+    from ..decode.evaluation.curve import focus_of, format_standing, run_curve, standing, write_summaries
     from ..provenance import write_provenance
 
     started = time.time()
-    from ..decode.curve import fingerprint
+    from ..decode.evaluation.curve import fingerprint
 
     settings = {"model": args.model, "target": args.target, "draft": args.draft,
                 "target_sha256": fingerprint(pair.target), "draft_sha256": fingerprint(pair.draft),
@@ -202,7 +202,7 @@ def _run_curve(args, pair, named, sets, reps, top, total, log, pass_s, chosen, r
                          draft_temp=args.draft_temperature, named_at=lambda T: chosen[float(T)], **top)
     title = (f"{args.model if args.target is None else args.target} on {args.device} ({args.threads} threads), "
              f"{args.max_new_tokens} tokens per prompt, seed {args.seed}")
-    from ..decode.budget import measured_costs
+    from ..decode.evaluation.budget import measured_costs
 
     costs = measured_costs(pair.target)
     depths = {}
@@ -215,7 +215,7 @@ def _run_curve(args, pair, named, sets, reps, top, total, log, pass_s, chosen, r
     if records:
         from pathlib import Path
 
-        from ..decode.curve import merge_auto_sizes
+        from ..decode.evaluation.curve import merge_auto_sizes
 
         paths["budget_auto"] = merge_auto_sizes(Path(args.out) / "budget_auto.json", records)
     t_target, t_draft, ratio = pass_s

@@ -114,7 +114,7 @@ def load_pair(args):
     """The model pair named by ``--model`` and the benchmark prompts that suit it (loading under a
     bar of elapsed time, announced when it is the slow first SmolLM2 load)."""
     if args.model == "smollm2" and getattr(args, "target", None) is None:
-        from ..decode.smollm import cache_dir, find_gguf
+        from ..decode.backends.smollm import cache_dir, find_gguf
 
         if not (cache_dir() / "model.safetensors").exists():
             find_gguf()  # NOTE: a missing package is one error line, never preceded by the estimate
@@ -131,13 +131,13 @@ def _load_pair(args):
             raise RheoError("--target DIR needs --draft DIR (a draft sharing the target's vocabulary)")
         if args.model != "builtin":
             raise RheoError("--target replaces --model; give one of them")
-        from ..decode.hf import HF_PROMPTS, load_hf_pair
+        from ..decode.backends.transformers_lm import HF_PROMPTS, load_hf_pair
 
         return load_hf_pair(args.target, args.draft, args.device, args.dtype or "float32"), HF_PROMPTS
     if args.model == "smollm2":
-        from ..decode.hf import DTYPES
-        from ..decode.smollm import SMOL_PROMPTS
-        from ..decode.smollm_pair import DEFAULT_DRAFT, load_smollm2
+        from ..decode.backends.transformers_lm import DTYPES
+        from ..decode.backends.smollm import SMOL_PROMPTS
+        from ..decode.backends.smollm_pair import DEFAULT_DRAFT, load_smollm2
 
         return load_smollm2(args.device, draft=args.draft or DEFAULT_DRAFT,
                             dtype=DTYPES[args.dtype or "float32"]), SMOL_PROMPTS
@@ -145,8 +145,8 @@ def _load_pair(args):
         raise RheoError("--dtype applies to --model smollm2 and to a --target/--draft pair only")
     if args.draft is not None:
         raise RheoError("--draft applies to --model smollm2 only")
-    from ..decode.bench import BENCH_PROMPTS
-    from ..decode.builtin import load_builtin_pair
+    from ..decode.evaluation.bench import BENCH_PROMPTS
+    from ..decode.backends.builtin import load_builtin_pair
 
     return load_builtin_pair(args.device), BENCH_PROMPTS
 
@@ -212,10 +212,10 @@ def spec_keys(spec: str) -> list[str]:
 
 def auto_choice(args, pair, method, temperature: float, prompts, costs=None, draft_s=None) -> tuple:
     """``method`` at the tree size ``--budget auto`` chooses at ``temperature``
-    (:mod:`rheotheory.decode.budget`), or the autoregressive method when no size reaches
-    :data:`~rheotheory.decode.budget.MIN_LIMIT`; with the record of the choice (a JSON-ready dict:
+    (:mod:`rheotheory.decode.evaluation.budget`), or the autoregressive method when no size reaches
+    :data:`~rheotheory.decode.evaluation.budget.MIN_LIMIT`; with the record of the choice (a JSON-ready dict:
     size, the best candidate's pilot tau and physical limit, whether it pays, the candidates)."""
-    from ..decode.budget import MIN_LIMIT, choose_size, pays, sized
+    from ..decode.evaluation.budget import MIN_LIMIT, choose_size, pays, sized
 
     model_id = args.model if getattr(args, "target", None) is None else f"{args.target}+{args.draft}"
     if args.model == "smollm2" and args.draft:

@@ -4,6 +4,14 @@ The tree builders (:mod:`rheotheory.trees`) and verifiers (:mod:`rheotheory.veri
 the exact core's own; this package only supplies model-backed laws (the draft evaluated layer by
 layer over the tree, the target over the whole tree in one pass) and a torch chooser.
 Requires the ``torch`` extra.
+
+Its parts:
+
+- :mod:`.engine`: the decoding loop, one step of any method with real models.
+- :mod:`.backends`: the models behind it (the built-in pair, SmolLM2, any Hugging Face model).
+- :mod:`.heads`: draft heads over the target's hidden states, their formats and training.
+- :mod:`.evaluation`: what ``rheo bench`` and the lossless checks measure.
+- :mod:`.defaults`: the commands' defaults, importable without torch.
 """
 
 import importlib
@@ -12,10 +20,10 @@ import importlib
 #: importing a torch-free submodule (:mod:`rheotheory.decode.defaults`, read by ``rheo --help``)
 #: does not load torch through this package.
 _EXPORTS = {
-    "ModelConfig": "models", "TinyLM": "models", "KVCache": "models", "tree_mask": "models", "chain_mask": "models",
-    "ModelPair": "builtin", "load_builtin_pair": "builtin", "resolve_device": "builtin",
-    "DecodeConfig": "engine", "DecodeResult": "engine", "StepStats": "engine", "TorchChooser": "engine",
-    "DraftTreePair": "engine", "decode": "engine", "AUTOREGRESSIVE": "engine",
+    **dict.fromkeys(("ModelConfig", "TinyLM", "KVCache", "tree_mask", "chain_mask"), "backends.tree_lm"),
+    **dict.fromkeys(("ModelPair", "load_builtin_pair", "resolve_device"), "backends.builtin"),
+    **dict.fromkeys(("DecodeConfig", "DecodeResult", "StepStats", "TorchChooser", "DraftTreePair", "decode",
+                     "AUTOREGRESSIVE"), "engine"),
 }
 
 __all__ = list(_EXPORTS)

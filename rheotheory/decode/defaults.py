@@ -1,6 +1,6 @@
 """Defaults of the real-model commands that ``rheo --help`` shows, importable without torch.
 
-The modules that use them (:mod:`rheotheory.decode.bench`) re-export them; only the command
+The modules that use them (:mod:`rheotheory.decode.evaluation.bench`) re-export them; only the command
 line reads them from here, so that building its help loads no model code.
 """
 

@@ -7,7 +7,7 @@ One step of a tree method (batch size 1):
    (:meth:`rheotheory.methods.Method.builder`) then runs on a :class:`DraftTreePair`, whose
    ``q(prefix)`` comes from the draft evaluated over the tree *layer by layer* (one batched pass
    per expanded layer, tree attention mask, depth-based positions; on CPU the draft runs as a
-   numpy copy, :class:`~rheotheory.decode.models.NumpyLM`). Random draws go through a
+   numpy copy, :class:`~rheotheory.decode.backends.tree_lm.NumpyLM`). Random draws go through a
    :class:`TorchChooser`: inverse-CDF lookups of uniforms from a ``torch.Generator``.
 2. **Verify.** Every kept node is resolved; one target pass evaluates the pending token (the
    root) and the whole tree with the tree attention mask. The method's tree verifier (for a
@@ -52,7 +52,7 @@ from ..verify.walk import SampleBranch, as_tree_verifier, method_tree_verifier, 
 from ..methods import Method, resolve
 from ..methods.registry import step_policy
 from ..synthetic import DEFAULT_DRAFT_TOP_K
-from .models import CacheBase, NumpyLM, TinyLM, chain_mask, tree_mask
+from .backends.tree_lm import CacheBase, NumpyLM, TinyLM, chain_mask, tree_mask
 
 __all__ = ["DecodeConfig", "GREEDY_DRAFT_TEMPERATURE", "DEFAULT_DRAFT_TOP_K", "SPARSE_DRAFT_MIN_VOCAB",
            "AUTO_DRAFT_TOP_K", "default_draft_top_k", "StepStats", "DecodeResult", "TorchChooser", "UniformStream",
@@ -154,7 +154,7 @@ def draft_law(logits, cfg: DecodeConfig) -> np.ndarray:
     r"""Draft laws as float64 numpy arrays for the builders and the verifiers: # [n, V] -> # [n, V].
 
     ``logits``: a back-end's logits, a torch tensor or (from a
-    :class:`~rheotheory.decode.models.NumpyLM`) an array. With k = ``cfg.draft_k(V)``:
+    :class:`~rheotheory.decode.backends.tree_lm.NumpyLM`) an array. With k = ``cfg.draft_k(V)``:
 
     .. math::
         q(x) = \frac{\exp(\ell_x / T_d)\,[x \in S_k]}{\sum_{y \in S_k} \exp(\ell_y / T_d)},
@@ -261,7 +261,7 @@ class DraftTreePair:
     cache's scratch area (one slot per node, in evaluation order), where later layers attend to
     them. ``p`` is not available here: the target is evaluated once, after the tree is built.
 
-    ``model`` is any back-end with the model interface of :mod:`rheotheory.decode.models`
+    ``model`` is any back-end with the model interface of :mod:`rheotheory.decode.backends.tree_lm`
     (``extend`` with ``offset``; ``cache`` is its own, from ``new_cache``).
     """
 
@@ -351,7 +351,7 @@ class DecodeResult:
 
 def reads_features(draft) -> bool:
     """Whether ``draft`` is a draft head reading the target's hidden features
-    (:class:`~rheotheory.decode.draft_head.DraftHead`: ``catch_up`` and ``cfg.feature_layers``)."""
+    (:class:`~rheotheory.decode.heads.draft_head.DraftHead`: ``catch_up`` and ``cfg.feature_layers``)."""
     return hasattr(draft, "catch_up") and hasattr(getattr(draft, "cfg", None), "feature_layers")
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import torch
 
-from ..errors import InstanceError
-from .models import ModelConfig, TinyLM
+from ...errors import InstanceError
+from .tree_lm import ModelConfig, TinyLM
 
 __all__ = ["TrainConfig", "TARGET_CONFIG", "DRAFT_CONFIG", "build_corpus", "encode", "decode_text",
            "train_model", "train_pair", "REPLACEMENT"]

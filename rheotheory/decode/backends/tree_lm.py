@@ -7,7 +7,7 @@ it would. After verification the cache commits the keys/values of the accepted p
 it always holds the committed text.
 
 **The model interface** every back-end implements (:class:`TinyLM` in torch, its numpy copy
-:class:`NumpyLM`, :class:`~rheotheory.decode.smollm.SmolLM`); the decoding engine, the
+:class:`NumpyLM`, :class:`~rheotheory.decode.backends.smollm.SmolLM`); the decoding engine, the
 benchmark and the checks use nothing else:
 
 - ``model.cfg``: ``vocab_size``, ``max_len`` (and the cache's sizes);
@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..errors import InstanceError
+from ...errors import InstanceError
 
 __all__ = ["ModelConfig", "TinyLM", "CacheBase", "KVCache", "tree_mask", "chain_mask", "cache_slices", "attend",
            "NumpyLM", "NumpyKVCache"]

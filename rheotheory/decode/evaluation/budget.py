@@ -10,7 +10,7 @@ speed-up** is
 
 with c(n) the measured cost of one cached target pass over n tokens
 (:func:`measured_costs`: the minimum of repeated timings, made non-decreasing in n) and d the draft's per-level cost
-(:func:`~rheotheory.decode.bench.cost_ratio`: one cached pass of the draft). S is the
+(:func:`~rheotheory.decode.evaluation.bench.cost_ratio`: one cached pass of the draft). S is the
 **physical limit** of the method at that size: what it would reach if tree building,
 verification and Python cost nothing. tau is measured by a short pilot decode of each candidate
 (the method itself at the requested temperature, ``PILOT_PROMPTS`` prompts of the model's
@@ -134,7 +134,7 @@ def choose_size(pair, method, temperature: float, prompts, model_id: str, device
     import torch
 
     from .bench import _ids, cost_ratio
-    from .engine import DecodeConfig, decode
+    from ..engine import DecodeConfig, decode
 
     key = _key(model_id, device, dtype, threads, method, temperature)
     path = cache_path()

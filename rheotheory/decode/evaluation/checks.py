@@ -21,8 +21,8 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from ..stats import DEFAULT_MIN_EXPECTED, ChiSquare, NextLaws, combine, prefix_cells
-from .engine import DecodeConfig, decode, target_law
+from ...stats import DEFAULT_MIN_EXPECTED, ChiSquare, NextLaws, combine, prefix_cells
+from ..engine import DecodeConfig, decode, target_law
 
 __all__ = ["TESTED_TOKENS", "ChiSquare", "next_token_laws", "first_tokens", "lossless_test"]
 

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import torch
 
-from ..errors import InstanceError
-from .models import ModelConfig, TinyLM
-from .train import decode_text, encode
+from ...errors import InstanceError
+from .tree_lm import ModelConfig, TinyLM
+from .builtin_train import decode_text, encode
 
 __all__ = ["ModelPair", "load_builtin_pair", "resolve_device", "DATA_DIR"]
 
-DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 MANIFEST = "tiny_pair.json"
 
 

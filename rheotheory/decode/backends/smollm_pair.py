@@ -1,26 +1,26 @@
 """SmolLM2 pairs: the SmolLM2-135M-Instruct target with a draft chosen by name.
 
-The target is :class:`~rheotheory.decode.smollm.SmolLM`; the drafts share its tokenizer
+The target is :class:`~rheotheory.decode.backends.smollm.SmolLM`; the drafts share its tokenizer
 (``draft=`` of :func:`load_smollm2`, ``--draft`` of ``rheo decode`` and ``rheo bench``):
 
 * ``"head"`` (:data:`DEFAULT_DRAFT`): the trained EAGLE-style draft head shipped in
-  :data:`SMOLLM2_HEAD_DIR` (:mod:`rheotheory.decode.draft_head`; one decoder layer over the
+  :data:`SMOLLM2_HEAD_DIR` (:mod:`rheotheory.decode.heads.draft_head`; one decoder layer over the
   target's features, trained on ShareGPT conversations, a draft vocabulary of 12,288 tokens);
   ``"head:DIR"``: a head saved by ``scripts/train_head_sharegpt.py`` or
   ``scripts/train_draft_head.py``; ``"eagle3:DIR"``: a head in EAGLE-3's public checkpoint
-  format (:mod:`rheotheory.decode.eagle3`) made for SmolLM2-135M.
-* ``"int4"`` (:func:`~rheotheory.decode.smollm.quantised_copy`): a weight-quantised copy, every
+  format (:mod:`rheotheory.decode.heads.eagle3`) made for SmolLM2-135M.
+* ``"int4"`` (:func:`~rheotheory.decode.backends.smollm.quantised_copy`): a weight-quantised copy, every
   block's linear weight rounded to symmetric 4-bit integers per group of 32 (scale = group
   absmax / 7); the embedding/output head is kept. Single-draft acceptance about 0.75 on
-  :data:`~rheotheory.decode.smollm.ACCEPTANCE_TEXTS` at T = 1. NOTE: the copy is stored
+  :data:`~rheotheory.decode.backends.smollm.ACCEPTANCE_TEXTS` at T = 1. NOTE: the copy is stored
   dequantised (float32), so on CPU it costs as much as the target: it measures tokens per step,
   not wall-clock gains.
-* ``"layers:N"`` (:meth:`~rheotheory.decode.smollm.SmolLM.layer_skip`): the first N blocks, then
+* ``"layers:N"`` (:meth:`~rheotheory.decode.backends.smollm.SmolLM.layer_skip`): the first N blocks, then
   the target's own final norm and head (early exit), sharing the target's parameters. Cheap
   (N / 30 of a pass) but, untrained, a poor draft for this model (acceptance about 0.06 with
   N = 8).
 
-The model modules (:mod:`~rheotheory.decode.smollm`, :mod:`~rheotheory.decode.draft_head`) know
+The model modules (:mod:`~rheotheory.decode.backends.smollm`, :mod:`~rheotheory.decode.heads.draft_head`) know
 no default and no shipped file: both are chosen here.
 """
 
@@ -30,8 +30,8 @@ from pathlib import Path
 
 import torch
 
-from ..errors import InstanceError
-from .draft_head import load_head
+from ...errors import InstanceError
+from ..heads.draft_head import load_head
 from .smollm import DEFAULT_MAX_LEN, QUANT_GROUP, SmolLM, SmolPair, load_target, quantised_copy
 
 __all__ = ["DEFAULT_DRAFT", "SMOLLM2_HEAD_DIR", "make_draft", "load_smollm2"]
@@ -39,7 +39,7 @@ __all__ = ["DEFAULT_DRAFT", "SMOLLM2_HEAD_DIR", "make_draft", "load_smollm2"]
 #: Default draft: the trained draft head shipped in :data:`SMOLLM2_HEAD_DIR`.
 DEFAULT_DRAFT = "head"
 #: Where the package's trained head for SmolLM2-135M-Instruct lives.
-SMOLLM2_HEAD_DIR = Path(__file__).resolve().parent.parent / "data" / "smollm2_head"
+SMOLLM2_HEAD_DIR = Path(__file__).resolve().parents[2] / "data" / "smollm2_head"
 
 
 def make_draft(target: SmolLM, spec: str):
@@ -54,7 +54,7 @@ def make_draft(target: SmolLM, spec: str):
         return head, (f"trained draft head ({folder.name}): one decoder layer over target layers "
                       f"{list(cfg.feature_layers)}, draft vocabulary {cfg.draft_vocab}, {head.num_params()} parameters")
     if isinstance(spec, str) and spec.startswith("eagle3:"):
-        from .eagle3 import load_eagle3
+        from ..heads.eagle3 import load_eagle3
 
         folder = Path(spec[7:])
         if not folder.is_dir():
@@ -81,7 +81,7 @@ def load_smollm2(device="cpu", draft: str = DEFAULT_DRAFT, max_len: int = DEFAUL
     """SmolLM2-135M-Instruct target and the draft named ``draft`` (see :func:`make_draft`).
 
     Converts and caches the target's weights on first use (about a minute on CPU;
-    :func:`~rheotheory.decode.smollm.load_target`).
+    :func:`~rheotheory.decode.backends.smollm.load_target`).
     """
     target, manifest, tokenizer = load_target(device, max_len=max_len, dtype=dtype, folder=folder)
     q, desc = make_draft(target, draft)

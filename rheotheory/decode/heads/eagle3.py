@@ -33,7 +33,7 @@ very q the head drafted from (docs/theory.md section 1.1), so a head of any qual
 wrong layers, costs acceptance, never correctness.
 
 The head runs through the engine like rheotheory's own head
-(:class:`~rheotheory.decode.draft_head.DraftHead`, whose back-end interface this class keeps:
+(:class:`~rheotheory.decode.heads.draft_head.DraftHead`, whose back-end interface this class keeps:
 ``catch_up`` with the target's features, ``extend`` over tree nodes that read their parent's
 output state). Training in this format is not implemented (``unrolled`` refuses).
 """
@@ -48,10 +48,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..errors import InstanceError
+from ...errors import InstanceError
 from .draft_head import DraftHead, HeadConfig
-from .models import attend, cache_slices
-from .smollm import RMSNorm, _rotate_half
+from ..backends.tree_lm import attend, cache_slices
+from ..backends.smollm import RMSNorm, _rotate_half
 
 __all__ = ["Eagle3Head", "load_eagle3", "save_eagle3", "is_eagle3_dir", "feature_layers_of", "default_layer_ids",
            "EAGLE3_WEIGHTS"]

@@ -19,7 +19,7 @@ autoregression at the feature level). Training unrolls that substitution (EAGLE-
 "training-time test", :meth:`DraftHead.unrolled`), so the layers of the tree see at training
 what they see at decoding.
 
-**As a back-end** the head has the model interface of :mod:`rheotheory.decode.models` for the
+**As a back-end** the head has the model interface of :mod:`rheotheory.decode.backends.tree_lm` for the
 tree passes (``cfg``, ``new_cache``, ``extend``), plus :meth:`DraftHead.catch_up`, the chained
 pass over newly committed tokens with the target features of the positions before them; the
 engine (:mod:`rheotheory.decode.engine`) feeds those from the target's verification pass
@@ -41,9 +41,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..errors import InstanceError
-from .models import KVCache, attention_bias, cache_slices, check_positions
-from .smollm import LlamaBlock, RMSNorm, SmolConfig, _rotate_half, rope_tables
+from ...errors import InstanceError
+from ..backends.tree_lm import KVCache, attention_bias, cache_slices, check_positions
+from ..backends.smollm import LlamaBlock, RMSNorm, SmolConfig, _rotate_half, rope_tables
 
 __all__ = ["HeadConfig", "DraftHead", "HeadCache", "unroll_mask", "load_head", "save_head", "HEAD_FILES",
            "target_features"]

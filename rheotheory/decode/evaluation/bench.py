@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ..methods import resolve
-from ..montecarlo import mean_ci
-from .defaults import DEFAULT_BENCH_METHODS, MIN_BENCH_STEPS
-from .engine import AUTO_DRAFT_TOP_K, AUTOREGRESSIVE, DecodeConfig, decode
+from ...methods import resolve
+from ...montecarlo import mean_ci
+from ..defaults import DEFAULT_BENCH_METHODS, MIN_BENCH_STEPS
+from ..engine import AUTO_DRAFT_TOP_K, AUTOREGRESSIVE, DecodeConfig, decode
 
 __all__ = ["BenchRow", "BENCH_PROMPTS", "DEFAULT_BENCH_METHODS", "MIN_BENCH_STEPS", "default_repeats", "bench_methods",
            "run_bench", "bench_runs", "format_table", "table_json", "cost_ratio", "pass_costs"]
@@ -56,7 +56,7 @@ def bench_methods(specs=DEFAULT_BENCH_METHODS, size="builtin", **overrides) -> l
     field no method has is an error naming it. The first method is the speed-up baseline: the
     autoregressive method (no draft nodes) is put first, and added when missing.
     """
-    from ..errors import TreeError
+    from ...errors import TreeError
 
     overrides = {k: v for k, v in overrides.items() if v is not None}
     out, used = [], set()
@@ -109,7 +109,7 @@ def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, se
     called with 1 after each decoded prompt (:func:`bench_runs` of them, warm-ups included).
     ``runs``, a list, receives one dict per timed decode (temperature, method name, prompt index,
     repeat, steps, emitted and kept tokens, seconds, tree nodes): the paired units of
-    :mod:`rheotheory.decode.curve`.
+    :mod:`rheotheory.decode.evaluation.curve`.
     """
     names = list(names) if names is not None else [m.family for m in methods]
     rows = []
@@ -166,13 +166,13 @@ def chat_template_of(pair):
     file carries, read through ``transformers``."""
     tok = getattr(pair, "tokenizer", None)
     if tok is None or not getattr(tok, "chat_template", None):
-        from .smollm import SmolPair
+        from ..backends.smollm import SmolPair
 
         if not isinstance(pair, SmolPair):
             return None
         from transformers import AutoTokenizer
 
-        from .smollm import find_gguf
+        from ..backends.smollm import find_gguf
 
         g = find_gguf()
         tok = AutoTokenizer.from_pretrained(str(g.parent), gguf_file=g.name)
@@ -198,13 +198,13 @@ def cost_ratio(pair, context: int = 64) -> tuple[float, float, float]:
     """Seconds of one single-token cached pass of the target and of the draft, and their ratio.
 
     The draft is timed as decoding runs it: on CPU a built-in draft runs as its numpy copy; a draft
-    head (:mod:`~rheotheory.decode.draft_head`) as a tree node below its root, after a catch-up
+    head (:mod:`~rheotheory.decode.heads.draft_head`) as a tree node below its root, after a catch-up
     pass over the context (zero target features: the cost does not depend on them).
     """
     import numpy as np
 
-    from .engine import reads_features
-    from .models import NumpyLM, TinyLM, chain_mask
+    from ..engine import reads_features
+    from ..backends.tree_lm import NumpyLM, TinyLM, chain_mask
 
     out = []
     for model in (pair.target, pair.draft):
@@ -248,8 +248,8 @@ def pass_costs(model, sizes=(1, 2, 4, 8, 16, 32), context: int = 64, repeats: in
 
     import numpy as np
 
-    from . import engine
-    from .models import chain_mask
+    from .. import engine
+    from ..backends.tree_lm import chain_mask
 
     p = next(model.parameters())
     cache = model.new_cache()

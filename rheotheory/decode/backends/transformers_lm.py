@@ -1,7 +1,7 @@
 """Any Hugging Face causal language model as a decoding target or draft.
 
 :class:`HFLM` wraps a ``transformers`` ``AutoModelForCausalLM`` behind the model interface of
-:mod:`rheotheory.decode.models` (``cfg``, ``new_cache``, ``extend``, ``forward``, ``num_params``),
+:mod:`rheotheory.decode.backends.tree_lm` (``cfg``, ``new_cache``, ``extend``, ``forward``, ``num_params``),
 so the decoding engine, ``rheo decode`` and ``rheo bench`` drive it unchanged. The model's own
 classes do the arithmetic; this module only feeds them three things:
 
@@ -13,7 +13,7 @@ classes do the arithmetic; this module only feeds them three things:
   attention unchanged (``masking_utils``: "already prepared, or custom"); both the ``sdpa`` and
   the ``eager`` attention add it to the scores;
 - **the KV cache**: a ``transformers`` ``DynamicCache`` held by :class:`HFCache`, with the
-  committed/scratch layout of :class:`~rheotheory.decode.models.CacheBase`: a pass first drops
+  committed/scratch layout of :class:`~rheotheory.decode.backends.tree_lm.CacheBase`: a pass first drops
   the scratch entries from ``offset`` on, then the model appends its ``n`` new keys/values;
   ``commit(keep)`` moves the accepted path's entries right after the committed ones.
 
@@ -36,9 +36,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..errors import InstanceError
+from ...errors import InstanceError
 from .builtin import resolve_device
-from .models import CacheBase, check_positions
+from .tree_lm import CacheBase, check_positions
 from .smollm import SMOL_PROMPTS
 
 __all__ = ["HFConfig", "HFLM", "HFCache", "HFPair", "INSTALL_HINT", "HF_PROMPTS", "tree_bias", "load_hf_pair",
@@ -71,7 +71,7 @@ class HFConfig:
 
 class HFCache(CacheBase):
     """KV cache of an :class:`HFLM`: a ``transformers`` ``DynamicCache`` with the committed/scratch
-    layout of :class:`~rheotheory.decode.models.CacheBase` (whose ``commit`` it uses).
+    layout of :class:`~rheotheory.decode.backends.tree_lm.CacheBase` (whose ``commit`` it uses).
 
     Per layer, ``kv.layers[i].keys`` / ``.values`` # [1, H_kv, entries, hd]: entries
     ``0 .. length - 1`` are committed, the rest is the scratch area of uncommitted tree tokens.
@@ -121,7 +121,7 @@ def tree_bias(mask, n: int, length: int, offset: int, dtype, device) -> torch.Te
 
 
 class HFLM(nn.Module):
-    """A ``transformers`` causal LM with the model interface of :mod:`rheotheory.decode.models`.
+    """A ``transformers`` causal LM with the model interface of :mod:`rheotheory.decode.backends.tree_lm`.
 
     ``model``: an ``AutoModelForCausalLM`` (decoder-only); ``max_len``: cap on the positions
     (None: the model's ``max_position_embeddings``).
@@ -168,13 +168,13 @@ class HFLM(nn.Module):
     def extend(self, cache: HFCache, tokens, depths, mask=None, offset: int = 0) -> torch.Tensor:
         """Logits # [n, V] (float32) of new tokens at positions ``cache.length + depths``; keys/values
         go to the scratch entries ``offset .. offset + n - 1``; ``mask`` # [n, offset + n] bool over
-        the scratch entries, None = all visible. The model interface of :mod:`rheotheory.decode.models`."""
+        the scratch entries, None = all visible. The model interface of :mod:`rheotheory.decode.backends.tree_lm`."""
         return self._cached(cache, tokens, depths, mask, offset).logits[0].float()
 
     def extend_features(self, cache: HFCache, tokens, depths, mask=None, offset: int = 0, layers=()):
         """:meth:`extend` that also returns the hidden states at ``layers`` (transformers'
         ``hidden_states`` numbering), concatenated: (logits # [n, V], features # [n, F d]); what a
-        draft head (:mod:`rheotheory.decode.draft_head`) reads."""
+        draft head (:mod:`rheotheory.decode.heads.draft_head`) reads."""
         out = self._cached(cache, tokens, depths, mask, offset, output_hidden_states=True)
         return out.logits[0].float(), torch.cat([out.hidden_states[i][0] for i in layers], dim=-1)
 
@@ -197,20 +197,20 @@ class HFLM(nn.Module):
 
 
 def bind_head(target: HFLM, head):
-    """A draft head (:mod:`rheotheory.decode.draft_head`) for ``target``: ``head`` is a head
+    """A draft head (:mod:`rheotheory.decode.heads.draft_head`) for ``target``: ``head`` is a head
     directory (``head.safetensors`` + ``manifest.json``), loaded and bound to the target's input
     embedding in the target's dtype and device, or a loaded
-    :class:`~rheotheory.decode.draft_head.DraftHead` already bound to it.
+    :class:`~rheotheory.decode.heads.draft_head.DraftHead` already bound to it.
 
     The head must have been trained for this target: the same vocabulary and width (its embedding),
     the same number of blocks (its feature layers are block indices) and, when its manifest names
     one, the same ``transformers`` family (``transformers_model_type``); else a one-line error.
     """
-    from .draft_head import DraftHead, load_head
+    from ..heads.draft_head import DraftHead, load_head
 
     c = target.model.config
     if not isinstance(head, DraftHead):
-        from .eagle3 import is_eagle3_dir, load_eagle3
+        from ..heads.eagle3 import is_eagle3_dir, load_eagle3
 
         folder = Path(str(head)[7:] if str(head).startswith("eagle3:") else head)
         if is_eagle3_dir(folder) or str(head).startswith("eagle3:"):  # a head in EAGLE-3's public format
@@ -246,7 +246,7 @@ def bind_head(target: HFLM, head):
 @dataclass(frozen=True)
 class HFPair:
     """A target p and a draft q loaded from two directories, sharing one tokenizer (the protocol of
-    :class:`~rheotheory.decode.builtin.ModelPair`)."""
+    :class:`~rheotheory.decode.backends.builtin.ModelPair`)."""
 
     target: HFLM  # p
     draft: HFLM  # q
@@ -292,7 +292,7 @@ def load_hf_pair(target_dir, draft_dir, device="cpu", dtype=torch.float32, max_l
     draft directory holding a draft head (``head.safetensors`` + ``manifest.json``, from
     ``scripts/train_draft_head.py``) gives that head, bound to the target's embedding, and one
     holding an EAGLE-3 head (``config.json`` with ``draft_vocab_size`` + ``model.safetensors`` or
-    ``pytorch_model.bin``; :mod:`rheotheory.decode.eagle3`; ``eagle3:DIR`` says so explicitly)
+    ``pytorch_model.bin``; :mod:`rheotheory.decode.heads.eagle3`; ``eagle3:DIR`` says so explicitly)
     gives that head.
 
     ``dtype``: a torch dtype or one of :data:`DTYPES`' names. The target directory must hold a
@@ -314,9 +314,9 @@ def load_hf_pair(target_dir, draft_dir, device="cpu", dtype=torch.float32, max_l
     tok = _load_tokenizer(tf, target_dir)
     if tok is None:
         raise InstanceError(f"no tokenizer in {str(target_dir)!r} (save one beside the model)")
-    from .draft_head import HEAD_FILES, load_head
+    from ..heads.draft_head import HEAD_FILES, load_head
 
-    from .eagle3 import is_eagle3_dir
+    from ..heads.eagle3 import is_eagle3_dir
 
     if all((Path(draft_dir) / f).is_file() for f in HEAD_FILES) or is_eagle3_dir(draft_dir):  # a head for this target
         target = _load_model(tf, target_dir, dtype, dev, max_len)

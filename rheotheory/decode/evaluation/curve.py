@@ -3,7 +3,7 @@ what ``rheo bench --out DIR`` writes.
 
 The work is cut into blocks, one per (prompt set, temperature). A block decodes every prompt of
 the set ``repeats`` times with every method, interleaved prompt by prompt, each method from a
-generator seeded with the same seed (:func:`rheotheory.decode.bench.run_bench`), so every method
+generator seeded with the same seed (:func:`rheotheory.decode.evaluation.bench.run_bench`), so every method
 meets the same prompts in the same order: a (prompt, repeat) **run** is the paired unit. Each
 finished block is appended to ``runs.csv`` (one row per run and method); a rerun with the same
 settings skips the blocks already there, so a killed bench resumes where it stopped (the block
@@ -21,7 +21,7 @@ Files under ``DIR``:
   with its 95% interval, accepted draft tokens per step (tau - 1), tokens/s, speed-up over
   autoregressive with its 95% interval, steps, runs, nodes per step, and the physical limit
   (tau x single pass / (pass at the tree's size + draft passes), from the pass costs measured
-  after the bench, :mod:`rheotheory.decode.budget`).
+  after the bench, :mod:`rheotheory.decode.evaluation.budget`).
 - ``standing.csv``: per (prompt set, temperature), the focus method (rheo-online when the bench runs
   it, else rheo-adaptive)
   against the best other tree method by tau: the difference and its paired 95% interval, and a
@@ -125,11 +125,11 @@ def run_curve(pair, named, temperatures, sets: dict, max_new_tokens: int, repeat
               settings: dict, progress=None, log=None, named_at=None, **bench_kw) -> list[dict]:
     """Run (or resume) the bench of every (prompt set, temperature) block into ``out``; return the
     rows of ``runs.csv``. ``named``: (spec, method) pairs, autoregressive first
-    (:func:`~rheotheory.decode.bench.bench_methods`); ``sets``: prompt-set name -> prompts;
+    (:func:`~rheotheory.decode.evaluation.bench.bench_methods`); ``sets``: prompt-set name -> prompts;
     ``settings``: the JSON-ready record that defines the bench (checked against a previous run's);
     ``progress``: called with 1 per decoded prompt, skipped blocks included; ``named_at``: T -> the
     (spec, method) pairs run at T, when they depend on it (``--budget auto``), else ``named``."""
-    from ..errors import RheoError
+    from ...errors import RheoError
     from .bench import bench_runs, run_bench
 
     out = Path(out)
@@ -258,7 +258,7 @@ def write_summaries(out, rows: list[dict], title: str = "", focus: str = FOCUS, 
                     depths: dict | None = None, draft_s: float | None = None) -> dict:
     """Write ``curve.csv``, ``standing.csv`` and ``curve.png`` under ``out`` from the runs; return
     their paths. With ``costs`` (n -> seconds of a target pass over n tokens,
-    :func:`rheotheory.decode.budget.measured_costs`), ``depths`` (method -> tree depth) and
+    :func:`rheotheory.decode.evaluation.budget.measured_costs`), ``depths`` (method -> tree depth) and
     ``draft_s`` (one draft pass), ``curve.csv`` gets the ``physical_limit`` column (a depth keyed by
     (method, T) overrides the method's): tau x c(1) /
     (c(nodes + 1) + depth x d), the speed-up the method would reach with zero overhead."""

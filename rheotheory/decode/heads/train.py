@@ -1,4 +1,4 @@
-"""Train a :class:`~rheotheory.decode.draft_head.DraftHead` for a Llama-family target by self-distillation.
+"""Train a :class:`~rheotheory.decode.heads.draft_head.DraftHead` for a Llama-family target by self-distillation.
 
 Data (nothing is downloaded; docs/theory.md section 6.4):
 
@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from ..errors import InstanceError
+from ...errors import InstanceError
 from .draft_head import DraftHead, HeadConfig, target_features
 
 #: Generic openings of the target's own samples (prose, dialogue, lists, code), so the head also learns
