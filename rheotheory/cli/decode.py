@@ -79,9 +79,11 @@ def run(args) -> int:
     print(args.prompt + text)
     print("-" * 60)
     print(f"method          : {run_method.describe()}  (--preset {args.preset})")
-    draft_desc = (getattr(pair, "manifest", None) or {}).get("draft")
+    manifest = getattr(pair, "manifest", None) or {}
+    draft_desc, family = manifest.get("draft"), manifest.get("draft_family")
     if isinstance(draft_desc, str) and draft_desc:
-        print(f"draft           : {draft_desc}")
+        # a --target/--draft pair's draft is a folder: its family says what was read from it
+        print(f"draft           : {draft_desc}" + (f" ({family})" if isinstance(family, str) and family else ""))
     print(f"temperature     : {args.temperature:g}" + ("  (greedy)" if args.temperature == 0 else ""))
     print(f"tokens          : {len(res.tokens)} in {len(res.steps)} steps")
     print(f"tokens per step : {res.tokens_per_step:.3f}")
