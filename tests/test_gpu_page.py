@@ -89,7 +89,9 @@ def folders(tmp_path_factory):
 
 def test_the_page_block_is_the_setup_it_describes():
     """Two folders, then rheo decode and one rheo bench per prompt set, each at EAGLE-3's tree size
-    (top-K 10, depth 6, 59 nodes), bf16 on CUDA, every bench with the same eight methods."""
+    (top-K 10, depth 6, 59 nodes), bf16 on CUDA, every bench running every preset."""
+    from rheotheory.methods import registry
+
     env, commands = page_commands(PAGE.read_text())
     assert set(env) == {"TARGET", "HEAD"}
     assert [c[0] for c in commands] == ["decode", "bench", "bench"]
@@ -100,7 +102,7 @@ def test_the_page_block_is_the_setup_it_describes():
     assert [c[c.index("--prompts") + 1] for c in benches] == ["mtbench:80", "humaneval:164"]
     for c in benches:
         assert [c[c.index(f) + 1] for f in ("--top-k", "--depth", "--budget")] == ["10", "6", "59"]
-        assert c[c.index("--methods") + 1] == benches[0][benches[0].index("--methods") + 1]
+        assert sorted(c[c.index("--methods") + 1].split(",")) == sorted(registry.PRESETS)
 
 
 def test_the_page_commands_run_on_tiny_models(folders, tmp_path, monkeypatch, capsys):
