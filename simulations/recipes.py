@@ -1156,20 +1156,15 @@ RECIPES: list[Recipe] = [
                        "--methods chain --max-new-tokens 8 --out {out}/smollm2_budget_auto"),),
            seconds=2550, quick_seconds=20, seed=0, needs=SMOL_NEEDS + " and the sharegpt extra",
            tables={"smollm2_budget_auto": budget_auto_md}),
-    Recipe("forward_timing", BENCH, ("forward_timing.json",),
-           steps=(step("python benchmarks/forward_timing.py --threads 2 --repeats 30 --out {out}/forward_timing.json"),),
-           quick=(step("python benchmarks/forward_timing.py --threads 1 --repeats 6 --sizes 1,9 "
-                       "--out {out}/forward_timing.json"),),
-           seconds=75, quick_seconds=90, seed=0, needs=SMOL_NEEDS,
-           tables={"forward_timing": forward_timing_md}),
-    # The same comparison under the second CPU layout the SmolLM2 speed measurements use (one thread).
-    Recipe("forward_timing_threads1", BENCH, ("forward_timing_threads1.json",),
-           steps=(step("python benchmarks/forward_timing.py --threads 1 --repeats 30 "
-                       "--out {out}/forward_timing_threads1.json"),),
-           quick=(step("python benchmarks/forward_timing.py --threads 1 --repeats 6 --sizes 1,9 "
-                       "--out {out}/forward_timing_threads1.json"),),
-           seconds=110, quick_seconds=90, seed=0, needs=SMOL_NEEDS,
-           tables={"forward_timing_threads1": lambda f: forward_timing_md(f, "forward_timing_threads1.json")}),
+    # The comparison under both CPU layouts the SmolLM2 speed measurements use (two threads, one).
+    *[Recipe(name, BENCH, (f"{name}.json",),
+             steps=(step(f"python benchmarks/forward_timing.py --threads {threads} --repeats 30 "
+                         f"--out {{out}}/{name}.json"),),
+             quick=(step("python benchmarks/forward_timing.py --threads 1 --repeats 6 --sizes 1,9 "
+                         f"--out {{out}}/{name}.json"),),
+             seconds=seconds, quick_seconds=90, seed=0, needs=SMOL_NEEDS,
+             tables={name: lambda f, name=name: forward_timing_md(f, f"{name}.json")})
+      for name, threads, seconds in (("forward_timing", 2, 75), ("forward_timing_threads1", 1, 110))],
     Recipe("verifier_cost", BENCH, ("verifier_cost.json",),
            steps=(step("python benchmarks/verifier_cost.py --steps 200 --json {out}/verifier_cost.json"),),
            quick=(step("python benchmarks/verifier_cost.py --steps 3 --json {out}/verifier_cost.json"),),
