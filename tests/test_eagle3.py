@@ -226,3 +226,57 @@ def test_llama3_rope_scaling_matches_transformers():
     ref, _ = ROPE_INIT_FUNCTIONS["llama3"](cfg, "cpu")
     got = _inv_freq(128, 500000.0, scaling)
     assert torch.allclose(got, ref.float(), rtol=1e-5, atol=0)
+
+
+@pytest.mark.parametrize("weights,dtype", [("model.safetensors", "float16"), ("pytorch_model.bin", "bfloat16")])
+def test_rheo_head_export_writes_a_checkpoint_specforge_loads(tmp_path, weights, dtype, capsys):
+    """``rheo head export`` of a trained head (here a random one in EAGLE-3's architecture) writes
+    config + weights in the asked file and dtype with the manifest beside; SpecForge's model takes
+    the weights with only the embedding missing (the head reads the target's); rheotheory reads it
+    back with the logits of the source to the dtype's precision (relative 2^-6)."""
+    from rheotheory.cli import main
+
+    head, embed = _own_head(seed=5)
+    src = save_eagle3(head, tmp_path / "src", extra_config={"target_num_hidden_layers": L})
+    (src / "manifest.json").write_text('{"note": "provenance"}\n')
+    assert main(["head", "export", str(src), str(tmp_path / "out"), "--weights", weights, "--dtype", dtype]) == 0
+    assert "wrote" in capsys.readouterr().out
+    out = tmp_path / "out"
+    assert sorted(p.name for p in out.iterdir()) == sorted(["config.json", weights, "manifest.json"])
+    state = (torch.load(str(out / weights), weights_only=True) if weights.endswith(".bin") else
+             __import__("safetensors.torch", fromlist=["load_file"]).load_file(str(out / weights)))
+    assert {str(v.dtype) for v in state.values() if v.is_floating_point()} == {f"torch.{dtype}"}
+    assert json.loads((out / "config.json").read_text())["target_num_hidden_layers"] == L
+    back, _ = load_eagle3(out, embed, n_layers=L)
+    feats = torch.randn(4, 3 * H, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        a = head.catch_up(head.new_cache(), torch.tensor([1, 2, 3, 4]), feats)[:, head.vocab_ids]
+        b = back.catch_up(back.new_cache(), torch.tensor([1, 2, 3, 4]), feats)[:, head.vocab_ids]
+    assert float((a - b).abs().max()) <= 2 ** -6 * float(a.abs().max())
+    _specforge_head()  # skips without SpecForge
+    from specforge.modeling.draft.llama3_eagle import LlamaForCausalLMEagle3
+    from transformers import LlamaConfig
+
+    model = LlamaForCausalLMEagle3(LlamaConfig(**json.loads((out / "config.json").read_text())))
+    missing, unexpected = model.load_state_dict({k: v.float() for k, v in state.items()}, strict=False)
+    assert missing == ["embed_tokens.weight"] and unexpected == []
+
+
+def test_rheo_head_refuses_what_it_cannot_export(tmp_path, capsys):
+    """One line, exit 2: rheotheory's first head architecture (with the reason), a folder without a
+    head, an output folder that already holds one, export without OUT."""
+    from rheotheory.cli import main
+    from rheotheory.decode.backends.smollm_pair import SMOLLM2_HEAD_DIR
+
+    head, _ = _own_head()
+    src = save_eagle3(head, tmp_path / "src")
+    cases = [(["head", "export", str(SMOLLM2_HEAD_DIR), str(tmp_path / "x")], "no EAGLE-3 layer reproduces"),
+             (["head", "info", str(tmp_path)], "holds no head"),
+             (["head", "export", str(src), str(src)], "is the source folder"),
+             (["head", "export", str(src)], "needs SRC and OUT")]
+    save_eagle3(head, tmp_path / "taken")
+    cases.append((["head", "export", str(src), str(tmp_path / "taken")], "already holds a head"))
+    for argv, fragment in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and fragment in err, (argv, err)

@@ -20,7 +20,7 @@ __all__ = ["main", "build_parser", "COMMANDS"]
 #: defines ``register(sub)`` adding a parser whose ``func`` default takes the parsed arguments and
 #: returns an exit code.
 COMMANDS = ("certify", "optimum", "mc", "sweep", "counterexample", "instance", "methods", "decode", "bench",
-            "audit")
+            "audit", "head")
 
 
 def command_module(name: str):

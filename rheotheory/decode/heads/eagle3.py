@@ -35,7 +35,8 @@ wrong layers, costs acceptance, never correctness.
 The head runs through the engine like rheotheory's own head
 (:class:`~rheotheory.decode.heads.draft_head.DraftHead`, whose back-end interface this class keeps:
 ``catch_up`` with the target's features, ``extend`` over tree nodes that read their parent's
-output state). Training in this format is not implemented (``unrolled`` refuses).
+output state) and its training pass (:meth:`Eagle3Head.unrolled`, the same multi-step unroll), so
+:func:`rheotheory.decode.heads.train.train_head` trains it as it trains rheotheory's head.
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ from .draft_head import DraftHead, HeadConfig
 from ..backends.tree_lm import attend, cache_slices
 from ..backends.smollm import RMSNorm, _rotate_half
 
-__all__ = ["Eagle3Head", "load_eagle3", "save_eagle3", "is_eagle3_dir", "feature_layers_of", "default_layer_ids",
-           "EAGLE3_WEIGHTS"]
+__all__ = ["Eagle3Head", "load_eagle3", "save_eagle3", "export_head", "describe_head", "is_eagle3_dir",
+           "feature_layers_of", "default_layer_ids", "EAGLE3_WEIGHTS"]
 
 #: The weight files of an EAGLE-3 head, in the order they are looked for.
 EAGLE3_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
@@ -200,8 +201,11 @@ class Eagle3Head(DraftHead):
         return table(tokens).detach().to(self.fc.weight.dtype)
 
     def fuse_features(self, feats: torch.Tensor) -> torch.Tensor:
+        """Target features # [..., F' d], F' >= F (the fused layers first; training appends the final
+        normed state the soft labels are read from) -> # [..., d]."""
+        d = self.cfg.hidden
+        feats = feats[..., :len(self.cfg.feature_layers) * d]
         if self.fc_norm is not None:
-            d = self.cfg.hidden
             feats = torch.cat([nrm(feats[..., i * d:(i + 1) * d]) for i, nrm in enumerate(self.fc_norm)], dim=-1)
         return self.fc(feats)
 
@@ -220,9 +224,39 @@ class Eagle3Head(DraftHead):
         slices = cache_slices(cache, start, tokens.shape[0])
         return self.midlayer(self._embed(tokens)[None], g[None], cos, sin, slices, 0, mask_bias)[0]
 
-    def unrolled(self, *args, **kwargs):
-        raise InstanceError("training an EAGLE-3 head in its own format is not implemented; train a rheotheory head "
-                            "(scripts/train_head_sharegpt.py)")
+    def unrolled(self, tokens: torch.Tensor, feats: torch.Tensor, steps: int, rows=None) -> list:
+        """Training pass, as :meth:`DraftHead.unrolled` (EAGLE-3's training-time test): tokens
+        # [B, T], target features # [B, T, F' d] -> per unroll step the draft logits # [B, T, V_d];
+        step 1 reads the fused target feature of position j - 1, step k > 1 the head's own step-(k-1)
+        output state there, attending as :func:`~rheotheory.decode.heads.draft_head.unroll_mask` says.
+        ``rows`` is ignored (the head has its own ``lm_head``)."""
+        from .draft_head import unroll_mask
+
+        B, T = tokens.shape
+        lay, hd = self.midlayer, self.cfg.head_dim
+        a = lay.self_attn
+        cos, sin = self._rope(torch.arange(T, device=tokens.device), feats.dtype)
+        g = self.fuse_features(feats)
+        e = lay.input_layernorm(self._embed(tokens).to(g.dtype))
+        ks, vs, outs = [], [], []
+        for k in range(1, steps + 1):
+            g_in = torch.cat([torch.zeros_like(g[:, :1]), g[:, :-1]], dim=1)  # the state of j - 1
+            x = torch.cat([e, lay.hidden_norm(g_in)], dim=-1)
+            q = a.q_proj(x).view(B, T, -1, hd).transpose(1, 2)
+            kk = a.k_proj(x).view(B, T, -1, hd).transpose(1, 2)
+            v = a.v_proj(x).view(B, T, -1, hd).transpose(1, 2)
+            q = q * cos + _rotate_half(q) * sin
+            kk = kk * cos + _rotate_half(kk) * sin
+            ks.append(kk)
+            vs.append(v)
+            y = F.scaled_dot_product_attention(q, torch.cat(ks, 2), torch.cat(vs, 2),
+                                               attn_mask=unroll_mask(T, k, tokens.device), enable_gqa=True)
+            h = g_in + a.o_proj(y.transpose(1, 2).reshape(B, T, -1))
+            z = lay.post_attention_layernorm(h)
+            h = h + lay.mlp.down_proj(F.silu(lay.mlp.gate_proj(z)) * lay.mlp.up_proj(z))
+            outs.append(self.draft_logits(h))
+            g = h  # the next step reads this step's states
+        return outs
 
     def state_for_export(self) -> dict:
         """The head's state dict in EAGLE-3's key names (``t2d`` added)."""
@@ -300,14 +334,17 @@ def load_eagle3(folder, embed: nn.Embedding, n_layers: int, device=None, dtype=t
     return head.prepare(), c
 
 
-def save_eagle3(head: Eagle3Head, folder, weights: str = EAGLE3_WEIGHTS[0], extra_config: dict | None = None) -> Path:
-    """Write ``head`` as an EAGLE-3 checkpoint (``config.json`` + ``weights``, either file name)."""
+def save_eagle3(head: Eagle3Head, folder, weights: str = EAGLE3_WEIGHTS[0], extra_config: dict | None = None,
+                dtype: torch.dtype | None = None) -> Path:
+    """Write ``head`` as an EAGLE-3 checkpoint (``config.json`` + ``weights``, either file name);
+    floating tensors in ``dtype`` (default: the head's)."""
     if weights not in EAGLE3_WEIGHTS:
         raise InstanceError(f"weights must be one of {', '.join(EAGLE3_WEIGHTS)}, got {weights!r}")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     c = head.cfg
-    state = {k: v.detach().cpu().contiguous() for k, v in head.state_for_export().items()}
+    state = {k: v.detach().cpu().to(dtype if dtype is not None and v.is_floating_point() else v.dtype).contiguous()
+             for k, v in head.state_for_export().items()}
     if weights.endswith(".safetensors"):
         from safetensors.torch import save_file
 
@@ -329,3 +366,78 @@ def save_eagle3(head: Eagle3Head, folder, weights: str = EAGLE3_WEIGHTS[0], extr
     (folder / "config.json").write_text(json.dumps(config, indent=1) + "\n")
     return folder
 
+
+
+def _folder_config(folder: Path) -> dict:
+    try:
+        return json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError) as e:
+        raise InstanceError(f"{str(folder / 'config.json')!r} cannot be read as JSON: {e}") from None
+
+
+def _check_source(folder: Path) -> dict:
+    """The config of the EAGLE-3 head in ``folder``; a one-line error for anything else, rheotheory's
+    own head format (:mod:`rheotheory.decode.heads.draft_head`) named with the reason it cannot be
+    converted."""
+    from .draft_head import HEAD_FILES
+
+    if not folder.is_dir():
+        raise InstanceError(f"{str(folder)!r} is not a folder")
+    if all((folder / f).is_file() for f in HEAD_FILES) and not (folder / "config.json").is_file():
+        raise InstanceError(f"{str(folder)!r} holds a head in rheotheory's first architecture (heads v1, v2: an input "
+                            "projection and a normed block input), which no EAGLE-3 layer reproduces exactly; train "
+                            "it in EAGLE-3's (scripts/train_head_sharegpt.py --arch eagle3)")
+    if not is_eagle3_dir(folder):
+        raise InstanceError(f"{str(folder)!r} holds no head (EAGLE-3: config.json with draft_vocab_size and "
+                            f"{' or '.join(EAGLE3_WEIGHTS)})")
+    return _folder_config(folder)
+
+
+def _load_alone(folder: Path, c: dict) -> Eagle3Head:
+    """The head in ``folder`` checked against its config, without a target: a stand-in embedding of
+    the config's shape (neither read nor written by an export)."""
+    V, d = int(c["vocab_size"]), int(c.get("target_hidden_size") or c["hidden_size"])
+    ids = (c.get("eagle_config") or {}).get("eagle_aux_hidden_state_layer_ids")
+    n_layers = int(c.get("target_num_hidden_layers") or (max(ids) + 4 if ids else 0))
+    if n_layers <= 0:
+        raise InstanceError(f"{str(folder)!r}: config.json names neither eagle_aux_hidden_state_layer_ids nor "
+                            "target_num_hidden_layers (the target's depth)")
+    with torch.device("meta"):
+        embed = nn.Embedding(V, d)
+    head, _ = load_eagle3(folder, embed, n_layers, device="cpu")
+    return head
+
+
+def describe_head(folder) -> dict:
+    """What the head in ``folder`` is: format, width, layers fused (block-output ids and Hugging Face
+    indices), vocabulary and draft vocabulary, own embedding or the target's, parameters, dtype."""
+    folder = Path(folder)
+    c = _check_source(folder)
+    head = _load_alone(folder, c)
+    state = _read_state(folder)
+    dtypes = sorted({str(v.dtype).replace("torch.", "") for v in state.values() if v.is_floating_point()})
+    return {"folder": str(folder), "format": "EAGLE-3", "weights": next(w for w in EAGLE3_WEIGHTS
+                                                                        if (folder / w).is_file()),
+            "hidden": head.cfg.hidden, "fused_block_outputs": [i - 1 for i in head.cfg.feature_layers],
+            "hidden_states_indices": list(head.cfg.feature_layers), "vocab_size": head.cfg.vocab_size,
+            "draft_vocab": head.cfg.draft_vocab, "own_embedding": "embed_tokens.weight" in state,
+            "params": sum(int(v.numel()) for k, v in state.items() if v.is_floating_point()),
+            "dtype": ",".join(dtypes), "manifest": (folder / "manifest.json").is_file()}
+
+
+def export_head(src, out, weights: str = EAGLE3_WEIGHTS[0], dtype: torch.dtype | None = None) -> Path:
+    """Write the head in ``src`` to ``out`` as an EAGLE-3 checkpoint that SpecForge, SGLang and vLLM
+    load (``config.json`` + ``weights``; floating tensors in ``dtype``, default float16), its
+    ``manifest.json`` (provenance) copied beside when there is one. ``out`` must not hold a head."""
+    src, out = Path(src), Path(out)
+    c = _check_source(src)
+    if out.resolve() == src.resolve():
+        raise InstanceError("the output folder is the source folder; choose another")
+    if out.exists() and any((out / f).exists() for f in ("config.json",) + EAGLE3_WEIGHTS):
+        raise InstanceError(f"{str(out)!r} already holds a head; choose another folder")
+    head = _load_alone(src, c)
+    keep = {k: c[k] for k in ("rope_scaling", "max_position_embeddings", "target_num_hidden_layers") if k in c}
+    save_eagle3(head, out, weights=weights, extra_config=keep, dtype=dtype or torch.float16)
+    if (src / "manifest.json").is_file():
+        (out / "manifest.json").write_text((src / "manifest.json").read_text())
+    return out

@@ -53,7 +53,8 @@ OPENERS = (
 
 __all__ = ["HeadTrainConfig", "OPENERS", "sample_prompts", "build_text", "text_sequences", "sample_sequences", "extract", "draft_vocabulary",
            "train_head", "evaluate_head", "vocabulary_by_mass", "chat_messages", "conversation_windows", "sample_chat",
-           "pad_rows", "SHAREGPT_ROLES"]
+           "pad_rows", "SHAREGPT_ROLES", "target_rows", "extract_layers",
+           "init_eagle3_from"]
 
 
 @dataclass(frozen=True)
@@ -162,17 +163,33 @@ def extract(model, seqs: torch.Tensor, layers, batch: int = 8, progress=None, ma
     positions ``mask`` # [N, T] bool marks (all when None): the mass the draft vocabulary is chosen
     from (:func:`vocabulary_by_mass`)."""
     feats, lse = [], []
+    dev = next(model.parameters()).device
     for s in range(0, seqs.shape[0], batch):
-        out = model(input_ids=seqs[s:s + batch], output_hidden_states=True, use_cache=False)
-        feats.append(target_features(out.hidden_states, layers).half())
+        out = model(input_ids=seqs[s:s + batch].to(dev), output_hidden_states=True, use_cache=False)
+        f = target_features(out.hidden_states, layers).half().cpu()
+        if not torch.isfinite(f).all():  # NOTE: raw block outputs (EAGLE-3's features) reach 2e4 on SmolLM2
+            raise InstanceError(f"the target's hidden states at layers {list(layers)} overflow float16")
+        feats.append(f)
         logits = out.logits.float()  # [b, T, V]
-        lse.append(torch.logsumexp(logits, dim=-1))
+        z = torch.logsumexp(logits, dim=-1)
+        lse.append(z.cpu())
         if mass is not None:
-            m = slice(None) if mask is None else mask[s:s + batch]
-            mass += torch.exp(logits - lse[-1][..., None])[m].sum(0).double()
+            m = slice(None) if mask is None else mask[s:s + batch].to(dev)
+            mass += torch.exp(logits - z[..., None])[m].sum(0).double().cpu()
         if progress is not None:
             progress.update(min(batch, seqs.shape[0] - s))
     return torch.cat(feats), torch.cat(lse)
+
+
+def extract_layers(feature_layers, n_layers: int) -> tuple:
+    """The hidden states to extract for a head fusing ``feature_layers``: those, then the final
+    normed state ``n_layers`` (the soft labels' source) when not already last.
+
+    >>> extract_layers((2, 15, 30), 30), extract_layers((2, 15, 27), 30)
+    ((2, 15, 30), (2, 15, 27, 30))
+    """
+    layers = tuple(int(i) for i in feature_layers)
+    return layers if layers[-1] == n_layers else layers + (n_layers,)
 
 
 def vocabulary_by_mass(mass: torch.Tensor, size: int) -> tuple[torch.Tensor, float]:
@@ -221,7 +238,9 @@ def sample_chat(model, prompts, new_tokens: int, seed: int, stop_ids, pad_id: in
     lengths), batched with left padding; yields, batch by batch from batch ``start``, the rows
     ``prompt + answer``, the answer ending at its first token of ``stop_ids`` (kept) or after
     ``new_tokens``. Batch ``b`` draws from a generator seeded ``seed + b``, so a run resumed at
-    any batch gives the rows an uninterrupted run gives."""
+    any batch gives the rows an uninterrupted run gives (draws on the CPU, whatever the model's
+    device)."""
+    dev = next(model.parameters()).device
     for b in range(start, (len(prompts) + batch - 1) // batch):
         chunk = prompts[b * batch:(b + 1) * batch]
         g = torch.Generator().manual_seed(seed + b)
@@ -229,22 +248,23 @@ def sample_chat(model, prompts, new_tokens: int, seed: int, stop_ids, pad_id: in
         ids = torch.tensor([[pad_id] * (L - len(p)) + list(p) for p in chunk])  # [b, L]
         att = torch.tensor([[0] * (L - len(p)) + [1] * len(p) for p in chunk])  # [b, L]
         pos = (att.cumsum(1) - 1).clamp(min=0)
+        ids, att, pos = ids.to(dev), att.to(dev), pos.to(dev)
         res = model(input_ids=ids, attention_mask=att, position_ids=pos, use_cache=True)
         cache, logits = res.past_key_values, res.logits[:, -1]
         answers = [[] for _ in chunk]
         done = torch.zeros(len(chunk), dtype=torch.bool)
         stop = torch.tensor(sorted(stop_ids))
         for _ in range(new_tokens):
-            nxt = torch.multinomial(torch.softmax(logits.float(), dim=-1), 1, generator=g)  # [b, 1]
+            nxt = torch.multinomial(torch.softmax(logits.float(), dim=-1).cpu(), 1, generator=g)  # [b, 1]
             for i in range(len(chunk)):
                 if not done[i]:
                     answers[i].append(int(nxt[i]))
             done |= torch.isin(nxt[:, 0], stop)
             if bool(done.all()):
                 break
-            att = torch.cat([att, torch.ones(len(chunk), 1, dtype=att.dtype)], dim=1)
+            att = torch.cat([att, torch.ones(len(chunk), 1, dtype=att.dtype, device=dev)], dim=1)
             pos = pos[:, -1:] + 1
-            res = model(input_ids=nxt, attention_mask=att, position_ids=pos, past_key_values=cache, use_cache=True)
+            res = model(input_ids=nxt.to(dev), attention_mask=att, position_ids=pos, past_key_values=cache, use_cache=True)
             cache, logits = res.past_key_values, res.logits[:, -1]
         yield [list(p) + a for p, a in zip(chunk, answers)]
 
@@ -268,45 +288,60 @@ def draft_vocabulary(seqs: torch.Tensor, vocab_size: int, size: int) -> torch.Te
 
 
 def _soft_labels(head: DraftHead, feats, lse, rows):
-    """p(v | x_<=j) for v in V_d from the final normed state (the last feature layer), # [B, T, V_d]."""
+    """p(v | x_<=j) for v in V_d from the final normed state, # [B, T, V_d]; ``rows``: the target's
+    (:func:`target_rows`)."""
     d = head.cfg.hidden
-    final = feats[..., -d:].float()  # NOTE: the last feature layer is the final normed state
+    final = feats[..., -d:].float()  # NOTE: the last feature block is the final normed state (extract_layers)
     return torch.exp(final @ rows.T - lse[..., None])
 
 
+def target_rows(head: DraftHead) -> torch.Tensor:
+    """The target's output rows of the head's draft vocabulary, # [V_d, d] (tied: its embedding
+    rows): what the soft labels are computed with, whatever rows the head drafts with."""
+    return head.embed.weight.detach()[head.vocab_ids]
+
+
 def evaluate_head(head: DraftHead, E, seqs, feats, lse, sparse_k: int, batch: int = 8, steps: int = 3,
-                  mask=None) -> dict:
-    """Single-draft acceptance sum_v min(p, q) at T = 1 over positions 1.. of ``seqs``: step 1 of the
-    unroll (true target features) and the tree depths below it; full and sparse top-k draft laws."""
+                  mask=None, temperatures=(1.0,)) -> dict:
+    """Single-draft acceptance sum_v min(p, q) over positions 1.. of ``seqs``: step 1 of the unroll
+    (true target features) and the tree depths below it; full and sparse top-k draft laws. At
+    T = 1 the keys are ``accept_step{k}`` (and ``..._top{sparse_k}``); at another temperature T
+    in ``temperatures`` both laws are tempered (p^(1/T), softmax(logits / T)) and the keys end in
+    ``_T{T}``. ``vocab_mass``: the target's T = 1 mass on the draft vocabulary."""
     d = head.cfg.hidden
     rows = head.head_rows()
     tot = {}
     count = 0
     head.eval()
     with torch.no_grad():
+        dev = head.fuse.weight.device
+        E = E.to(dev)
         for s in range(0, seqs.shape[0], batch):
-            tk, ft, ls = seqs[s:s + batch], feats[s:s + batch].float(), lse[s:s + batch]
-            m = (torch.ones_like(tk, dtype=torch.bool) if mask is None else mask[s:s + batch])[:, 1:]
+            tk, ft, ls = seqs[s:s + batch].to(dev), feats[s:s + batch].to(dev).float(), lse[s:s + batch].to(dev)
+            m = (torch.ones_like(tk, dtype=torch.bool) if mask is None else mask[s:s + batch].to(dev))[:, 1:]
             m = m[..., None].float()  # [B, T-1, 1]
             outs = head.unrolled(tk, ft, steps, rows)
-            p_full = torch.softmax(ft[..., -d:] @ E.T, dim=-1)[:, 1:]  # [B, T-1, V] positions 1..
-            p_d = p_full[..., head.vocab_ids] * m  # [B, T-1, V_d]
-            for k, lg in enumerate(outs, start=1):
-                lg = lg[:, 1:].float()
-                q = torch.softmax(lg, dim=-1)
-                kth = lg.topk(sparse_k, dim=-1).values[..., -1:]
-                qs = torch.softmax(lg.masked_fill(lg < kth, float("-inf")), dim=-1)
-                tot[f"accept_step{k}"] = tot.get(f"accept_step{k}", 0.0) + float(torch.minimum(p_d, q).sum())
-                tot[f"accept_step{k}_top{sparse_k}"] = (tot.get(f"accept_step{k}_top{sparse_k}", 0.0)
-                                                       + float(torch.minimum(p_d, qs).sum()))
-            tot["vocab_mass"] = tot.get("vocab_mass", 0.0) + float(p_d.sum())
+            target_logits = (ft[..., -d:] @ E.T)[:, 1:]  # [B, T-1, V] positions 1..
+            for temp in temperatures:
+                tag = "" if temp == 1.0 else f"_T{temp:g}"
+                p_d = torch.softmax(target_logits / temp, dim=-1)[..., head.vocab_ids] * m  # [B, T-1, V_d]
+                for k, lg in enumerate(outs, start=1):
+                    lg = lg[:, 1:].float() / temp
+                    q = torch.softmax(lg, dim=-1)
+                    kth = lg.topk(sparse_k, dim=-1).values[..., -1:]
+                    qs = torch.softmax(lg.masked_fill(lg < kth, float("-inf")), dim=-1)
+                    for key, law in ((f"accept_step{k}{tag}", q), (f"accept_step{k}_top{sparse_k}{tag}", qs)):
+                        tot[key] = tot.get(key, 0.0) + float(torch.minimum(p_d, law).sum())
+                if temp == 1.0:
+                    tot["vocab_mass"] = tot.get("vocab_mass", 0.0) + float(p_d.sum())
             count += int(m.sum())
     head.train()
     return {k: round(v / count, 4) for k, v in tot.items()} | {"positions": count}
 
 
 def train_head(head: DraftHead, seqs, feats, lse, cfg: HeadTrainConfig, val=None, progress=None, log=None,
-               mask=None, resume: dict | None = None, checkpoint=None, checkpoint_every_s: float = 300.0):
+               mask=None, resume: dict | None = None, checkpoint=None, checkpoint_every_s: float = 300.0,
+               deadline: float | None = None):
     """AdamW with linear warm-up and cosine decay over ``cfg.steps`` steps of ``cfg.batch`` sequences
     drawn with a seeded generator; returns the loss history (one mean per 50 steps).
 
@@ -314,12 +349,14 @@ def train_head(head: DraftHead, seqs, feats, lse, cfg: HeadTrainConfig, val=None
     the right padding of a sample that stopped early. ``checkpoint(state)`` is called with the
     whole training state (head and optimiser state dicts, generator state, step, history) every
     ``checkpoint_every_s`` seconds and at the end; passing such a state as ``resume`` continues
-    the run where it stopped, drawing the same batches it would have drawn.
+    the run where it stopped, drawing the same batches it would have drawn. ``deadline`` (a
+    ``time.time()`` value): stop there, checkpointed, the cosine schedule unfinished (the history
+    then holds fewer than ``cfg.steps // 50`` means). Batches go to the head's device.
     """
     g = torch.Generator().manual_seed(cfg.seed)
     params = [p for p in head.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0)
-    rows = head.head_rows()
+    rows, labels = head.head_rows(), target_rows(head)
     weights = [cfg.unroll_decay ** k for k in range(cfg.unroll)]
     hist, run, start = [], [], 0
     if resume is not None:
@@ -336,13 +373,20 @@ def train_head(head: DraftHead, seqs, feats, lse, cfg: HeadTrainConfig, val=None
 
     last = time.time()
     head.train()
+    dev = head.fuse.weight.device
     for step in range(start, cfg.steps):
+        if deadline is not None and time.time() >= deadline:
+            if log is not None:
+                log(f"time cap reached at step {step} of {cfg.steps}")
+            if checkpoint is not None:
+                checkpoint(state(step))
+            break
         lr = cfg.lr * min(1.0, (step + 1) / cfg.warmup) * 0.5 * (1 + math.cos(math.pi * step / cfg.steps))
         for group in opt.param_groups:
             group["lr"] = lr
         idx = torch.randint(0, seqs.shape[0], (cfg.batch,), generator=g)
-        tk, ft, ls = seqs[idx], feats[idx].float(), lse[idx]
-        p = _soft_labels(head, ft, ls, rows)[:, 1:]  # [B, T-1, V_d]
+        tk, ft, ls = seqs[idx].to(dev), feats[idx].to(dev).float(), lse[idx].to(dev)
+        p = _soft_labels(head, ft, ls, labels)[:, 1:]  # [B, T-1, V_d]
         outs = head.unrolled(tk, ft, cfg.unroll, rows)
         loss = 0.0
         for w, lg, k in zip(weights, outs, range(cfg.unroll)):
@@ -351,7 +395,7 @@ def train_head(head: DraftHead, seqs, feats, lse, cfg: HeadTrainConfig, val=None
             if mask is None:
                 loss = loss + w * ce.mean()
             else:
-                m = mask[idx][:, 1 + k:].float()
+                m = mask[idx][:, 1 + k:].to(dev).float()
                 loss = loss + w * (ce * m).sum() / m.sum().clamp(min=1.0)
         loss = loss / sum(weights)
         opt.zero_grad(set_to_none=True)
@@ -381,6 +425,46 @@ def init_from_target(head: DraftHead, block, final_norm) -> None:
         for name, p in head.layer.named_parameters():
             p.copy_(src[name])
         head.norm.weight.copy_(final_norm)
+
+
+@torch.no_grad()
+def init_eagle3_from(head, src: DraftHead, tokens, feats, ext) -> None:
+    """Start an EAGLE-3 head (:class:`~rheotheory.decode.heads.eagle3.Eagle3Head`) from a trained
+    rheotheory head ``src`` where the two architectures share a tensor's role and shape: the MLP,
+    ``o_proj``, the post-attention norm, the final norm, the embedding and hidden norms (``src``'s
+    ``norm_e`` and ``norm_g``); ``lm_head`` from the target's rows of the draft vocabulary (``src``
+    drafts through them). Two tensors have no counterpart of their shape and are composed, to first
+    order, from ``src``'s (an approximation the training then corrects):
+
+    - q/k/v read [normed embedding, normed state] (2 d) directly, where ``src`` projects that pair
+      to d (``inp``) and normalises it: W' = W diag(w) W_inp / r, r the mean RMS of ``inp``'s output;
+    - ``fc`` fuses raw block outputs, where ``src`` normalises each fused layer first: block i of
+      ``fc`` is ``src.fuse``'s block i times its norm weight over the mean RMS of the head's layer i.
+
+    ``tokens`` # [B, T] and ``feats`` # [B, T, len(ext) d] (hidden states ``ext``, which must hold
+    both heads' fused layers): a few training sequences, for the mean RMS values."""
+    d = head.cfg.hidden
+    lay, blk = head.midlayer, src.layer
+    lay.self_attn.o_proj.weight.copy_(blk.o_proj.weight)
+    for name in ("gate_proj", "up_proj", "down_proj"):
+        getattr(lay.mlp, name).weight.copy_(getattr(blk, name).weight)
+    lay.post_attention_layernorm.weight.copy_(blk.post_attention_layernorm.weight)
+    lay.input_layernorm.weight.copy_(src.norm_e.weight)
+    lay.hidden_norm.weight.copy_(src.norm_g.weight)
+    head.norm.weight.copy_(src.norm.weight)
+    head.lm_head.weight.copy_(src.embed.weight[head.vocab_ids])
+    ext = list(ext)
+    block = lambda i: feats[..., ext.index(i) * d:(ext.index(i) + 1) * d].float()  # noqa: E731
+    rms = lambda x: float(x.pow(2).mean(-1).sqrt().mean())  # noqa: E731
+    g = src.fuse_features(torch.cat([block(i) for i in src.cfg.feature_layers], dim=-1))
+    g = torch.cat([torch.zeros_like(g[:, :1]), g[:, :-1]], dim=1)
+    r = rms(src._input(tokens, g))
+    for name in ("q_proj", "k_proj", "v_proj"):
+        w = getattr(blk, name).weight * blk.input_layernorm.weight[None, :]
+        getattr(lay.self_attn, name).weight.copy_(w @ src.inp.weight / r)
+    for i, layer in enumerate(head.cfg.feature_layers):
+        cols = slice(i * d, (i + 1) * d)
+        head.fc.weight[:, cols] = src.fuse.weight[:, cols] * src.feat_norms[i].weight[None, :] / rms(block(layer))
 
 
 def check_llama_like(config) -> None:
