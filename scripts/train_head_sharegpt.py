@@ -425,7 +425,7 @@ def _run(args) -> int:
     if compared is not None:
         manifest["validation_shipped_head_same_answers"] = compared
     if args.arch == "eagle3":
-        save_eagle3(head, args.out, extra_config={"target_num_hidden_layers": n_blocks}, dtype=torch.float16)
+        save_eagle3(head, args.out, dtype=torch.float16)
         (args.out / "manifest.json").write_text(json.dumps(dict(manifest, config=head.cfg.to_dict()), indent=1) + "\n")
     else:
         save_head(head, args.out, manifest)

@@ -42,6 +42,8 @@ def test_a_tiny_eagle3_run_writes_a_checkpoint_rheotheory_reads(tmp_path):
     assert same["positions"] == v["positions"]  # the shipped head scored on the very same answers
     from rheotheory.decode.heads.eagle3 import describe_head
 
+    config = json.loads((out / "config.json").read_text())
+    assert "eagle_config" not in config and config["target_num_hidden_layers"] == 30  # every loader's default
     info = describe_head(out)
     assert info["fused_block_outputs"] == [1, 14, 26] and info["dtype"] == "float16" and info["draft_vocab"] == 1024
     from rheotheory.decode.backends.smollm_pair import load_smollm2

@@ -306,6 +306,10 @@ def load_eagle3(folder, embed: nn.Embedding, n_layers: int, device=None, dtype=t
     if d != th:
         raise InstanceError(f"the EAGLE-3 head in {str(folder)!r} is {d} wide over a target of width {th}; heads "
                             "narrower or wider than their target are not supported")
+    depth = c.get("target_num_hidden_layers")
+    if depth is not None and int(depth) != n_layers:
+        raise InstanceError(f"the EAGLE-3 head in {str(folder)!r} was made for a target of {depth} blocks; the target "
+                            f"has {n_layers}")
     layers = feature_layers_of(c, n_layers)
     heads = int(c["num_attention_heads"])
     cfg = HeadConfig(hidden=d, n_q_heads=heads, n_kv_heads=int(c.get("num_key_value_heads") or heads),
@@ -337,7 +341,13 @@ def load_eagle3(folder, embed: nn.Embedding, n_layers: int, device=None, dtype=t
 def save_eagle3(head: Eagle3Head, folder, weights: str = EAGLE3_WEIGHTS[0], extra_config: dict | None = None,
                 dtype: torch.dtype | None = None) -> Path:
     """Write ``head`` as an EAGLE-3 checkpoint (``config.json`` + ``weights``, either file name);
-    floating tensors in ``dtype`` (default: the head's)."""
+    floating tensors in ``dtype`` (default: the head's).
+
+    The fused layers: EAGLE's default ones are *not* named in the config, so that every loader
+    applies its own default, which is the same layers everywhere (inputs of blocks 2, L // 2, L - 3);
+    explicit ids are written only for other layers, where vLLM and SGLang read them one block
+    apart (see the module doc). ``target_num_hidden_layers`` (the target's depth, which only
+    rheotheory reads) lets ``rheo head`` check a checkpoint without its target."""
     if weights not in EAGLE3_WEIGHTS:
         raise InstanceError(f"weights must be one of {', '.join(EAGLE3_WEIGHTS)}, got {weights!r}")
     folder = Path(folder)
@@ -356,8 +366,10 @@ def save_eagle3(head: Eagle3Head, folder, weights: str = EAGLE3_WEIGHTS[0], extr
               "head_dim": c.head_dim, "intermediate_size": c.intermediate, "num_hidden_layers": 1,
               "rms_norm_eps": c.rms_eps, "rope_theta": c.rope_theta, "max_position_embeddings": c.max_len,
               "vocab_size": c.vocab_size, "draft_vocab_size": c.draft_vocab, "target_hidden_size": c.hidden,
-              "tie_word_embeddings": False, "pretraining_tp": 1,
-              "eagle_config": {"eagle_aux_hidden_state_layer_ids": [i - 1 for i in c.feature_layers]}}
+              "tie_word_embeddings": False, "pretraining_tp": 1, "target_num_hidden_layers": c.target_layers}
+    default = tuple(i + 1 for i in default_layer_ids(c.target_layers))
+    if c.feature_layers != default:
+        config["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": [i - 1 for i in c.feature_layers]}
     if head.fc_norm is not None:
         config["fc_norm"] = True
     if head.rope_scaling:
@@ -436,7 +448,7 @@ def export_head(src, out, weights: str = EAGLE3_WEIGHTS[0], dtype: torch.dtype |
     if out.exists() and any((out / f).exists() for f in ("config.json",) + EAGLE3_WEIGHTS):
         raise InstanceError(f"{str(out)!r} already holds a head; choose another folder")
     head = _load_alone(src, c)
-    keep = {k: c[k] for k in ("rope_scaling", "max_position_embeddings", "target_num_hidden_layers") if k in c}
+    keep = {k: c[k] for k in ("rope_scaling", "max_position_embeddings") if k in c}
     save_eagle3(head, out, weights=weights, extra_config=keep, dtype=dtype or torch.float16)
     if (src / "manifest.json").is_file():
         (out / "manifest.json").write_text((src / "manifest.json").read_text())
