@@ -239,6 +239,17 @@ def certify_adaptive_totals_md(folder: Path) -> str:
     return md_table(["variant (simulations/certify_adaptive.py)", "lossless / certified", "largest deviation"], body)
 
 
+def information_gap_md(folder: Path) -> str:
+    """The joint LP of two instances that differ off a tree (``simulations/information_gap.py``)."""
+    rows = read_csv(folder / "information_gap.csv")
+    body = [[r["family"], r["V"], r["pairs"], f"{float(r['min_ratio']):.4f}", r["below_one"],
+             f"seed {r['worst_seed']}, p at context ({','.join(r['worst_context'])}) made a point mass on "
+             f"{r['worst_token']}, "
+             f"{float(r['worst_tied_share']):.0%} of columns tied"] for r in rows]
+    return md_table(["family", "V", "pairs (A, B)", "min joint / (opt_A + opt_B)", "below 1", "where the minimum is"],
+                    body)
+
+
 def optimum_summary_md(folder: Path) -> str:
     """tau / optimum of every admitted verifier, pooled over V, from ``optimum_table.csv``."""
     rows = read_csv(folder / "optimum_table.csv")
@@ -830,7 +841,9 @@ def head_table_md(folder: Path) -> str:
     return (md_table(["head", "prompts (positions)", "accept T=1", "accept T=0.5", "T=1 top-128", "vocab mass", "V_d",
                       "cost", "MB", "training min"], body)
             + f"\n\nanswers ({counts}) sampled from the target at T = 1, at most {d['tokens']} tokens, seed {d['seed']}; "
-              f"cost = one draft pass / one target pass, {d['threads']} threads" + (f"; measured on: {note}" if note else ""))
+              f"cost = one draft pass / one target pass, {d['threads']} threads" + (f"; measured on: {note}" if note else "")
+            + "; training minutes from each head's manifest, measured on a machine shared with other work (not a "
+              "timing claim)")
 
 
 #: The commit whose package still held the first SmolLM2 head (trained on Python text), compared
@@ -872,6 +885,11 @@ RECIPES: list[Recipe] = [
            quick=(step("python simulations/optimum_table.py --instances 1 --out {out}/optimum_table"),),
            seconds=150, quick_seconds=6, seed="instances random_pair(V, 2, seed), seeds 0..49",
            tables={"optimum_summary": optimum_summary_md}),
+    Recipe("information_gap", SIM, ("information_gap.csv",),
+           steps=(step("python simulations/information_gap.py --instances 3 --vocabs 3,4 --out {out}/information_gap"),),
+           quick=(step("python simulations/information_gap.py --instances 1 --vocabs 3 --out {out}/information_gap"),),
+           seconds=230, quick_seconds=70, seed="instances random_pair(V, 2, seed), seeds 0..2",
+           tables={"information_gap": information_gap_md}),
     Recipe("tree_level_verifiers", "proofs", ("REPORT_tree_level.md",),
            steps=(step("python proofs/tree_level_verifiers.py"),),
            quick=(step("python proofs/tree_level_verifiers.py --seeds 1 --out {out}/REPORT_tree_level.md"),),
@@ -1092,9 +1110,9 @@ RECIPES: list[Recipe] = [
            verdicts="smollm2_lossless_int4.csv",
            tables={"smollm2_lossless_int4": lambda f: lossless_md(f, "smollm2_lossless_int4.csv")}),
     Recipe("head_table", BENCH, ("head_table.json",),
-           steps=(step(f"python benchmarks/head_table.py --heads git:{HEAD_V1_COMMIT},shipped --threads 2 "
+           steps=(step(f"python benchmarks/head_table.py --heads git:{HEAD_V1_COMMIT},shipped,head-v3 --threads 2 "
                        "--out {out}/head_table.json"),),
-           quick=(step("python benchmarks/head_table.py --heads shipped --sharegpt 2 --humaneval 2 --tokens 8 "
+           quick=(step("python benchmarks/head_table.py --heads shipped,head-v3 --sharegpt 2 --humaneval 2 --tokens 8 "
                        "--repeats 1 --out {out}/head_table.json"),),
            seconds=400, quick_seconds=120, seed=4242, needs=SMOL_NEEDS + " and the sharegpt and humaneval extras",
            tables={"head_table": head_table_md}),

@@ -214,6 +214,23 @@ def test_greedy_with_the_trained_head_equals_autoregressive(head_pair, method):
     assert got.tokens_per_step > 1.5, "the trained head should be accepted often at T = 0"
 
 
+@pytest.mark.claims
+@needs_extra
+def test_greedy_with_head_v3_equals_autoregressive(head_pair):
+    """Head v3 (the shipped EAGLE-3 checkpoint, ``--draft head-v3``) bound to the same target:
+    greedy tree decoding equals autoregressive decoding token for token, and the head is accepted
+    (more than one token per step at T = 0)."""
+    draft, desc = smollm_pair.make_draft(head_pair.target, "head-v3")
+    assert "EAGLE-3 head (smollm2_head_v3)" in desc and draft.cfg.feature_layers == (2, 15, 27)
+    cfg = DecodeConfig(temperature=0.0, max_new_tokens=16)
+    prompt = head_pair.encode(smollm.SMOL_PROMPTS[1])
+    ref = decode(head_pair.target, None, prompt, AUTOREGRESSIVE, cfg, torch.Generator().manual_seed(0)).tokens
+    got = decode(head_pair.target, draft.eval(), prompt, make_method("eagle", top_k=3, depth=3, budget=8), cfg,
+                 torch.Generator().manual_seed(1))
+    assert got.tokens == ref
+    assert got.tokens_per_step > 1.2, "head v3 should be accepted at T = 0"
+
+
 #: Runs per prompt with the trained head: at 200 the planted bug gave p = 0.005, not below alpha (the
 #: head's draft laws overlap the target's less than the int4 copy's, so the bug moves less mass).
 HEAD_N_PER_PROMPT = 600

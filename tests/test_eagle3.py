@@ -292,3 +292,37 @@ def test_rheo_head_refuses_what_it_cannot_export(tmp_path, capsys):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and fragment in err, (argv, err)
+
+
+def test_the_shipped_head_v3_is_a_checkpoint_specforge_loads():
+    """Head v3 as shipped (rheotheory/data/smollm2_head_v3): an EAGLE-3 checkpoint for SmolLM2-135M
+    (EAGLE's default layers left to each loader's default, float16, no embedding of its own), whose
+    every tensor SpecForge's model takes with its shape (only embed_tokens missing: served with the
+    target's); rheotheory reads it with the target's depth and runs a 3-step unroll from it."""
+    from safetensors.torch import load_file
+
+    from rheotheory.decode.backends.smollm_pair import SMOLLM2_HEAD_V3_DIR
+    from rheotheory.decode.heads.eagle3 import describe_head
+
+    info = describe_head(SMOLLM2_HEAD_V3_DIR)
+    assert info["hidden_states_indices"] == [2, 15, 27] and info["vocab_size"] == 49152
+    assert info["dtype"] == "float16" and not info["own_embedding"] and info["manifest"]
+    config = json.loads((SMOLLM2_HEAD_V3_DIR / "config.json").read_text())
+    assert "eagle_config" not in config and config["target_num_hidden_layers"] == 30
+    manifest = json.loads((SMOLLM2_HEAD_V3_DIR / "manifest.json").read_text())
+    assert manifest["arch"] == "eagle3" and manifest["steps"] == 800
+    state = load_file(str(SMOLLM2_HEAD_V3_DIR / "model.safetensors"))
+    embed = nn.Embedding(49152, 576)
+    head, _ = load_eagle3(SMOLLM2_HEAD_V3_DIR, embed, n_layers=30)
+    with torch.no_grad():
+        outs = head.unrolled(torch.tensor([[1, 2, 3, 4]]), torch.randn(1, 4, 3 * 576), 3)
+    assert len(outs) == 3 and all(torch.isfinite(o).all() for o in outs)
+    _specforge_head()  # skips without SpecForge
+    from specforge.modeling.draft.llama3_eagle import LlamaForCausalLMEagle3
+    from transformers import LlamaConfig
+
+    with torch.device("meta"):  # shapes only: 12M parameters need not be allocated
+        model = LlamaForCausalLMEagle3(LlamaConfig(**config))
+    shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    assert set(shapes) - set(state) == {"embed_tokens.weight"} and set(state) <= set(shapes)
+    assert all(shapes[k] == tuple(v.shape) for k, v in state.items())

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from .args import add_progress, busy
+
 __all__ = ["register", "run"]
 
 DTYPES = ("float16", "bfloat16", "float32")
@@ -25,6 +27,7 @@ def register(sub) -> None:
     h.add_argument("--dtype", choices=DTYPES, default="float16",
                    help="export: the floating tensors' dtype (default float16)")
     h.add_argument("--json", action="store_true", help="print one JSON object")
+    add_progress(h)
     h.set_defaults(func=run)
 
 
@@ -58,7 +61,8 @@ def _run(args) -> int:
 
     from ..decode.heads.eagle3 import describe_head, export_head
 
-    out = export_head(args.src, args.out, weights=args.weights, dtype=getattr(torch, args.dtype))
+    with busy(args, "head export"):
+        out = export_head(args.src, args.out, weights=args.weights, dtype=getattr(torch, args.dtype))
     info = describe_head(out)
     if args.json:
         print(json.dumps(info))

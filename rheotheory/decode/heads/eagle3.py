@@ -26,7 +26,10 @@ is Hugging Face's ``hidden_states[i + 1]``. Without the key, EAGLE's default: th
 blocks 2, L // 2 and L - 3 of an L-block target, i.e. the outputs of blocks 1, L // 2 - 1 and
 L - 4 (SpecForge's default ids). NOTE: vLLM reads the configured ids without the + 1; a head
 trained with ids from another tool may thus be off by one layer there, never here (the rule is
-stated, and :func:`feature_layers_of` checks every id against the target's depth).
+stated, and :func:`feature_layers_of` checks every id against the target's depth). So
+:func:`save_eagle3` names the ids only for layers other than EAGLE's default: a head on the
+default layers leaves the key out, and every loader then fuses the same layers. It also writes
+``target_num_hidden_layers`` (the target's depth; read by rheotheory only, checked on load).
 
 **Lossless as any draft.** q is 0 outside the draft vocabulary (``d2t``); the verifier reads the
 very q the head drafted from (docs/theory.md section 1.1), so a head of any quality, or of the
