@@ -1114,7 +1114,7 @@ RECIPES: list[Recipe] = [
                        "--out {out}/head_table.json"),),
            quick=(step("python benchmarks/head_table.py --heads shipped,head-v3 --sharegpt 2 --humaneval 2 --tokens 8 "
                        "--repeats 1 --out {out}/head_table.json"),),
-           seconds=400, quick_seconds=120, seed=4242, needs=SMOL_NEEDS + " and the sharegpt and humaneval extras",
+           seconds=560, quick_seconds=120, seed=4242, needs=SMOL_NEEDS + " and the sharegpt and humaneval extras",
            tables={"head_table": head_table_md}),
     Recipe("tree_size", BENCH, ("tree_size.json",),
            steps=(step("python benchmarks/tree_size.py --threads 2 --out {out}/tree_size.json"),),
