@@ -45,7 +45,7 @@ from ...errors import InstanceError
 from ..backends.tree_lm import KVCache, attention_bias, cache_slices, check_positions
 from ..backends.smollm import LlamaBlock, RMSNorm, SmolConfig, _rotate_half, rope_tables
 
-__all__ = ["HeadConfig", "DraftHead", "HeadCache", "unroll_mask", "load_head", "save_head", "HEAD_FILES",
+__all__ = ["HeadConfig", "DraftHead", "HeadCache", "unroll_mask", "unroll_attention", "load_head", "save_head", "HEAD_FILES",
            "target_features"]
 
 #: The files of a saved head: weights (float16 safetensors) and manifest.
@@ -111,6 +111,24 @@ def unroll_mask(T: int, k: int, device=None) -> torch.Tensor:
     for i in range(2, k + 1):
         blocks.append(c == j - k + i)
     return torch.cat(blocks, dim=1)
+
+
+def unroll_attention(proj, h, k: int, ks: list, vs: list, cos, sin, head_dim: int) -> torch.Tensor:
+    """Attention of unroll step ``k`` (1-based) of a training pass, shared by every head
+    architecture: ``proj``'s ``q_proj``/``k_proj``/``v_proj`` of the attention input ``h``
+    # [B, T, *], rotary positions, this step's keys and values appended to ``ks``/``vs`` (the
+    earlier steps'), attending as :func:`unroll_mask` says. Returns # [B, T, heads x head_dim],
+    before ``o_proj``."""
+    B, T = h.shape[:2]
+    q = proj.q_proj(h).view(B, T, -1, head_dim).transpose(1, 2)
+    kk = proj.k_proj(h).view(B, T, -1, head_dim).transpose(1, 2)
+    v = proj.v_proj(h).view(B, T, -1, head_dim).transpose(1, 2)
+    q = q * cos + _rotate_half(q) * sin
+    ks.append(kk * cos + _rotate_half(kk) * sin)
+    vs.append(v)
+    y = F.scaled_dot_product_attention(q, torch.cat(ks, 2), torch.cat(vs, 2),
+                                       attn_mask=unroll_mask(T, k, h.device), enable_gqa=True)
+    return y.transpose(1, 2).reshape(B, T, -1)
 
 
 class HeadCache(KVCache):
@@ -181,7 +199,7 @@ class DraftHead(nn.Module):
         step k = 1..steps the draft logits # [B, T, V_d] at every position j: step 1 reads the target
         feature of j - 1, step k > 1 the head's own step-(k-1) state at j - 1 (a tree node at depth
         k - 1), attending as :func:`unroll_mask` says. Position 0 reads a zero feature."""
-        B, T = tokens.shape
+        T = tokens.shape[1]
         blk, hd = self.layer, self.cfg.head_dim
         cos, sin = self._rope(torch.arange(T, device=tokens.device), feats.dtype)
         g = self.fuse_features(feats)
@@ -189,17 +207,8 @@ class DraftHead(nn.Module):
         for k in range(1, steps + 1):
             g_in = torch.cat([torch.zeros_like(g[:, :1]), g[:, :-1]], dim=1)  # feature of j - 1
             x = self._input(tokens, g_in)
-            h = blk.input_layernorm(x)
-            q = blk.q_proj(h).view(B, T, -1, hd).transpose(1, 2)
-            kk = blk.k_proj(h).view(B, T, -1, hd).transpose(1, 2)
-            v = blk.v_proj(h).view(B, T, -1, hd).transpose(1, 2)
-            q = q * cos + _rotate_half(q) * sin
-            kk = kk * cos + _rotate_half(kk) * sin
-            ks.append(kk)
-            vs.append(v)
-            y = F.scaled_dot_product_attention(q, torch.cat(ks, 2), torch.cat(vs, 2),
-                                               attn_mask=unroll_mask(T, k, tokens.device), enable_gqa=True)
-            x = x + blk.o_proj(y.transpose(1, 2).reshape(B, T, -1))
+            y = unroll_attention(blk, blk.input_layernorm(x), k, ks, vs, cos, sin, hd)
+            x = x + blk.o_proj(y)
             hh = blk.post_attention_layernorm(x)
             x = x + blk.down_proj(F.silu(blk.gate_proj(hh)) * blk.up_proj(hh))
             outs.append(self.draft_logits(x, rows))

@@ -53,7 +53,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...errors import InstanceError
-from .draft_head import DraftHead, HeadConfig
+from .draft_head import DraftHead, HeadConfig, unroll_attention
 from ..backends.tree_lm import attend, cache_slices
 from ..backends.smollm import RMSNorm, _rotate_half
 
@@ -233,9 +233,7 @@ class Eagle3Head(DraftHead):
         step 1 reads the fused target feature of position j - 1, step k > 1 the head's own step-(k-1)
         output state there, attending as :func:`~rheotheory.decode.heads.draft_head.unroll_mask` says.
         ``rows`` is ignored (the head has its own ``lm_head``)."""
-        from .draft_head import unroll_mask
-
-        B, T = tokens.shape
+        T = tokens.shape[1]
         lay, hd = self.midlayer, self.cfg.head_dim
         a = lay.self_attn
         cos, sin = self._rope(torch.arange(T, device=tokens.device), feats.dtype)
@@ -245,16 +243,7 @@ class Eagle3Head(DraftHead):
         for k in range(1, steps + 1):
             g_in = torch.cat([torch.zeros_like(g[:, :1]), g[:, :-1]], dim=1)  # the state of j - 1
             x = torch.cat([e, lay.hidden_norm(g_in)], dim=-1)
-            q = a.q_proj(x).view(B, T, -1, hd).transpose(1, 2)
-            kk = a.k_proj(x).view(B, T, -1, hd).transpose(1, 2)
-            v = a.v_proj(x).view(B, T, -1, hd).transpose(1, 2)
-            q = q * cos + _rotate_half(q) * sin
-            kk = kk * cos + _rotate_half(kk) * sin
-            ks.append(kk)
-            vs.append(v)
-            y = F.scaled_dot_product_attention(q, torch.cat(ks, 2), torch.cat(vs, 2),
-                                               attn_mask=unroll_mask(T, k, tokens.device), enable_gqa=True)
-            h = g_in + a.o_proj(y.transpose(1, 2).reshape(B, T, -1))
+            h = g_in + a.o_proj(unroll_attention(a, x, k, ks, vs, cos, sin, hd))
             z = lay.post_attention_layernorm(h)
             h = h + lay.mlp.down_proj(F.silu(lay.mlp.gate_proj(z)) * lay.mlp.up_proj(z))
             outs.append(self.draft_logits(h))
