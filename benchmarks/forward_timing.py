@@ -11,8 +11,10 @@ committed context of ``--context`` tokens, with the tree attention mask and dept
 - ``n = 9`` / ``21``: a tree pass (the pending root and 8 / 20 draft nodes, a fixed tree of
   depth 4 / 5), the verification pass of a tree of that budget.
 
-Three ways are timed, interleaved call by call (their order rotates every repeat, so a load on
-the machine falls on all alike):
+Three ways are timed, each with two matrix products (``product``: PyTorch's default CPU product,
+and oneDNN's over weights packed once, :mod:`rheotheory.decode.backends.cpu_matmul`, which
+``rheo decode --model smollm2`` uses on a CPU), interleaved call by call (their order rotates
+every repeat, so a load on the machine falls on all alike):
 
 - ``transformers``: ``HFLM.extend`` (logits of every row), the only path for other models;
 - ``hand-written``: ``SmolLM.extend`` (logits of every row), the same work;
@@ -23,8 +25,9 @@ the machine falls on all alike):
 Reported per way and size: the median seconds with a 95% distribution-free interval (order
 statistics of the binomial), and the median of the paired per-repeat ratio transformers /
 hand-written with its interval. Decision rule (issue 19): transformers within
-:data:`WITHIN` of the hand-written forward at the single and the 9-token pass -> keep one model
-code path (transformers); else the hand-written one stays, by the measured ratio.
+:data:`WITHIN` of the hand-written forward at the single and the 9-token pass, in the product the
+engine uses (oneDNN where this PyTorch has it) -> keep one model code path (transformers); else the
+hand-written one stays, by the measured ratio.
 
     python3 benchmarks/forward_timing.py --threads 2 --repeats 30 --out benchmarks/results/forward_timing.json
 """
@@ -55,6 +58,8 @@ CONTEXT_TEXT = ("The history of the city begins in the Roman era, when a small s
                 "Over the centuries it became an important trading centre, and today it is known for its museums, "
                 "its university and its food. ")
 WAYS = ("transformers", "hand-written", "hand-written, engine")
+#: Matrix products timed: PyTorch's default, and oneDNN over packed weights (where available).
+PRODUCTS = ("default", "onednn")
 
 
 def median_interval(xs, level: float = 0.95) -> tuple[float, float, float]:
@@ -82,15 +87,18 @@ def depth_of(parents) -> int:
     return max(depths_of(parents))
 
 
-def load_models(context: int):
+def load_models(context: int, packed: bool = False):
     from transformers import AutoModelForCausalLM
 
+    from rheotheory.decode.backends.cpu_matmul import pack_for_cpu
     from rheotheory.decode.backends.transformers_lm import HFLM
     from rheotheory.decode.backends.smollm import find_gguf, load_target
 
     smol, manifest, tok = load_target(dtype=torch.float32)
     g = find_gguf()
     hf = HFLM(AutoModelForCausalLM.from_pretrained(str(g.parent), gguf_file=g.name, dtype=torch.float32).eval())
+    if packed and not (pack_for_cpu(smol) and pack_for_cpu(hf)):
+        raise SystemExit("forward_timing: oneDNN's packed product is not available in this PyTorch build")
     ids = tok.encode(CONTEXT_TEXT * (1 + context // 40), add_special_tokens=False).ids[:context]
     if len(ids) < context:
         raise SystemExit(f"context text gives only {len(ids)} tokens")
@@ -99,63 +107,72 @@ def load_models(context: int):
 
 @torch.inference_mode()
 def run(repeats: int, sizes, context: int, threads: int) -> dict:
+    from rheotheory.decode.backends.cpu_matmul import available
     from rheotheory.decode.engine import CPU_HEAD_ROWS
     from rheotheory.decode.backends.tree_lm import chain_mask, tree_mask
 
     torch.set_num_threads(threads)
-    smol, hf, ids, gguf = load_models(context)
-    caches = {}
-    for name, model in (("transformers", hf), ("hand-written", smol)):
-        cache = model.new_cache()
-        model.extend(cache, ids, np.arange(context), chain_mask(context))
-        cache.commit(context)
-        caches[name] = cache
-    caches["hand-written, engine"] = caches["hand-written"]
+    products = PRODUCTS if available() else PRODUCTS[:1]
     cont = [int(t) for t in torch.randint(0, 49152, (max(sizes),), generator=torch.Generator().manual_seed(0))]
     calls, check = {}, {}
-    for n in sizes:
-        parents = TREES[n]
-        toks, dep, mask = cont[:n], torch.tensor(depths_of(parents)), tree_mask(parents)
-        calls[("transformers", n)] = lambda c=caches["transformers"], t=toks, d=dep, m=mask: hf.extend(c, t, d, m)
-        calls[("hand-written", n)] = lambda c=caches["hand-written"], t=toks, d=dep, m=mask: smol.extend(c, t, d, m)
+    for prod in products:
+        smol, hf, ids, gguf = load_models(context, packed=prod == "onednn")
+        caches = {}
+        for name, model in (("transformers", hf), ("hand-written", smol)):
+            cache = model.new_cache()
+            model.extend(cache, ids, np.arange(context), chain_mask(context))
+            cache.commit(context)
+            caches[name] = cache
+        for n in sizes:
+            parents = TREES[n]
+            toks, dep, mask = cont[:n], torch.tensor(depths_of(parents)), tree_mask(parents)
+            calls[("transformers", prod, n)] = lambda c=caches["transformers"], t=toks, d=dep, m=mask, f=hf: f.extend(c, t, d, m)
+            calls[("hand-written", prod, n)] = lambda c=caches["hand-written"], t=toks, d=dep, m=mask, f=smol: f.extend(c, t, d, m)
 
-        def engine(c=caches["hand-written"], t=toks, d=dep, m=mask):
-            h, _ = smol.extend_hidden(c, t, d, m)
-            return smol.logits_from(h[:CPU_HEAD_ROWS])
+            def engine(c=caches["hand-written"], t=toks, d=dep, m=mask, f=smol):
+                h, _ = f.extend_hidden(c, t, d, m)
+                return f.logits_from(h[:CPU_HEAD_ROWS])
 
-        calls[("hand-written, engine", n)] = engine
-        check[n] = float((calls[("transformers", n)]() - calls[("hand-written", n)]()).abs().max())
+            calls[("hand-written, engine", prod, n)] = engine
+            check[(prod, n)] = float((calls[("transformers", prod, n)]() - calls[("hand-written", prod, n)]()).abs().max())
     for key, fn in calls.items():
         for _ in range(WARMUP):
             fn()
     times = {key: [] for key in calls}
+    keys = [(way, prod) for prod in products for way in WAYS]
     for r in range(repeats):
         for n in sizes:
-            order = WAYS[r % len(WAYS):] + WAYS[:r % len(WAYS)]
-            for way in order:
+            order = keys[r % len(keys):] + keys[:r % len(keys)]
+            for way, prod in order:
                 t0 = time.perf_counter()
-                calls[(way, n)]()
-                times[(way, n)].append(time.perf_counter() - t0)
+                calls[(way, prod, n)]()
+                times[(way, prod, n)].append(time.perf_counter() - t0)
         print(f"repeat {r + 1}/{repeats}", file=sys.stderr, flush=True)
     rows = []
-    for n in sizes:
-        row = {"tokens": n, "tree_depth": depth_of(TREES[n]), "max_abs_logit_diff": check[n]}
-        for way in WAYS:
-            m, lo, hi = median_interval(times[(way, n)])
-            row[way] = {"median_ms": m * 1e3, "ci95_ms": [lo * 1e3, hi * 1e3]}
-        for ref in ("hand-written", "hand-written, engine"):
-            ratios = [a / b for a, b in zip(times[("transformers", n)], times[(ref, n)])]
-            m, lo, hi = median_interval(ratios)
-            row[f"ratio_vs_{ref}"] = {"median": m, "ci95": [lo, hi]}
-        rows.append(row)
+    for prod in products:
+        for n in sizes:
+            row = {"tokens": n, "product": prod, "tree_depth": depth_of(TREES[n]), "max_abs_logit_diff": check[(prod, n)]}
+            for way in WAYS:
+                m, lo, hi = median_interval(times[(way, prod, n)])
+                row[way] = {"median_ms": m * 1e3, "ci95_ms": [lo * 1e3, hi * 1e3]}
+            for ref in ("hand-written", "hand-written, engine"):
+                ratios = [a / b for a, b in zip(times[("transformers", prod, n)], times[(ref, prod, n)])]
+                m, lo, hi = median_interval(ratios)
+                row[f"ratio_vs_{ref}"] = {"median": m, "ci95": [lo, hi]}
+            if prod != products[0]:
+                ratios = [a / b for a, b in zip(times[("hand-written, engine", products[0], n)],
+                                                times[("hand-written, engine", prod, n)])]
+                m, lo, hi = median_interval(ratios)
+                row["engine_speedup_vs_default"] = {"median": m, "ci95": [lo, hi]}
+            rows.append(row)
     import transformers
 
     return {"model": "SmolLM2-135M-Instruct", "gguf": gguf.name, "dtype": "float32", "threads": threads,
-            "context": context, "repeats": repeats, "warmup": WARMUP, "within": WITHIN,
+            "context": context, "repeats": repeats, "warmup": WARMUP, "within": WITHIN, "products": list(products),
             "trees": {str(n): TREES[n] for n in sizes},
             "attention": getattr(hf.model.config, "_attn_implementation", None),
             "transformers": transformers.__version__, "torch": torch.__version__, "rows": rows,
-            "decision": decision(rows)}
+            "decision": decision([r for r in rows if r["product"] == products[-1]])}
 
 
 def decision(rows) -> dict:
@@ -171,7 +188,7 @@ def decision(rows) -> dict:
     verdict = (f"within the rule's {WITHIN}x (like for like)" if keep_one else
                f"above the rule's {WITHIN}x: the hand-written Llama stays")
     engine = {r["tokens"]: r["ratio_vs_hand-written, engine"] for r in judged}
-    text = (f"transformers / hand-written, worst median over the 1- and 9-token passes: {worst:.2f}x "
+    text = (f"transformers / hand-written ({rows[0]['product']} product), worst median over the 1- and 9-token passes: {worst:.2f}x "
             f"[{lo:.2f}, {hi:.2f}] ({worst_row['tokens']} tokens), {verdict}"
             + (f"; the interval holds {WITHIN}, so this is a measurement at the bound" if at_bound else "")
             + "; against the engine's path (deferred head): "
@@ -185,17 +202,22 @@ def decision(rows) -> dict:
 def table(data: dict) -> list[str]:
     lines = [f"{data['model']} ({data['gguf']}), {data['dtype']}, {data['threads']} threads, context "
              f"{data['context']} tokens, {data['repeats']} interleaved repeats; medians [95% interval], ms",
-             f"{'tokens':>6} {'transformers':>22} {'hand-written':>22} {'hand-written, engine':>22} "
-             f"{'tf / hand':>20} {'tf / engine':>20}"]
+             f"{'tokens':>6} {'product':>8} {'transformers':>20} {'hand-written':>20} {'hand-written, engine':>20} "
+             f"{'tf / hand':>17} {'tf / engine':>17}"]
     for r in data["rows"]:
         cells = []
         for way in WAYS:
             c = r[way]
-            cells.append(f"{c['median_ms']:.1f} [{c['ci95_ms'][0]:.1f}, {c['ci95_ms'][1]:.1f}]".rjust(22))
+            cells.append(f"{c['median_ms']:.1f} [{c['ci95_ms'][0]:.1f}, {c['ci95_ms'][1]:.1f}]".rjust(20))
         for ref in ("hand-written", "hand-written, engine"):
             c = r[f"ratio_vs_{ref}"]
-            cells.append(f"{c['median']:.2f} [{c['ci95'][0]:.2f}, {c['ci95'][1]:.2f}]".rjust(20))
-        lines.append(f"{r['tokens']:>6} " + " ".join(cells))
+            cells.append(f"{c['median']:.2f} [{c['ci95'][0]:.2f}, {c['ci95'][1]:.2f}]".rjust(17))
+        lines.append(f"{r['tokens']:>6} {r.get('product', 'default'):>8} " + " ".join(cells))
+    gains = [r for r in data["rows"] if "engine_speedup_vs_default" in r]
+    if gains:
+        lines.append("engine's pass, default / oneDNN product (paired): " + ", ".join(
+            f"{g['engine_speedup_vs_default']['median']:.2f}x [{g['engine_speedup_vs_default']['ci95'][0]:.2f}, "
+            f"{g['engine_speedup_vs_default']['ci95'][1]:.2f}] ({g['tokens']} tokens)" for g in gains))
     lines.append(f"decision: {data['decision']['text']}")
     return lines
 

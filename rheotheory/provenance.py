@@ -55,6 +55,19 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def _cpu_model() -> str:
+    """The CPU's model name (Linux: ``/proc/cpuinfo``), "" where it cannot be read: a wall-clock
+    figure belongs to the CPU it was measured on."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
 def provenance(seed=None, started: float | None = None, command: list[str] | None = None,
                machine_note: str | None = None, **extra) -> dict:
     """One provenance record (plain JSON data).
@@ -78,8 +91,8 @@ def provenance(seed=None, started: float | None = None, command: list[str] | Non
         "wall_seconds": None if started is None else round(time.time() - started, 1),
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"system": platform.system(), "machine": platform.machine(),
-                    "processor": platform.processor() or "", "cpus": os.cpu_count(),
-                    "note": note},
+                    "processor": platform.processor() or "", "cpu_model": _cpu_model(), "cpus": os.cpu_count(),
+                    "cpu_matmul": os.environ.get("RHEO_CPU_MATMUL", "onednn"), "note": note},
     }
     rec.update(extra)
     return rec

@@ -185,6 +185,15 @@ class SmolLM(nn.Module):
         hd = cfg.head_dim
         inv = 1.0 / (cfg.rope_theta ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))  # [hd / 2]
         self.register_buffer("inv_freq", inv.float(), persistent=False)
+        self._head_pack = None  # the tied head's packed product (backends.cpu_matmul), None: h @ W.T
+
+    def head_weight_for_pack(self) -> torch.Tensor:
+        """The tied output head's weight # [V, d] (what :func:`~rheotheory.decode.backends.cpu_matmul.pack_for_cpu` packs)."""
+        return self.embed_tokens.weight
+
+    def _head(self, h) -> torch.Tensor:
+        """The tied output head on final normed states # [..., d] -> # [..., V]."""
+        return h @ self.embed_tokens.weight.T if self._head_pack is None else self._head_pack(h)
 
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
@@ -204,7 +213,7 @@ class SmolLM(nn.Module):
         return rope_tables(self.inv_freq, positions, dtype)
 
     def _logits(self, x):
-        return self.norm(x) @ self.embed_tokens.weight.T  # tied output head
+        return self._head(self.norm(x))  # tied output head
 
     def new_cache(self) -> KVCache:
         """An empty cache (key/value heads, ``cfg.max_len`` positions) on this model's device, in its dtype."""
@@ -234,7 +243,7 @@ class SmolLM(nn.Module):
 
     def logits_from(self, h) -> torch.Tensor:
         """The tied output head on final normed states: # [m, d] -> # [m, V]."""
-        return h @ self.embed_tokens.weight.T
+        return self._head(h)
 
     def _pass(self, tokens, positions, slices=None, bias=None, capture=None, logits=True):
         """The one forward pass: tokens # [B, n] at positions # [n] -> logits # [B, n, V] (``slices``:
@@ -253,7 +262,7 @@ class SmolLM(nn.Module):
         h = self.norm(x)
         kept[len(self.layers)] = h  # NOTE: the last index is the final normed state, as in transformers
         feats = torch.cat([kept[i] for i in capture], dim=-1) if capture else None
-        return (h @ self.embed_tokens.weight.T if logits else h), feats
+        return (self._head(h) if logits else h), feats
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ import torch
 
 from ...errors import InstanceError
 from ..heads.draft_head import load_head
+from .cpu_matmul import describe, pack_for_cpu
 from .smollm import DEFAULT_MAX_LEN, QUANT_GROUP, SmolLM, SmolPair, load_target, quantised_copy
 
 __all__ = ["DEFAULT_DRAFT", "SMOLLM2_HEAD_DIR", "SMOLLM2_HEAD_V3_DIR", "make_draft", "load_smollm2"]
@@ -87,8 +88,12 @@ def load_smollm2(device="cpu", draft: str = DEFAULT_DRAFT, max_len: int = DEFAUL
     """SmolLM2-135M-Instruct target and the draft named ``draft`` (see :func:`make_draft`).
 
     Converts and caches the target's weights on first use (about a minute on CPU;
-    :func:`~rheotheory.decode.backends.smollm.load_target`).
+    :func:`~rheotheory.decode.backends.smollm.load_target`). On a CPU in float32 both models' products
+    run through oneDNN with packed weights (:mod:`~rheotheory.decode.backends.cpu_matmul`;
+    ``RHEO_CPU_MATMUL=default`` keeps PyTorch's own); the manifest's ``cpu_matmul`` says which.
     """
     target, manifest, tokenizer = load_target(device, max_len=max_len, dtype=dtype, folder=folder)
-    q, desc = make_draft(target, draft)
-    return SmolPair(target, q.eval(), dict(manifest, draft=desc), tokenizer)
+    q, desc = make_draft(target, draft)  # NOTE: before packing: a quantised draft deep-copies the target
+    pack_for_cpu(target)
+    pack_for_cpu(q)
+    return SmolPair(target, q.eval(), dict(manifest, draft=desc, cpu_matmul=describe(target)), tokenizer)

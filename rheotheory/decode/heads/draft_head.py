@@ -150,6 +150,9 @@ class HeadCache(KVCache):
 class DraftHead(nn.Module):
     """The draft head; ``embed``: the target's token embedding (shared, frozen, not saved)."""
 
+    #: The rows' packed product (:mod:`~rheotheory.decode.backends.cpu_matmul`); None: ``h @ rows.T``.
+    _head_pack = None
+
     def __init__(self, cfg: HeadConfig, embed: nn.Embedding, vocab_ids):
         super().__init__()
         d = cfg.hidden
@@ -230,7 +233,8 @@ class DraftHead(nn.Module):
     def _full_logits(self, h) -> torch.Tensor:
         """Logits over the whole vocabulary, # [n, V]: -inf outside the draft vocabulary (q = 0)."""
         out = torch.full((h.shape[0], self.cfg.vocab_size), float("-inf"), device=h.device, dtype=torch.float32)
-        out[:, self.vocab_ids] = self.draft_logits(h, self._rows).float()
+        lg = self.draft_logits(h, self._rows) if self._head_pack is None else self._head_pack(self.norm(h))
+        out[:, self.vocab_ids] = lg.float()
         return out
 
     def _run(self, cache: HeadCache, tokens, g, positions, start: int, mask_bias) -> torch.Tensor:
@@ -241,7 +245,13 @@ class DraftHead(nn.Module):
     def prepare(self):
         """Cache what every pass reads (the draft-vocabulary rows); call after moving the head."""
         self._rows = self.head_rows().to(self.fuse.weight.dtype)
+        self._head_pack = None  # NOTE: a packed product of the old rows would be stale
         return self
+
+    def head_weight_for_pack(self):
+        """The draft-vocabulary rows every pass reads (what
+        :func:`~rheotheory.decode.backends.cpu_matmul.pack_for_cpu` packs), None before :meth:`prepare`."""
+        return getattr(self, "_rows", None)
 
     def catch_up(self, cache: HeadCache, tokens, feats) -> torch.Tensor:
         """Chained pass over newly committed tokens # [n] at positions ``cache.length ..``, reading

@@ -1,0 +1,145 @@
+r"""The CPU's matrix products of a model through oneDNN, with each weight packed once.
+
+A decoding step's target pass covers a handful of tokens (a tree of N nodes: N + 1 rows), and at
+batch 1 a small model's pass is bound by reading its weights from memory. PyTorch's default CPU
+product (MKL) computes some products over 2-3 rows as one matrix-vector product per row on some
+machines, re-reading the weight each time: there a pass over 3 tokens costs about two
+single-token passes (SmolLM2-135M on an AMD EPYC with 2 threads: 41 ms for one token, 79 ms for
+two, 97 ms for three; its tied output head, 49152 x 576, 8 ms for one row and 26 ms for three),
+and no tree can pay for itself. oneDNN's product over a weight packed once into its blocked
+layout reads the weight once for every row count (the same machine: 39, 43 and 44 ms), which is
+the property speculative decoding rests on. ``benchmarks/forward_timing.py`` times both on the
+machine it runs on.
+
+:func:`pack_for_cpu` switches a model's ``nn.Linear`` layers (and the tied output heads that
+:class:`~rheotheory.decode.backends.smollm.SmolLM` and
+:class:`~rheotheory.decode.heads.draft_head.DraftHead` compute by hand, through their
+``_head_pack`` slot) to packed products. It is for inference only: a product whose input or
+weight needs a gradient, or whose weight changed since it was packed, is recomputed the default
+way or repacked; so a model that is trained after packing stays correct. The two products differ
+by float rounding only (about 1e-6 relative; the losslessness of every method is a property of the
+verifier, not of the logits' last bits).
+
+``RHEO_CPU_MATMUL`` chooses: ``onednn`` (the default where this PyTorch build has oneDNN and its
+packed product agrees with the default one on a probe) or ``default`` (PyTorch's own product).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from ...errors import InstanceError
+
+__all__ = ["MODES", "mode", "available", "Packed", "pack_for_cpu", "describe"]
+
+#: Values of ``RHEO_CPU_MATMUL``.
+MODES = ("onednn", "default")
+#: Row count the packed layout is chosen for (a tree pass's few rows; any count runs on it).
+PACK_ROWS = 4
+
+_AVAILABLE: bool | None = None
+
+
+def mode() -> str:
+    """The product ``RHEO_CPU_MATMUL`` asks for (``onednn`` when unset)."""
+    got = os.environ.get("RHEO_CPU_MATMUL", "onednn").strip().lower() or "onednn"
+    if got not in MODES:
+        raise InstanceError(f"RHEO_CPU_MATMUL must be one of {', '.join(MODES)}, got {got!r}")
+    return got
+
+
+def available() -> bool:
+    """Whether this PyTorch build packs linear weights for oneDNN and its product agrees with
+    ``F.linear`` on a probe (checked once per process)."""
+    global _AVAILABLE
+    if _AVAILABLE is None:
+        ok = False
+        try:
+            if torch.backends.mkldnn.is_available():
+                with torch.no_grad():
+                    g = torch.Generator().manual_seed(0)
+                    w, x = torch.randn(24, 16, generator=g), torch.randn(3, 16, generator=g)
+                    y = torch.ops.mkldnn._linear_pointwise(x, torch.ops.mkldnn._reorder_linear_weight(w, PACK_ROWS),
+                                                           None, "none", [], "")
+                    ok = bool(torch.allclose(y, F.linear(x, w), rtol=1e-5, atol=1e-5))
+        except (AttributeError, RuntimeError, NotImplementedError):
+            ok = False  # NOTE: a build without these operators decodes with the default product
+        _AVAILABLE = ok
+    return _AVAILABLE
+
+
+class Packed:
+    """``x @ weight.T (+ bias)`` through oneDNN with ``weight`` (# [out, in], float32, CPU) packed
+    when first used, repacked when the weight changes, and computed by ``F.linear`` when a gradient
+    is needed."""
+
+    def __init__(self, weight: torch.Tensor):
+        self.weight = weight
+        self._packed = None
+        self._version = None
+
+    def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        w = self.weight
+        if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad):
+            return F.linear(x, w, bias)
+        version = _version(w)
+        if self._packed is None or self._version != version:
+            with torch.no_grad():
+                self._packed = torch.ops.mkldnn._reorder_linear_weight(w.detach(), PACK_ROWS)
+            self._version = version
+        return torch.ops.mkldnn._linear_pointwise(x.contiguous(), self._packed, bias, "none", [], "")
+
+    def __deepcopy__(self, memo):  # NOTE: a packed tensor has no storage to copy; the copy packs its own
+        return Packed(copy.deepcopy(self.weight, memo))
+
+
+def _version(w: torch.Tensor):
+    """``w``'s in-place version counter; a tensor made in inference mode has none (-1)."""
+    try:
+        return w._version
+    except RuntimeError:
+        return -1
+
+
+class PackedLinear(nn.Linear):
+    """``nn.Linear`` whose product is :class:`Packed` (the class :func:`pack_for_cpu` gives a layer)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self._rheo_pack(x, self.bias)
+
+
+def _eligible(t: torch.Tensor) -> bool:
+    return t.device.type == "cpu" and t.dtype == torch.float32
+
+
+def pack_for_cpu(model: nn.Module) -> bool:
+    """Switch ``model``'s float32 CPU products to packed oneDNN ones (see the module docstring);
+    True if it did. Idempotent; layers shared with an already packed model stay as they are."""
+    if mode() != "onednn" or not available():
+        return False
+    done = False
+    for mod in model.modules():
+        if type(mod) is nn.Linear and _eligible(mod.weight):
+            mod._rheo_pack = Packed(mod.weight)
+            mod.__class__ = PackedLinear
+            done = True
+        elif isinstance(mod, PackedLinear):
+            done = True
+        slot = getattr(mod, "head_weight_for_pack", None)
+        if slot is not None and getattr(mod, "_head_pack", None) is None:
+            w = slot()
+            if w is not None and _eligible(w):
+                mod._head_pack = Packed(w)
+                done = True
+    return done
+
+
+def describe(model: nn.Module) -> str:
+    """``onednn-packed`` if :func:`pack_for_cpu` switched ``model``, else ``default``."""
+    packed = any(isinstance(m, PackedLinear) or getattr(m, "_head_pack", None) is not None for m in model.modules())
+    return "onednn-packed" if packed else "default"
