@@ -1180,9 +1180,9 @@ RECIPES: list[Recipe] = [
                          f"--out {{out}}/{name}.json"),),
              quick=(step("python benchmarks/forward_timing.py --threads 1 --repeats 6 --sizes 1,9 "
                          f"--out {{out}}/{name}.json"),),
-             seconds=seconds, quick_seconds=90, seed=0, needs=SMOL_NEEDS,
+             seconds=seconds, quick_seconds=120, seed=0, needs=SMOL_NEEDS,
              tables={name: lambda f, name=name: forward_timing_md(f, f"{name}.json")})
-      for name, threads, seconds in (("forward_timing", 2, 75), ("forward_timing_threads1", 1, 110))],
+      for name, threads, seconds in (("forward_timing", 2, 150), ("forward_timing_threads1", 1, 220))],
     Recipe("verifier_cost", BENCH, ("verifier_cost.json",),
            steps=(step("python benchmarks/verifier_cost.py --steps 200 --json {out}/verifier_cost.json"),),
            quick=(step("python benchmarks/verifier_cost.py --steps 3 --json {out}/verifier_cost.json"),),
