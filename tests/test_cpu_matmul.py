@@ -10,6 +10,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from torch.nn import functional as F  # noqa: E402
+
 from rheotheory.decode.backends import cpu_matmul  # noqa: E402
 from rheotheory.decode.backends.cpu_matmul import Packed, PackedLinear, describe, pack_for_cpu  # noqa: E402
 from rheotheory.decode.backends.smollm import SmolConfig, SmolLM  # noqa: E402
@@ -130,12 +132,15 @@ def test_default_mode_packs_nothing_and_a_bad_mode_is_one_clear_error(monkeypatc
         pack_for_cpu(lin)
 
 
-def test_the_packed_product_is_inference_only_direct_call():
-    """Packed called directly: the same product as F.linear; a float64 weight is not packed."""
+def test_the_packed_product_called_directly():
+    """Packed called directly: the same product as F.linear; a single row takes the default product
+    (bit for bit) and packs nothing; a float64 weight is not packed."""
     w = torch.randn(12, 6)
     p = Packed(w)
-    x = torch.randn(2, 6)
     with torch.no_grad():
-        assert (p(x) - x @ w.T).abs().max() <= ATOL
+        one = torch.randn(1, 1, 6)
+        assert torch.equal(p(one), F.linear(one, w)) and p._packed is None
+        x = torch.randn(2, 6)
+        assert (p(x) - x @ w.T).abs().max() <= ATOL and p._packed is not None
     lin64 = torch.nn.Linear(6, 3).double()
     assert not pack_for_cpu(lin64) and type(lin64) is torch.nn.Linear

@@ -293,7 +293,8 @@ def load_hf_pair(target_dir, draft_dir, device="cpu", dtype=torch.float32, max_l
     ``scripts/train_draft_head.py``) gives that head, bound to the target's embedding, and one
     holding an EAGLE-3 head (``config.json`` with ``draft_vocab_size`` + ``model.safetensors`` or
     ``pytorch_model.bin``; :mod:`rheotheory.decode.heads.eagle3`; ``eagle3:DIR`` says so explicitly)
-    gives that head.
+    gives that head. On a CPU in float32 both run their products through oneDNN over packed weights
+    (:mod:`~rheotheory.decode.backends.cpu_matmul`).
 
     ``dtype``: a torch dtype or one of :data:`DTYPES`' names. The target directory must hold a
     tokenizer; the draft's, if it holds one, must have the same vocabulary, and both output heads
@@ -326,7 +327,7 @@ def load_hf_pair(target_dir, draft_dir, device="cpu", dtype=torch.float32, max_l
         manifest = {"target": str(target_dir), "draft": str(draft_dir), "target_family": target.cfg.model_type,
                     "draft_family": "EAGLE-3 head" if eagle3 else "draft head", "dtype": str(dtype).replace("torch.", ""),
                     "transformers": tf.__version__}
-        return HFPair(target, head, manifest, tok)
+        return _packed(HFPair(target, head, manifest, tok))
     draft_tok = _load_tokenizer(tf, draft_dir)
     if draft_tok is not None and draft_tok.get_vocab() != tok.get_vocab():
         raise InstanceError(f"target {str(target_dir)!r} and draft {str(draft_dir)!r} have different tokenizer "
@@ -339,4 +340,16 @@ def load_hf_pair(target_dir, draft_dir, device="cpu", dtype=torch.float32, max_l
     manifest = {"target": str(target_dir), "draft": str(draft_dir), "target_family": target.cfg.model_type,
                 "draft_family": draft.cfg.model_type, "dtype": str(dtype).replace("torch.", ""),
                 "transformers": tf.__version__}
-    return HFPair(target, draft, manifest, tok)
+    return _packed(HFPair(target, draft, manifest, tok))
+
+
+def _packed(pair: HFPair) -> HFPair:
+    """``pair`` with both models' float32 CPU products through oneDNN over packed weights
+    (:mod:`~rheotheory.decode.backends.cpu_matmul`; nothing changes on CUDA or with
+    ``RHEO_CPU_MATMUL=default``); the manifest's ``cpu_matmul`` says which product runs."""
+    from .cpu_matmul import describe, pack_for_cpu
+
+    pack_for_cpu(pair.target)
+    pack_for_cpu(pair.draft)
+    pair.manifest["cpu_matmul"] = describe(pair.target)
+    return pair
