@@ -133,14 +133,15 @@ def test_default_mode_packs_nothing_and_a_bad_mode_is_one_clear_error(monkeypatc
 
 
 def test_the_packed_product_called_directly():
-    """Packed called directly: the same product as F.linear; a single row takes the default product
-    (bit for bit) and packs nothing; a float64 weight is not packed."""
+    """Packed called directly: the same product as F.linear on one row and on several, packing its
+    weight once; a float64 weight is not packed."""
     w = torch.randn(12, 6)
     p = Packed(w)
     with torch.no_grad():
-        one = torch.randn(1, 1, 6)
-        assert torch.equal(p(one), F.linear(one, w)) and p._packed is None
-        x = torch.randn(2, 6)
-        assert (p(x) - x @ w.T).abs().max() <= ATOL and p._packed is not None
+        for x in (torch.randn(1, 1, 6), torch.randn(2, 6)):
+            assert (p(x) - F.linear(x, w)).abs().max() <= ATOL and p._packed is not None
+        packed = p._packed
+        p(torch.randn(4, 6))
+        assert p._packed is packed  # packed once, not per call
     lin64 = torch.nn.Linear(6, 3).double()
     assert not pack_for_cpu(lin64) and type(lin64) is torch.nn.Linear

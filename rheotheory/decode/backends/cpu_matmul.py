@@ -8,10 +8,9 @@ single-token passes (SmolLM2-135M on an AMD EPYC with 2 threads: 41 ms for one t
 two, 97 ms for three; its tied output head, 49152 x 576, 8 ms for one row and 26 ms for three),
 and no tree can pay for itself. oneDNN's product over a weight packed once into its blocked
 layout reads the weight once for every row count (the same machine: 39, 43 and 44 ms), which is
-the property speculative decoding rests on. For a single row the default product is as fast or
-faster (the same machine: 0.96x of it with two threads and 0.82x with one, packed against
-default), so a product over one row, the autoregressive step's, keeps the default one.
-``benchmarks/forward_timing.py`` times both products on the machine it runs on.
+the property speculative decoding rests on; autoregressive decoding, one row per pass, is not
+slowed by it (``benchmarks/cpu_matmul_decode.py`` decodes with both products, interleaved, on the
+machine it runs on; ``benchmarks/forward_timing.py`` times single passes of both).
 
 :func:`pack_for_cpu` switches a model's ``nn.Linear`` layers (and the tied output heads that
 :class:`~rheotheory.decode.backends.smollm.SmolLM` and
@@ -78,7 +77,7 @@ def available() -> bool:
 class Packed:
     """``x @ weight.T (+ bias)`` through oneDNN with ``weight`` (# [out, in], float32, CPU) packed
     when first used, repacked when the weight changes, and computed by ``F.linear`` when a gradient
-    is needed or ``x`` holds a single row."""
+    is needed."""
 
     def __init__(self, weight: torch.Tensor):
         self.weight = weight
@@ -87,8 +86,8 @@ class Packed:
 
     def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         w = self.weight
-        if (torch.is_grad_enabled() and (x.requires_grad or w.requires_grad)) or x.numel() == x.shape[-1]:
-            return F.linear(x, w, bias)  # NOTE: one row: the default product is as fast or faster (module docstring)
+        if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad):
+            return F.linear(x, w, bias)
         version = _version(w)
         if self._packed is None or self._version != version:
             with torch.no_grad():
