@@ -143,5 +143,8 @@ def test_the_packed_product_called_directly():
         packed = p._packed
         p(torch.randn(4, 6))
         assert p._packed is packed  # packed once, not per call
+        x = torch.randn(3, 6)
+        with cpu_matmul.default_product():
+            assert torch.equal(p(x), F.linear(x, w))  # the default product, bit for bit
     lin64 = torch.nn.Linear(6, 3).double()
     assert not pack_for_cpu(lin64) and type(lin64) is torch.nn.Linear

@@ -411,7 +411,7 @@ class _State:
 
 #: Rows of the deferred output head computed in one product on a CPU: a row and its first two
 #: children, which the verifier reads next when it accepts one. At batch 1 the head's product is
-#: bound by reading its weights (49152 x 576 for SmolLM2), so up to three rows cost about one
+#: bound by reading its weights (49152 x 576 for SmolLM2), so up to three rows cost little more than one
 #: (benchmarks/step_profile.py times the step before and after; docs/guide/smollm2.md). On CUDA a
 #: row and all its children.
 CPU_HEAD_ROWS = 3

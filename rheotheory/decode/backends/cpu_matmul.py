@@ -2,15 +2,13 @@ r"""The CPU's matrix products of a model through oneDNN, with each weight packed
 
 A decoding step's target pass covers a handful of tokens (a tree of N nodes: N + 1 rows), and at
 batch 1 a small model's pass is bound by reading its weights from memory. PyTorch's default CPU
-product (MKL) computes some products over 2-3 rows as one matrix-vector product per row on some
-machines, re-reading the weight each time: there a pass over 3 tokens costs about two
-single-token passes (SmolLM2-135M on an AMD EPYC with 2 threads: 41 ms for one token, 79 ms for
-two, 97 ms for three; its tied output head, 49152 x 576, 8 ms for one row and 26 ms for three),
-and no tree can pay for itself. oneDNN's product over a weight packed once into its blocked
-layout reads the weight once for every row count (the same machine: 39, 43 and 44 ms), which is
-the property speculative decoding rests on; autoregressive decoding, one row per pass, is not
-slowed by it (``benchmarks/cpu_matmul_decode.py`` decodes with both products, interleaved, on the
-machine it runs on; ``benchmarks/forward_timing.py`` times single passes of both).
+product (MKL) computes a product over two or three rows as one matrix-vector product per row on
+some machines (an AMD EPYC among them), re-reading the weight each time: there SmolLM2's pass over
+a few tokens costs about twice its single-token pass, and no tree can pay for itself. oneDNN's
+product over a weight packed once into its blocked layout reads the weight once for every row
+count, which is the property speculative decoding rests on. ``benchmarks/forward_timing.py``
+times passes with both products, ``benchmarks/cpu_matmul_decode.py`` decodes with both, on the
+machine they run on (docs/guide/real-models.md, "The CPU's matrix product").
 
 :func:`pack_for_cpu` switches a model's ``nn.Linear`` layers (and the tied output heads that
 :class:`~rheotheory.decode.backends.smollm.SmolLM` and
@@ -18,8 +16,8 @@ machine it runs on; ``benchmarks/forward_timing.py`` times single passes of both
 ``_head_pack`` slot) to packed products. It is for inference only: a product whose input or
 weight needs a gradient, or whose weight changed since it was packed, is recomputed the default
 way or repacked; so a model that is trained after packing stays correct. The two products differ
-by float rounding only (about 1e-6 relative; the losslessness of every method is a property of the
-verifier, not of the logits' last bits).
+by float rounding only (the order of summation; the losslessness of every method is a property of
+the verifier, not of the logits' last bits).
 
 ``RHEO_CPU_MATMUL`` chooses: ``onednn`` (the default where this PyTorch build has oneDNN and its
 packed product agrees with the default one on a probe) or ``default`` (PyTorch's own product).
@@ -29,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import os
+from contextlib import contextmanager
 
 import torch
 from torch import nn
@@ -36,7 +35,7 @@ from torch.nn import functional as F
 
 from ...errors import InstanceError
 
-__all__ = ["MODES", "mode", "available", "Packed", "pack_for_cpu", "describe"]
+__all__ = ["MODES", "mode", "available", "Packed", "pack_for_cpu", "describe", "default_product"]
 
 #: Values of ``RHEO_CPU_MATMUL``.
 MODES = ("onednn", "default")
@@ -44,6 +43,19 @@ MODES = ("onednn", "default")
 PACK_ROWS = 4
 
 _AVAILABLE: bool | None = None
+_DEFAULT_ONLY = False
+
+
+@contextmanager
+def default_product():
+    """Within this block every packed product is computed the default way (``F.linear``): what a
+    benchmark comparing both products on one loaded model switches."""
+    global _DEFAULT_ONLY
+    before, _DEFAULT_ONLY = _DEFAULT_ONLY, True
+    try:
+        yield
+    finally:
+        _DEFAULT_ONLY = before
 
 
 def mode() -> str:
@@ -86,7 +98,7 @@ class Packed:
 
     def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         w = self.weight
-        if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad):
+        if _DEFAULT_ONLY or (torch.is_grad_enabled() and (x.requires_grad or w.requires_grad)):
             return F.linear(x, w, bias)
         version = _version(w)
         if self._packed is None or self._version != version:

@@ -79,8 +79,10 @@ def step_cost(costs: dict, nodes: int, depth: int, draft_s: float) -> float:
 
 
 #: Version of how :func:`measured_costs` times a pass, part of a cached choice's key: 2 times a
-#: deferred output head as the engine computes it (one product over the rows read together).
-COST_MODEL = 2
+#: deferred output head as the engine computes it (one product over the rows read together); 3
+#: adds the CPU product (:mod:`~rheotheory.decode.backends.cpu_matmul`) to the key, since a
+#: choice timed with one product does not hold for the other.
+COST_MODEL = 3
 
 
 def measured_costs(model, repeats: int = 15) -> dict:
@@ -114,7 +116,10 @@ def sized(method, size):
 def _key(model_id: str, device: str, dtype: str, threads: int, method, temperature: float) -> str:
     import torch
 
-    return json.dumps([COST_MODEL, model_id, device, dtype, threads, method.family, method.verifier,
+    from ..backends import cpu_matmul
+
+    product = (cpu_matmul.mode() if cpu_matmul.available() else "default") if device == "cpu" else ""
+    return json.dumps([COST_MODEL, model_id, device, dtype, threads, product, method.family, method.verifier,
                        sorted((k, str(v)) for k, v in method.fields().items() if k not in ("top_k", "depth", "budget")),
                        round(float(temperature), 4), torch.__version__])
 
