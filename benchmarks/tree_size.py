@@ -36,7 +36,7 @@ def main(argv=None) -> int:
     import torch
 
     from rheotheory.decode.evaluation.bench import cost_ratio
-    from rheotheory.decode.evaluation.budget import CANDIDATES, choose_size, measured_costs
+    from rheotheory.decode.evaluation.budget import CANDIDATES, best, choose_size, measured_costs
     from rheotheory.methods import resolve
     from rheotheory.provenance import write_provenance
 
@@ -64,8 +64,9 @@ def main(argv=None) -> int:
             print(f"{spec} at T = {T:g}:", flush=True)
             size, table = choose_size(pair, m, T, PROMPTS, args.model, threads=args.threads, log=print, costs=costs,
                                       draft_s=t_draft)  # NOTE: one cost curve for every row of the table
-            best = max(table, key=lambda r: r["physical_limit"])
-            print(f"  chosen K,D,N = {size} (physical limit {best['physical_limit']:.2f}x)", flush=True)
+            top = best(table)
+            print(f"  chosen K,D,N = {size} (predicted speed-up {top['predicted_speedup']:.2f}x, physical limit "
+                  f"{top['physical_limit']:.2f}x)", flush=True)
             rows.append({"method": spec, "temperature": T, "size": list(size), "table": table})
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -95,7 +95,7 @@ def step(line: str, stdout: str | None = None) -> Step:
 #: under :class:`rheotheory.loadcheck.LoadMonitor` and refuse a loaded machine (:func:`run`).
 TIMING_RECIPES = frozenset({
     "bench_builtin", "bench_builtin_chain1", "bench_builtin_model_size", "bench_adaptive_builtin",
-    "certify_scaling", "optimum_scaling", "tree_size", "step_profile", "smollm2_speed", "forward_timing",
+    "certify_scaling", "optimum_scaling", "tree_size", "cpu_matmul_decode", "step_profile", "smollm2_speed", "forward_timing",
     "smollm2_budget_auto", "verifier_cost", "policy_cost", "forward_timing_threads1",
     # NOTE: the SmolLM2 curves publish tokens/s and speed-ups (curve.csv, curve.png's lower panel)
     "smollm2_curve_sharegpt", "smollm2_curve_humaneval",
@@ -761,7 +761,7 @@ def speed_md(folder: Path, sub: str) -> str:
 
 def budget_auto_md(folder: Path, sub: str = "smollm2_budget_auto") -> str:
     """``benchmarks/budget_auto.py``: per CPU setting, temperature and method, the size ``--budget
-    auto`` chose (or its fallback), the pilot's predicted limit, and the measured tau and speed-up
+    auto`` chose (or its fallback), the pilot's predicted speed-up, and the measured tau and speed-up
     [paired 95% interval] with the physical limit from the bench's own pass costs."""
     body, notes = [], []
     for d in sorted(p for p in (folder / sub).iterdir() if p.is_dir()):
@@ -775,7 +775,7 @@ def budget_auto_md(folder: Path, sub: str = "smollm2_budget_auto") -> str:
             else:
                 size = ",".join(map(str, c["size"])) if c["pays"] else "AR (" + ",".join(map(str, c["size"])) + \
                     " best)"
-                pilot = f"{c['physical_limit']:.2f}x"
+                pilot = f"{c['predicted_speedup']:.2f}x"
             body.append([f"{d.name} ({settings['threads']} thr.)", num(T), f"`{r['method']}`", size, pilot,
                          f"{float(r['tokens_per_step']):.2f}", f"{float(r['tokens_per_second']):.1f}",
                          f"{float(r['speedup']):.2f}x [{float(r['speedup_low']):.2f}, {float(r['speedup_high']):.2f}]",
@@ -784,11 +784,21 @@ def budget_auto_md(folder: Path, sub: str = "smollm2_budget_auto") -> str:
         if note:
             notes.append(f"{d.name}: {note}")
         counts = ", ".join(f"{k}: {v} prompts" for k, v in settings["prompt_counts"].items())
-    out = md_table(["setting", "T", "method", "chosen K,D,N", "pilot limit", "tok/step", "tok/s",
+    out = md_table(["setting", "T", "method", "chosen K,D,N", "pilot speed-up", "tok/step", "tok/s",
                     "speed-up [95% CI]", "physical limit"], body)
     return out + (f"\n\n{counts} x {settings['max_new_tokens']} tokens, paired-bootstrap intervals over runs; "
                   "AR: no size paid, the row decoded autoregressively"
                   + ("".join(f"; measured on {n}" for n in notes)))
+
+
+def cpu_matmul_md(folder: Path) -> str:
+    """``benchmarks/cpu_matmul_decode.py``: decoding with both CPU products, paired ratio per method."""
+    d = json.loads((folder / "cpu_matmul_decode.json").read_text())
+    lines = list(d["table"])
+    note = machine_note(folder / "cpu_matmul_decode.json")
+    if note:
+        lines.append(f"measured on: {note}")
+    return code_block(lines)
 
 
 def tree_size_md(folder: Path) -> str:
@@ -798,10 +808,10 @@ def tree_size_md(folder: Path) -> str:
                                                               d["pass_costs_s"].items())
              + f"; draft pass {1e3 * d['draft_pass_s']:.2f} ms; {d['threads']} threads"]
     for r in d["rows"]:
-        cells = "; ".join(f"{t['top_k']},{t['depth']},{t['budget']}: {t['tau']:.2f} -> {t['physical_limit']:.2f}x"
-                          for t in r["table"])
+        cells = "; ".join(f"{t['top_k']},{t['depth']},{t['budget']}: {t['tau']:.2f} -> "
+                          f"{t['predicted_speedup']:.2f}x / {t['physical_limit']:.2f}x" for t in r["table"])
         lines.append(f"{r['method']} T={num(r['temperature'])}: chosen {','.join(map(str, r['size']))}  "
-                     f"(K,D,N: pilot tau -> limit) {cells}")
+                     f"(K,D,N: pilot tau -> predicted speed-up / physical limit) {cells}")
     note = machine_note(folder / "tree_size.json")
     if note:
         lines.append(f"measured on: {note}")
@@ -1122,6 +1132,13 @@ RECIPES: list[Recipe] = [
                        "--threads 1 --out {out}/tree_size.json"),),
            seconds=220, quick_seconds=5, seed=0, needs=SMOL_NEEDS,
            tables={"tree_size": tree_size_md}),
+    Recipe("cpu_matmul_decode", BENCH, ("cpu_matmul_decode.json",),
+           steps=(step("python benchmarks/cpu_matmul_decode.py --threads 2,1 --prompts 6 "
+                       "--out {out}/cpu_matmul_decode.json"),),
+           quick=(step("python benchmarks/cpu_matmul_decode.py --threads 1 --prompts 2 --max-new-tokens 8 "
+                       "--out {out}/cpu_matmul_decode.json"),),
+           seconds=240, quick_seconds=30, seed=1000, needs=SMOL_NEEDS + " and the sharegpt extra",
+           tables={"cpu_matmul_decode": cpu_matmul_md}),
     Recipe("step_profile", BENCH, ("step_profile.json",),
            steps=(step("python benchmarks/step_profile.py --threads 2 --prompts 6 --out {out}/step_profile.json"),),
            quick=(step("python benchmarks/step_profile.py --model builtin --tokens 16 --threads 1 "

@@ -100,7 +100,7 @@ def test_decode_budget_auto_chooses_a_candidate_and_caches_it(tmp_path, monkeypa
     from rheotheory.decode.evaluation.budget import CANDIDATES
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr("rheotheory.decode.evaluation.budget.MIN_LIMIT", 0.0)  # NOTE: a tree always pays here
+    monkeypatch.setattr("rheotheory.decode.evaluation.budget.MIN_SPEEDUP", 0.0)  # NOTE: a tree always pays here
     argv = ["decode", "--budget", "auto", "--temperature", "1", "--max-new-tokens", "6", "--json", "--no-progress"]
     assert main(argv) == 0
     got = json.loads(capsys.readouterr().out)["method"]
@@ -108,7 +108,7 @@ def test_decode_budget_auto_chooses_a_candidate_and_caches_it(tmp_path, monkeypa
     cache = json.loads((tmp_path / "rheotheory" / "tree_sizes.json").read_text())
     (entry,) = cache.values()
     assert entry["size"] == [got["top_k"], got["depth"], got["budget"]]
-    best = max(entry["table"], key=lambda r: r["physical_limit"])
+    best = max(entry["table"], key=lambda r: r["predicted_speedup"])
     assert [best["top_k"], best["depth"], best["budget"]] == entry["size"]
     assert main(argv) == 0  # from the cache: the same size
     again = json.loads(capsys.readouterr().out)["method"]
@@ -116,12 +116,12 @@ def test_decode_budget_auto_chooses_a_candidate_and_caches_it(tmp_path, monkeypa
 
 
 def test_budget_auto_falls_back_to_autoregressive_when_no_tree_pays(tmp_path, monkeypatch, capsys):
-    """No candidate reaches the smallest physical limit (set out of reach here): the decode runs
+    """No candidate reaches the smallest predicted speed-up (set out of reach here): the decode runs
     autoregressively and says so in one line on stderr."""
     import json
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr("rheotheory.decode.evaluation.budget.MIN_LIMIT", 1e9)
+    monkeypatch.setattr("rheotheory.decode.evaluation.budget.MIN_SPEEDUP", 1e9)
     argv = ["decode", "--budget", "auto", "--temperature", "1", "--max-new-tokens", "6", "--json", "--no-progress"]
     assert main(argv) == 0
     cap = capsys.readouterr()
@@ -141,7 +141,7 @@ def test_bench_budget_auto_sizes_each_temperature_and_falls_back_per_row(tmp_pat
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     argv = ["bench", "--budget", "auto", "--methods", "rheo-tuned,chain", "--temperatures", "0,1",
             "--max-new-tokens", "6", "--repeats", "1", "--json", "--no-progress"]
-    monkeypatch.setattr("rheotheory.decode.evaluation.budget.MIN_LIMIT", 1e9)
+    monkeypatch.setattr("rheotheory.decode.evaluation.budget.MIN_SPEEDUP", 1e9)
     assert main(argv) == 0
     cap = capsys.readouterr()
     got = json.loads(cap.out)
@@ -150,7 +150,7 @@ def test_bench_budget_auto_sizes_each_temperature_and_falls_back_per_row(tmp_pat
     assert {r["method"] for r in got["budget_auto"]} == {"rheo-tuned", "chain"}
     assert not any(r["pays"] for r in got["budget_auto"])
     assert all(r["nodes_per_step"] == 0 for r in got["rows"])
-    monkeypatch.setattr("rheotheory.decode.evaluation.budget.MIN_LIMIT", 0.0)
+    monkeypatch.setattr("rheotheory.decode.evaluation.budget.MIN_SPEEDUP", 0.0)
     out = tmp_path / "curve"
     argv = [a for a in argv if a != "--json"] + ["--out", str(out)]
     assert main(argv) == 0

@@ -213,10 +213,11 @@ def spec_keys(spec: str) -> list[str]:
 
 def auto_choice(args, pair, method, temperature: float, prompts, costs=None, draft_s=None) -> tuple:
     """``method`` at the tree size ``--budget auto`` chooses at ``temperature``
-    (:mod:`rheotheory.decode.evaluation.budget`), or the autoregressive method when no size reaches
-    :data:`~rheotheory.decode.evaluation.budget.MIN_LIMIT`; with the record of the choice (a JSON-ready dict:
-    size, the best candidate's pilot tau and physical limit, whether it pays, the candidates)."""
-    from ..decode.evaluation.budget import MIN_LIMIT, choose_size, pays, sized
+    (:mod:`rheotheory.decode.evaluation.budget`), or the autoregressive method when no size's predicted
+    speed-up reaches :data:`~rheotheory.decode.evaluation.budget.MIN_SPEEDUP`; with the record of the
+    choice (a JSON-ready dict: size, the best candidate's pilot tau, predicted speed-up and physical
+    limit, whether it pays, the candidates)."""
+    from ..decode.evaluation.budget import MIN_SPEEDUP, best, choose_size, pays, sized
 
     model_id = args.model if getattr(args, "target", None) is None else f"{args.target}+{args.draft}"
     if args.model == "smollm2" and args.draft:
@@ -226,10 +227,10 @@ def auto_choice(args, pair, method, temperature: float, prompts, costs=None, dra
     with busy(args, f"choosing the tree size at T={temperature:g} (--budget auto; cached after the first time)"):
         size, table = choose_size(pair, method, temperature, list(prompts), model_id, args.device,
                                   args.dtype or "float32", args.threads, kw, costs=costs, draft_s=draft_s)
-    best = max(table, key=lambda r: r["physical_limit"])
-    record = {"temperature": float(temperature), "size": list(size), "tau": best["tau"],
-              "physical_limit": best["physical_limit"], "pays": pays(table), "min_limit": MIN_LIMIT,
-              "candidates": len(table)}
+    top = best(table)
+    record = {"temperature": float(temperature), "size": list(size), "tau": top["tau"],
+              "predicted_speedup": top["predicted_speedup"], "physical_limit": top["physical_limit"],
+              "pays": pays(table), "min_speedup": MIN_SPEEDUP, "candidates": len(table)}
     if not record["pays"]:
         from ..methods import resolve
 
@@ -256,7 +257,8 @@ def describe_choice(rec: dict, who: str = "", fallback: str = "") -> str:
     runs instead) that no size pays; ``who`` names the method and temperature in a bench."""
     K, D, N = rec["size"]
     if not rec["pays"]:
-        return (f"rheo: --budget auto: {who}no tree size pays on this machine (best K={K} D={D} N={N}: physical "
-                f"limit {rec['physical_limit']:.2f}x < {rec['min_limit']:g}); {fallback}")
-    return (f"--budget auto: {who}K={K} D={D} N={N} (tau {rec['tau']:.2f} in the pilot, physical limit "
-            f"{rec['physical_limit']:.2f}x; {rec['candidates']} sizes compared)")
+        return (f"rheo: --budget auto: {who}no tree size pays on this machine (best K={K} D={D} N={N}: predicted "
+                f"speed-up {rec['predicted_speedup']:.2f}x < {rec['min_speedup']:g}); {fallback}")
+    return (f"--budget auto: {who}K={K} D={D} N={N} (tau {rec['tau']:.2f} in the pilot, predicted speed-up "
+            f"{rec['predicted_speedup']:.2f}x, physical limit {rec['physical_limit']:.2f}x; "
+            f"{rec['candidates']} sizes compared)")

@@ -3,8 +3,8 @@ measured acceptance.
 
 The rule (docs/guide/real-models.md, "Choosing the tree size"): a step with a tree of N nodes
 and depth D costs one target pass over N + 1 tokens and D draft passes, and emits tau tokens on
-average; autoregressive sampling emits one token per single-token pass. Its **predicted
-speed-up** is
+average; autoregressive sampling emits one token per single-token pass. Its model passes alone
+would give the speed-up
 
 .. math::  S(K, D, N) = \tau(K, D, N) \cdot c(1) / (c(N + 1) + D\, d)
 
@@ -14,11 +14,16 @@ with c(n) the measured cost of one cached target pass over n tokens
 **physical limit** of the method at that size: what it would reach if tree building,
 verification and Python cost nothing. tau is measured by a short pilot decode of each candidate
 (the method itself at the requested temperature, ``PILOT_PROMPTS`` prompts of the model's
-benchmark set, ``PILOT_TOKENS`` tokens each, seed ``PILOT_SEED``). The candidate with the
-largest S is chosen. Measuring tau rather than tokens per second keeps the choice stable under
-machine load. **When no candidate's S reaches** :data:`MIN_LIMIT` (= 1: even with zero overhead
-the tree would be slower than autoregressive decoding on this machine), the choice is no tree at
-all: ``rheo decode --budget auto`` then decodes autoregressively and says so in one line.
+benchmark set, ``PILOT_TOKENS`` tokens each, seed ``PILOT_SEED``). S leaves out what a step costs
+besides the model passes (the verifier's head products, tree building, Python), which on a CPU is
+a tenth of a step or more and grows with the tree's depth; so the choice is by the **predicted
+speed-up** of the pilot itself, its tokens per second over an autoregressive pilot's on the same
+prompts, timed back to back (the decoding loops only): tau x t_AR / t_step. The candidate with
+the largest predicted speed-up is chosen. **When none reaches** :data:`MIN_SPEEDUP` (1.05: the
+pilot's tau and timing rest on about 60 steps each, and a tree predicted less than 5% faster
+is as likely to be slower), the choice is no tree at all: ``rheo decode --budget auto`` then
+decodes autoregressively and says so in one line. The physical limit is kept in the table as the
+ceiling no overhead-free engine could pass.
 
 The choice is cached per (model, device, dtype, threads, method, temperature) in
 ``$XDG_CACHE_HOME/rheotheory/tree_sizes.json`` (default ``~/.cache``); ``RHEO_NO_SIZE_CACHE=1``
@@ -31,8 +36,8 @@ import json
 import os
 from pathlib import Path
 
-__all__ = ["CANDIDATES", "MIN_LIMIT", "pays", "PILOT_PROMPTS", "PILOT_TOKENS", "PILOT_SEED", "choose_size", "physical_limit",
-           "step_cost", "cache_path", "sized", "measured_costs", "COST_SIZES"]
+__all__ = ["CANDIDATES", "MIN_SPEEDUP", "pays", "best", "PILOT_PROMPTS", "PILOT_TOKENS", "PILOT_SEED", "choose_size",
+           "physical_limit", "step_cost", "cache_path", "sized", "measured_costs", "COST_SIZES"]
 
 #: Tree sizes (K, D, N) the search compares, from one draft token (where a pass over two tokens
 #: costs little more than one and acceptance is low, the best a CPU can do) up to the ``model``
@@ -43,14 +48,19 @@ CANDIDATES = ((1, 1, 1), (2, 1, 2), (1, 2, 2), (2, 2, 3), (1, 3, 3), (2, 2, 4), 
 COST_SIZES = (1, 2, 3, 4, 5, 7, 9, 11, 16, 21, 32)
 PILOT_PROMPTS = 2
 
-#: Smallest physical limit at which a tree is worth running: below it, autoregressive decoding is
-#: faster on this machine even if the tree's bookkeeping cost nothing.
-MIN_LIMIT = 1.0
+#: Smallest predicted speed-up (the pilot's, overhead included) at which a tree is run: below it
+#: the pilot cannot tell the tree from autoregressive decoding reliably, so autoregressive decoding runs.
+MIN_SPEEDUP = 1.05
 
 
 def pays(table: list[dict]) -> bool:
-    """Whether the best candidate of a :func:`choose_size` table reaches :data:`MIN_LIMIT`."""
-    return max(r["physical_limit"] for r in table) >= MIN_LIMIT
+    """Whether the best candidate of a :func:`choose_size` table reaches :data:`MIN_SPEEDUP`."""
+    return max(r["predicted_speedup"] for r in table) >= MIN_SPEEDUP
+
+
+def best(table: list[dict]) -> dict:
+    """The chosen row of a :func:`choose_size` table: the largest predicted speed-up."""
+    return max(table, key=lambda r: r["predicted_speedup"])
 
 PILOT_TOKENS = 48
 PILOT_SEED = 0
@@ -81,8 +91,9 @@ def step_cost(costs: dict, nodes: int, depth: int, draft_s: float) -> float:
 #: Version of how :func:`measured_costs` times a pass, part of a cached choice's key: 2 times a
 #: deferred output head as the engine computes it (one product over the rows read together); 3
 #: adds the CPU product (:mod:`~rheotheory.decode.backends.cpu_matmul`) to the key, since a
-#: choice timed with one product does not hold for the other.
-COST_MODEL = 3
+#: choice timed with one product does not hold for the other; 4 chooses by the pilot's predicted
+#: speed-up instead of the physical limit.
+COST_MODEL = 4
 
 
 def measured_costs(model, repeats: int = 15) -> dict:
@@ -158,6 +169,23 @@ def choose_size(pair, method, temperature: float, prompts, model_id: str, device
     if draft_s is None:
         _, draft_s, _ = cost_ratio(pair)
     cfg = DecodeConfig(temperature=temperature, max_new_tokens=PILOT_TOKENS, **(decode_kw or {}))
+
+    def pilot(m):
+        gen = torch.Generator().manual_seed(PILOT_SEED)
+        steps = emitted = 0
+        seconds = 0.0
+        for p in prompts[:PILOT_PROMPTS]:
+            r = decode(pair.target, pair.draft, _ids(pair, p), m, cfg, gen)
+            steps += len(r.steps)
+            emitted += sum(s.accepted + 1 for s in r.steps)
+            seconds += r.seconds
+        return steps, emitted, seconds
+
+    from ...methods import resolve
+
+    pilot(sized(method, candidates[0]))  # NOTE: warm-up, untimed: the first decode pays for allocations
+    ar_steps, ar_tokens, ar_seconds = pilot(resolve("autoregressive"))
+    ar_s = ar_seconds / max(1, ar_tokens)  # seconds per token, autoregressive
     table, seen = [], set()
     for K, D, N in candidates:
         m = sized(method, (K, D, N))
@@ -165,26 +193,22 @@ def choose_size(pair, method, temperature: float, prompts, model_id: str, device
         if sig in seen:
             continue
         seen.add(sig)
-        gen = torch.Generator().manual_seed(PILOT_SEED)
-        steps = emitted = 0
-        for p in prompts[:PILOT_PROMPTS]:
-            r = decode(pair.target, pair.draft, _ids(pair, p), m, cfg, gen)
-            steps += len(r.steps)
-            emitted += sum(s.accepted + 1 for s in r.steps)
+        steps, emitted, seconds = pilot(m)
         tau = emitted / steps
         nodes, depth = m.nodes, m.depth
         row = {"top_k": K, "depth": depth, "budget": nodes, "tau": tau, "steps": steps,
                "step_cost_s": step_cost(costs, nodes, depth, draft_s),
-               "physical_limit": physical_limit(tau, costs, nodes, depth, draft_s)}
+               "physical_limit": physical_limit(tau, costs, nodes, depth, draft_s),
+               "pilot_step_s": seconds / steps, "predicted_speedup": tau * ar_s / (seconds / steps)}
         table.append(row)
         if log is not None:
-            log(f"  K={K} D={depth} N={nodes}: tau {tau:.3f} over {steps} steps, physical limit "
-                f"{row['physical_limit']:.2f}x")
-    best = max(table, key=lambda r: r["physical_limit"])
-    size = (best["top_k"], best["depth"], best["budget"])
+            log(f"  K={K} D={depth} N={nodes}: tau {tau:.3f} over {steps} steps, predicted speed-up "
+                f"{row['predicted_speedup']:.2f}x (physical limit {row['physical_limit']:.2f}x)")
+    chosen = best(table)
+    size = (chosen["top_k"], chosen["depth"], chosen["budget"])
     if use_cache:
         cache[key] = {"size": list(size), "table": table, "pass_costs": {str(k): v for k, v in costs.items()},
-                      "draft_s": draft_s}
+                      "draft_s": draft_s, "autoregressive_s_per_token": ar_s}
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(path.name + ".tmp")
