@@ -146,5 +146,13 @@ def test_the_packed_product_called_directly():
         x = torch.randn(3, 6)
         with cpu_matmul.default_product():
             assert torch.equal(p(x), F.linear(x, w))  # the default product, bit for bit
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = torch.randn(1, 6)
+        with torch.no_grad():
+            assert torch.equal(p(one), F.linear(one, w))  # one row, one thread: the default product
+    finally:
+        torch.set_num_threads(threads)
     lin64 = torch.nn.Linear(6, 3).double()
     assert not pack_for_cpu(lin64) and type(lin64) is torch.nn.Linear

@@ -6,7 +6,10 @@ product (MKL) computes a product over two or three rows as one matrix-vector pro
 some machines (an AMD EPYC among them), re-reading the weight each time: there SmolLM2's pass over
 a few tokens costs about twice its single-token pass, and no tree can pay for itself. oneDNN's
 product over a weight packed once into its blocked layout reads the weight once for every row
-count, which is the property speculative decoding rests on. ``benchmarks/forward_timing.py``
+count, which is the property speculative decoding rests on. A product over a single row (the
+autoregressive step's) is packed too with several threads, where it is faster, but not with one
+thread, where the default product decodes autoregressively about a tenth faster (both measured by
+``benchmarks/cpu_matmul_decode.py`` on the AMD EPYC above). ``benchmarks/forward_timing.py``
 times passes with both products, ``benchmarks/cpu_matmul_decode.py`` decodes with both, on the
 machine they run on (docs/guide/real-models.md, "The CPU's matrix product").
 
@@ -89,7 +92,7 @@ def available() -> bool:
 class Packed:
     """``x @ weight.T (+ bias)`` through oneDNN with ``weight`` (# [out, in], float32, CPU) packed
     when first used, repacked when the weight changes, and computed by ``F.linear`` when a gradient
-    is needed."""
+    is needed or when ``x`` is a single row and torch runs one thread."""
 
     def __init__(self, weight: torch.Tensor):
         self.weight = weight
@@ -98,8 +101,9 @@ class Packed:
 
     def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         w = self.weight
-        if _DEFAULT_ONLY or (torch.is_grad_enabled() and (x.requires_grad or w.requires_grad)):
-            return F.linear(x, w, bias)
+        if _DEFAULT_ONLY or (torch.is_grad_enabled() and (x.requires_grad or w.requires_grad)) or \
+                (x.numel() == x.shape[-1] and torch.get_num_threads() == 1):
+            return F.linear(x, w, bias)  # NOTE: a single row on one thread: the default is faster (module docstring)
         version = _version(w)
         if self._packed is None or self._version != version:
             with torch.no_grad():
