@@ -258,7 +258,7 @@ def describe_choice(rec: dict, who: str = "", fallback: str = "") -> str:
     K, D, N = rec["size"]
     if not rec["pays"]:
         return (f"rheo: --budget auto: {who}no tree size pays on this machine (best K={K} D={D} N={N}: predicted "
-                f"speed-up {rec['predicted_speedup']:.2f}x < {rec['min_speedup']:g}); {fallback}")
+                f"speed-up {rec['predicted_speedup']:.3f}x < {rec['min_speedup']:g}); {fallback}")
     return (f"--budget auto: {who}K={K} D={D} N={N} (tau {rec['tau']:.2f} in the pilot, predicted speed-up "
             f"{rec['predicted_speedup']:.2f}x, physical limit {rec['physical_limit']:.2f}x; "
             f"{rec['candidates']} sizes compared)")
