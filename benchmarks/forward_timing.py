@@ -126,15 +126,16 @@ def run(repeats: int, sizes, context: int, threads: int) -> dict:
         for n in sizes:
             parents = TREES[n]
             toks, dep, mask = cont[:n], torch.tensor(depths_of(parents)), tree_mask(parents)
-            calls[("transformers", prod, n)] = lambda c=caches["transformers"], t=toks, d=dep, m=mask, f=hf: f.extend(c, t, d, m)
-            calls[("hand-written", prod, n)] = lambda c=caches["hand-written"], t=toks, d=dep, m=mask, f=smol: f.extend(c, t, d, m)
+            for way, model in (("transformers", hf), ("hand-written", smol)):
+                calls[(way, prod, n)] = lambda c=caches[way], t=toks, d=dep, m=mask, f=model: f.extend(c, t, d, m)
 
             def engine(c=caches["hand-written"], t=toks, d=dep, m=mask, f=smol):
                 h, _ = f.extend_hidden(c, t, d, m)
                 return f.logits_from(h[:CPU_HEAD_ROWS])
 
             calls[("hand-written, engine", prod, n)] = engine
-            check[(prod, n)] = float((calls[("transformers", prod, n)]() - calls[("hand-written", prod, n)]()).abs().max())
+            diff = calls[("transformers", prod, n)]() - calls[("hand-written", prod, n)]()
+            check[(prod, n)] = float(diff.abs().max())
     for key, fn in calls.items():
         for _ in range(WARMUP):
             fn()

@@ -92,6 +92,8 @@ def provenance(seed=None, started: float | None = None, command: list[str] | Non
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"system": platform.system(), "machine": platform.machine(),
                     "processor": platform.processor() or "", "cpu_model": _cpu_model(), "cpus": os.cpu_count(),
+                    # NOTE: the CPU product asked for (decode.backends.cpu_matmul, a floor above this one,
+                    # whose default is onednn); the manifest of a loaded pair says which one ran
                     "cpu_matmul": os.environ.get("RHEO_CPU_MATMUL", "onednn"), "note": note},
     }
     rec.update(extra)

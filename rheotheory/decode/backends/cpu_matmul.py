@@ -8,7 +8,7 @@ a few tokens costs about twice its single-token pass, and no tree can pay for it
 product over a weight packed once into its blocked layout reads the weight once for every row
 count, which is the property speculative decoding rests on. A product over a single row (the
 autoregressive step's) is packed too with several threads, where it is faster, but not with one
-thread, where the default product decodes autoregressively about a tenth faster (both measured by
+thread, where the default product decoded autoregressively faster (both measured by
 ``benchmarks/cpu_matmul_decode.py`` on the AMD EPYC above). ``benchmarks/forward_timing.py``
 times passes with both products, ``benchmarks/cpu_matmul_decode.py`` decodes with both, on the
 machine they run on (docs/guide/real-models.md, "The CPU's matrix product").
@@ -38,7 +38,7 @@ from torch.nn import functional as F
 
 from ...errors import InstanceError
 
-__all__ = ["MODES", "mode", "available", "Packed", "pack_for_cpu", "describe", "default_product"]
+__all__ = ["MODES", "mode", "available", "product", "Packed", "pack_for_cpu", "describe", "default_product"]
 
 #: Values of ``RHEO_CPU_MATMUL``.
 MODES = ("onednn", "default")
@@ -89,6 +89,12 @@ def available() -> bool:
     return _AVAILABLE
 
 
+def product() -> str:
+    """The product a CPU model loaded now runs: ``onednn`` when asked for and available, else
+    ``default`` (what the tree-size cache keys on and provenance records)."""
+    return "onednn" if mode() == "onednn" and available() else "default"
+
+
 class Packed:
     """``x @ weight.T (+ bias)`` through oneDNN with ``weight`` (# [out, in], float32, CPU) packed
     when first used, repacked when the weight changes, and computed by ``F.linear`` when a gradient
@@ -137,7 +143,7 @@ def _eligible(t: torch.Tensor) -> bool:
 def pack_for_cpu(model: nn.Module) -> bool:
     """Switch ``model``'s float32 CPU products to packed oneDNN ones (see the module docstring);
     True if it did. Idempotent; layers shared with an already packed model stay as they are."""
-    if mode() != "onednn" or not available():
+    if product() != "onednn":
         return False
     done = False
     for mod in model.modules():

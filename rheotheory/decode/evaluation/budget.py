@@ -129,7 +129,7 @@ def _key(model_id: str, device: str, dtype: str, threads: int, method, temperatu
 
     from ..backends import cpu_matmul
 
-    product = (cpu_matmul.mode() if cpu_matmul.available() else "default") if device == "cpu" else ""
+    product = cpu_matmul.product() if device == "cpu" else ""
     return json.dumps([COST_MODEL, model_id, device, dtype, threads, product, method.family, method.verifier,
                        sorted((k, str(v)) for k, v in method.fields().items() if k not in ("top_k", "depth", "budget")),
                        round(float(temperature), 4), torch.__version__])
@@ -184,7 +184,7 @@ def choose_size(pair, method, temperature: float, prompts, model_id: str, device
     from ...methods import resolve
 
     pilot(sized(method, candidates[0]))  # NOTE: warm-up, untimed: the first decode pays for allocations
-    ar_steps, ar_tokens, ar_seconds = pilot(resolve("autoregressive"))
+    _, ar_tokens, ar_seconds = pilot(resolve("autoregressive"))
     ar_s = ar_seconds / max(1, ar_tokens)  # seconds per token, autoregressive
     table, seen = [], set()
     for K, D, N in candidates:

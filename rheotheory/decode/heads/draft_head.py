@@ -193,7 +193,10 @@ class DraftHead(nn.Module):
         return rope_tables(self.inv_freq, positions, dtype)
 
     def draft_logits(self, h, rows=None) -> torch.Tensor:
-        """Logits over the draft vocabulary, # [..., V_d], from output states # [..., d]."""
+        """Logits over the draft vocabulary, # [..., V_d], from output states # [..., d] (through the
+        packed product of the prepared rows when they are the ones read)."""
+        if self._head_pack is not None and (rows is None or rows is self._rows):
+            return self._head_pack(self.norm(h))
         return self.norm(h) @ (self.head_rows() if rows is None else rows).T
 
     # -- training -----------------------------------------------------------------------------
@@ -233,8 +236,7 @@ class DraftHead(nn.Module):
     def _full_logits(self, h) -> torch.Tensor:
         """Logits over the whole vocabulary, # [n, V]: -inf outside the draft vocabulary (q = 0)."""
         out = torch.full((h.shape[0], self.cfg.vocab_size), float("-inf"), device=h.device, dtype=torch.float32)
-        lg = self.draft_logits(h, self._rows) if self._head_pack is None else self._head_pack(self.norm(h))
-        out[:, self.vocab_ids] = lg.float()
+        out[:, self.vocab_ids] = self.draft_logits(h, self._rows).float()
         return out
 
     def _run(self, cache: HeadCache, tokens, g, positions, start: int, mask_bias) -> torch.Tensor:
