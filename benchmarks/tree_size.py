@@ -6,7 +6,8 @@ Usage:
 
 Runs :func:`rheotheory.decode.evaluation.budget.choose_size` (no cache) for each (method, temperature):
 the measured pass-cost curve, the draft's pass cost, and for each candidate (K, D, N) the pilot's
-tokens per step and the predicted speed-up (the physical limit); prints the table and writes it
+tokens per step and its standard error, the predicted speed-up, that prediction at tau less one
+standard error (the ranking) and the physical limit; prints the table and writes it
 as JSON with its provenance. The ``smollm2`` row of ``rheotheory.methods.TREE_SIZES`` is the
 size this chose for rheo-tuned at T = 1 on the project's 2-core CPU (docs/guide/real-models.md).
 """
@@ -54,7 +55,7 @@ def main(argv=None) -> int:
         pair = load_builtin_pair("cpu")
     costs = measured_costs(pair.target)
     t_target, t_draft, _ = cost_ratio(pair)
-    print(f"{args.model}, {args.threads} threads: target pass over n tokens (ms, min of 15, non-decreasing): "
+    print(f"{args.model}, {args.threads} threads: target pass over n tokens (ms, min of 15): "
           + ", ".join(f"{n}: {1e3 * c:.2f}" for n, c in costs.items()) + f"; draft pass {1e3 * t_draft:.2f} ms",
           flush=True)
     rows = []

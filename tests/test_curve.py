@@ -108,11 +108,29 @@ def test_decode_budget_auto_chooses_a_candidate_and_caches_it(tmp_path, monkeypa
     cache = json.loads((tmp_path / "rheotheory" / "tree_sizes.json").read_text())
     (entry,) = cache.values()
     assert entry["size"] == [got["top_k"], got["depth"], got["budget"]]
-    best = max(entry["table"], key=lambda r: r["predicted_speedup"])
+    best = max(entry["table"], key=lambda r: r["speedup_low"])
     assert [best["top_k"], best["depth"], best["budget"]] == entry["size"]
+    # NOTE: overhead only slows a step down: no prediction passes its physical limit, and the
+    # ranking's lower figure is below the prediction
+    assert all(r["speedup_low"] <= r["predicted_speedup"] <= r["physical_limit"] for r in entry["table"])
     assert main(argv) == 0  # from the cache: the same size
     again = json.loads(capsys.readouterr().out)["method"]
     assert again == got
+
+
+def test_budget_auto_ranks_by_tau_less_one_standard_error():
+    """A deep tree whose pilot tau is high but noisy loses to a small tree measured more surely
+    (the largest of a dozen noisy estimates is biased upwards), and whether a tree pays is judged
+    on the chosen row, not on the largest prediction in the table."""
+    from rheotheory.decode.evaluation.budget import MIN_SPEEDUP, best, pays
+
+    small = {"top_k": 1, "depth": 1, "budget": 1, "predicted_speedup": 1.12, "speedup_low": 1.08}
+    deep = {"top_k": 2, "depth": 3, "budget": 6, "predicted_speedup": 1.20, "speedup_low": 1.02}
+    assert best([small, deep]) is small and best([deep, small]) is small
+    assert pays([small, deep])
+    shaky = {"top_k": 1, "depth": 1, "budget": 1, "predicted_speedup": MIN_SPEEDUP - 0.01, "speedup_low": 1.00}
+    hopeful = {"top_k": 2, "depth": 3, "budget": 6, "predicted_speedup": 1.30, "speedup_low": 0.95}
+    assert best([shaky, hopeful]) is shaky and not pays([shaky, hopeful])
 
 
 def test_budget_auto_falls_back_to_autoregressive_when_no_tree_pays(tmp_path, monkeypatch, capsys):

@@ -301,7 +301,8 @@ def add_method_arguments(ap: argparse.ArgumentParser, default: str = "rheo", siz
         kind = _flag_type(name, meta)
         if name == "budget" and auto_budget:
             kind, extra = _or_auto(kind), extra + "; auto: the K, D, N of largest predicted speed-up on this " \
-                "device, from pilot decodes timed against autoregressive decoding; below 1.05x, no tree (cached)"
+                "device (at tau less one standard error), from pilot decodes timed against autoregressive " \
+                "decoding; below 1.05x, no tree (cached)"
         g.add_argument(flag, default=None, type=kind, choices=meta.get("choices"),
                        metavar=meta.get("metavar"), help=f"{help} ({', '.join(fams)}{extra})")
 

@@ -9,7 +9,7 @@ would give the speed-up
 .. math::  S(K, D, N) = \tau(K, D, N) \cdot c(1) / (c(N + 1) + D\, d)
 
 with c(n) the measured cost of one cached target pass over n tokens
-(:func:`measured_costs`: the minimum of repeated timings, made non-decreasing in n) and d the draft's per-level cost
+(:func:`measured_costs`: the minimum of repeated timings) and d the draft's per-level cost
 (:func:`~rheotheory.decode.evaluation.bench.cost_ratio`: one cached pass of the draft). S is the
 **physical limit** of the method at that size: what it would reach if tree building,
 verification and Python cost nothing. tau is measured by a short pilot decode of each candidate
@@ -18,12 +18,17 @@ benchmark set, ``PILOT_TOKENS`` tokens each, seed ``PILOT_SEED``). S leaves out 
 besides the model passes (the verifier's head products, tree building, Python), which on a CPU is
 a tenth of a step or more and grows with the tree's depth; so the choice is by the **predicted
 speed-up** of the pilot itself, its tokens per second over an autoregressive pilot's on the same
-prompts, timed back to back (the decoding loops only): tau x t_AR / t_step. The candidate with
-the largest predicted speed-up is chosen. **When none reaches** :data:`MIN_SPEEDUP` (1.05: the
-pilot's tau and timing rest on about 60 steps each, and a tree predicted less than 5% faster
-is as likely to be slower), the choice is no tree at all: ``rheo decode --budget auto`` then
-decodes autoregressively and says so in one line. The physical limit is kept in the table as the
-ceiling no overhead-free engine could pass.
+prompts (the decoding loops only): tau x t_AR / t_step, never above S (overhead only slows a step
+down, so a pilot above its physical limit is timing noise). t_AR is the faster of two
+autoregressive pilots, one before the candidates and one after: one slow autoregressive timing
+would otherwise raise every candidate's prediction at once. Every candidate's tau rests on some
+ninety steps, and the largest of a dozen noisy estimates is biased upwards, most for the deep trees whose
+accepted lengths vary most; so candidates are ranked by the prediction at tau minus one standard
+error of its mean (``speedup_low``), and the best by that ranking runs. **When its predicted
+speed-up does not reach** :data:`MIN_SPEEDUP` (1.05: a tree predicted less than 5% faster is as
+likely to be slower), the choice is no tree at all: ``rheo decode --budget auto`` then decodes
+autoregressively and says so in one line. The physical limit is kept in the table as the ceiling
+no overhead-free engine could pass.
 
 The choice is cached per (model, device, dtype, threads, method, temperature) in
 ``$XDG_CACHE_HOME/rheotheory/tree_sizes.json`` (default ``~/.cache``); ``RHEO_NO_SIZE_CACHE=1``
@@ -33,7 +38,9 @@ skips the cache.
 from __future__ import annotations
 
 import json
+import math
 import os
+import statistics
 from pathlib import Path
 
 __all__ = ["CANDIDATES", "MIN_SPEEDUP", "pays", "best", "PILOT_PROMPTS", "PILOT_TOKENS", "PILOT_SEED", "choose_size",
@@ -46,7 +53,9 @@ CANDIDATES = ((1, 1, 1), (2, 1, 2), (1, 2, 2), (2, 2, 3), (1, 3, 3), (2, 2, 4), 
               (3, 4, 8), (3, 4, 10), (4, 6, 20))
 #: Token counts at which the target pass is timed (a tree of N nodes costs a pass over N + 1).
 COST_SIZES = (1, 2, 3, 4, 5, 7, 9, 11, 16, 21, 32)
-PILOT_PROMPTS = 2
+#: Prompts of the model's benchmark set each pilot decodes (PILOT_TOKENS tokens each, about 90
+#: steps in all at 1.5 tokens per step).
+PILOT_PROMPTS = 3
 
 #: Smallest predicted speed-up (the pilot's, overhead included) at which a tree is run: below it
 #: the pilot cannot tell the tree from autoregressive decoding reliably, so autoregressive decoding runs.
@@ -54,13 +63,15 @@ MIN_SPEEDUP = 1.05
 
 
 def pays(table: list[dict]) -> bool:
-    """Whether the best candidate of a :func:`choose_size` table reaches :data:`MIN_SPEEDUP`."""
-    return max(r["predicted_speedup"] for r in table) >= MIN_SPEEDUP
+    """Whether the chosen candidate of a :func:`choose_size` table (:func:`best`) reaches
+    :data:`MIN_SPEEDUP`."""
+    return best(table)["predicted_speedup"] >= MIN_SPEEDUP
 
 
 def best(table: list[dict]) -> dict:
-    """The chosen row of a :func:`choose_size` table: the largest predicted speed-up."""
-    return max(table, key=lambda r: r["predicted_speedup"])
+    """The chosen row of a :func:`choose_size` table: the largest predicted speed-up at tau minus
+    one standard error (``speedup_low``; ties to the smaller tree, the first of the table)."""
+    return max(table, key=lambda r: r["speedup_low"])
 
 PILOT_TOKENS = 48
 PILOT_SEED = 0
@@ -92,21 +103,23 @@ def step_cost(costs: dict, nodes: int, depth: int, draft_s: float) -> float:
 #: deferred output head as the engine computes it (one product over the rows read together); 3
 #: adds the CPU product (:mod:`~rheotheory.decode.backends.cpu_matmul`) to the key, since a
 #: choice timed with one product does not hold for the other; 4 chooses by the pilot's predicted
-#: speed-up instead of the physical limit.
-COST_MODEL = 4
+#: speed-up instead of the physical limit; 5 caps it by the physical limit, times the
+#: autoregressive pilot twice, ranks by tau minus one standard error, keys a one-thread choice on
+#: the single-row product measured at load, and no longer makes the cost curve non-decreasing.
+COST_MODEL = 5
 
 
 def measured_costs(model, repeats: int = 15) -> dict:
-    """n -> seconds of a cached target pass over n tokens: the minimum of ``repeats`` timings, made
-    non-decreasing in n (a pass over more tokens is never cheaper; a dip is noise)."""
+    """n -> seconds of a cached target pass over n tokens: the minimum of ``repeats`` timings.
+
+    Not made non-decreasing in n: a pass over more tokens can be cheaper. With oneDNN's packed
+    product SmolLM2's pass over 2 tokens cost more than its pass over 3 to 5 on the project's CPU,
+    with one thread and with two (the product's kernel depends on the row count), and clamping
+    the curve raised every tree's cost to the 2-token pass, putting the physical limit below the
+    speed-ups measured (cost model 4)."""
     from .bench import pass_costs
 
-    raw = pass_costs(model, sizes=COST_SIZES, repeats=repeats, stat="min")
-    out, top = {}, 0.0
-    for n, c in raw:
-        top = max(top, c)
-        out[n] = top
-    return out
+    return dict(pass_costs(model, sizes=COST_SIZES, repeats=repeats, stat="min"))
 
 
 def physical_limit(tau: float, costs: dict, nodes: int, depth: int, draft_s: float) -> float:
@@ -130,6 +143,8 @@ def _key(model_id: str, device: str, dtype: str, threads: int, method, temperatu
     from ..backends import cpu_matmul
 
     product = cpu_matmul.product() if device == "cpu" else ""
+    if product == "onednn" and threads == 1:
+        product += "/single-row-" + cpu_matmul.single_row_product()  # NOTE: measured per machine, see cpu_matmul
     return json.dumps([COST_MODEL, model_id, device, dtype, threads, product, method.family, method.verifier,
                        sorted((k, str(v)) for k, v in method.fields().items() if k not in ("top_k", "depth", "budget")),
                        round(float(temperature), 4), torch.__version__])
@@ -139,8 +154,9 @@ def choose_size(pair, method, temperature: float, prompts, model_id: str, device
                 dtype: str = "float32", threads: int = 1, decode_kw: dict | None = None, log=None,
                 candidates=CANDIDATES, costs: dict | None = None,
                 draft_s: float | None = None) -> tuple[tuple[int, int, int], list[dict]]:
-    """The candidate (K, D, N) of largest predicted speed-up for ``method`` at ``temperature``, and
-    the table it was chosen from (one dict per candidate: size, tau, step cost, physical limit).
+    """The candidate (K, D, N) chosen for ``method`` at ``temperature`` (:func:`best`), and the
+    table it was chosen from (one dict per candidate: size, tau and its standard error, step cost,
+    physical limit, pilot seconds per step, predicted speed-up and ``speedup_low``).
 
     ``method``: a resolved method whose family has ``top_k``/``depth``/``budget`` fields (or a
     subset: a chain takes D from the candidate and ignores K and N); ``prompts``: token-id lists
@@ -172,20 +188,23 @@ def choose_size(pair, method, temperature: float, prompts, model_id: str, device
 
     def pilot(m):
         gen = torch.Generator().manual_seed(PILOT_SEED)
-        steps = emitted = 0
+        per_step: list[int] = []
         seconds = 0.0
         for p in prompts[:PILOT_PROMPTS]:
             r = decode(pair.target, pair.draft, _ids(pair, p), m, cfg, gen)
-            steps += len(r.steps)
-            emitted += sum(s.accepted + 1 for s in r.steps)
+            per_step += [s.accepted + 1 for s in r.steps]
             seconds += r.seconds
-        return steps, emitted, seconds
+        return per_step, seconds
+
+    def ar_seconds_per_token():
+        emitted, seconds = pilot(ar)
+        return seconds / max(1, sum(emitted))
 
     from ...methods import resolve
 
+    ar = resolve("autoregressive")
     pilot(sized(method, candidates[0]))  # NOTE: warm-up, untimed: the first decode pays for allocations
-    _, ar_tokens, ar_seconds = pilot(resolve("autoregressive"))
-    ar_s = ar_seconds / max(1, ar_tokens)  # seconds per token, autoregressive
+    ar_first = ar_seconds_per_token()
     table, seen = [], set()
     for K, D, N in candidates:
         m = sized(method, (K, D, N))
@@ -193,17 +212,26 @@ def choose_size(pair, method, temperature: float, prompts, model_id: str, device
         if sig in seen:
             continue
         seen.add(sig)
-        steps, emitted, seconds = pilot(m)
-        tau = emitted / steps
+        emitted, seconds = pilot(m)
+        steps = len(emitted)
+        tau = sum(emitted) / steps
+        se = statistics.stdev(emitted) / math.sqrt(steps) if steps > 1 else 0.0
         nodes, depth = m.nodes, m.depth
-        row = {"top_k": K, "depth": depth, "budget": nodes, "tau": tau, "steps": steps,
-               "step_cost_s": step_cost(costs, nodes, depth, draft_s),
-               "physical_limit": physical_limit(tau, costs, nodes, depth, draft_s),
-               "pilot_step_s": seconds / steps, "predicted_speedup": tau * ar_s / (seconds / steps)}
-        table.append(row)
+        table.append({"top_k": K, "depth": depth, "budget": nodes, "tau": tau, "tau_se": se, "steps": steps,
+                      "step_cost_s": step_cost(costs, nodes, depth, draft_s),
+                      "physical_limit": physical_limit(tau, costs, nodes, depth, draft_s),
+                      "pilot_step_s": seconds / steps})
+    # NOTE: the faster of two autoregressive timings, one on each side of the candidates: a slow one
+    # would raise every prediction together
+    ar_s = min(ar_first, ar_seconds_per_token())
+    for row in table:
+        step_s, limit, tau = row["pilot_step_s"], row["physical_limit"], row["tau"]
+        row["predicted_speedup"] = min(tau * ar_s / step_s, limit)
+        row["speedup_low"] = min((tau - row["tau_se"]) * ar_s / step_s, limit * (tau - row["tau_se"]) / tau)
         if log is not None:
-            log(f"  K={K} D={depth} N={nodes}: tau {tau:.3f} over {steps} steps, predicted speed-up "
-                f"{row['predicted_speedup']:.2f}x (physical limit {row['physical_limit']:.2f}x)")
+            log(f"  K={row['top_k']} D={row['depth']} N={row['budget']}: tau {tau:.3f} +- {row['tau_se']:.3f} over "
+                f"{row['steps']} steps, predicted speed-up {row['predicted_speedup']:.2f}x (at tau - 1 s.e. "
+                f"{row['speedup_low']:.2f}x; physical limit {limit:.2f}x)")
     chosen = best(table)
     size = (chosen["top_k"], chosen["depth"], chosen["budget"])
     if use_cache:
