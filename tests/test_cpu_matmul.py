@@ -132,7 +132,7 @@ def test_default_mode_packs_nothing_and_a_bad_mode_is_one_clear_error(monkeypatc
         pack_for_cpu(lin)
 
 
-def test_the_packed_product_called_directly():
+def test_the_packed_product_called_directly(monkeypatch):
     """Packed called directly: the same product as F.linear on one row and on several, packing its
     weight once; a float64 weight is not packed."""
     w = torch.randn(12, 6)
@@ -151,9 +151,34 @@ def test_the_packed_product_called_directly():
                 assert torch.equal(p(x), F.linear(x, w))  # the default product, bit for bit
         torch.set_num_threads(1)
         one = torch.randn(1, 6)
+        fresh = Packed(w)
         with torch.no_grad():
-            assert torch.equal(p(one), F.linear(one, w))  # one row, one thread: the default product
+            monkeypatch.setattr(cpu_matmul, "_ONE_THREAD_SINGLE_ROW", "default")
+            assert torch.equal(fresh(one), F.linear(one, w)) and fresh._packed is None  # one row, one thread, as measured
+            monkeypatch.setattr(cpu_matmul, "_ONE_THREAD_SINGLE_ROW", "packed")
+            assert (fresh(one) - F.linear(one, w)).abs().max() <= ATOL and fresh._packed is not None
     finally:
         torch.set_num_threads(threads)
     lin64 = torch.nn.Linear(6, 3).double()
     assert not pack_for_cpu(lin64) and type(lin64) is torch.nn.Linear
+
+
+@pytest.mark.parametrize("slow", ["packed", "default"])
+def test_the_one_thread_single_row_product_is_the_faster_one_measured(monkeypatch, slow):
+    """calibrate_single_row times a single-row sweep over the model's packed weights both ways and
+    keeps the faster: with a clock on which one way is slower, the other is chosen, the thread count
+    is restored, and the choice is what one row on one thread then gets."""
+    model = tiny_smol()
+    monkeypatch.setattr(cpu_matmul, "_ONE_THREAD_SINGLE_ROW", "default")
+    assert pack_for_cpu(model)
+    clock = [0.0]
+
+    def fake_clock():  # NOTE: each call advances by the current way's cost, so a round costs it once
+        clock[0] += 2.0 if cpu_matmul._ONE_THREAD_SINGLE_ROW == slow else 1.0
+        return clock[0]
+
+    monkeypatch.setattr(cpu_matmul.time, "perf_counter", fake_clock)
+    threads = torch.get_num_threads()
+    chosen = cpu_matmul.calibrate_single_row(model)
+    assert chosen == {"packed": "default", "default": "packed"}[slow] == cpu_matmul.single_row_product()
+    assert torch.get_num_threads() == threads

@@ -7,9 +7,13 @@ some machines (an AMD EPYC among them), re-reading the weight each time: there S
 a few tokens costs about twice its single-token pass, and no tree can pay for itself. oneDNN's
 product over a weight packed once into its blocked layout reads the weight once for every row
 count, which is the property speculative decoding rests on. A product over a single row (the
-autoregressive step's) is packed too with several threads, where it is faster, but not with one
-thread, where the default product decoded autoregressively faster (both measured by
-``benchmarks/cpu_matmul_decode.py`` on the AMD EPYC above). ``benchmarks/forward_timing.py``
+autoregressive step's) is packed too with several threads, where it decoded autoregressively
+faster on both AMD EPYC hosts measured. With one thread neither product wins everywhere: packed
+decoding ran slower than the default on one host and faster on the other. So with one thread the
+single-row product is chosen on the machine itself: :func:`pack_for_cpu` times the model's own
+weights in a single-row sweep (every packed layer once, as a pass reads them), both ways,
+alternated, and keeps the faster (:func:`single_row_product`): the autoregressive baseline a
+speed-up is measured against is the faster of the two. ``benchmarks/forward_timing.py``
 times passes with both products, ``benchmarks/cpu_matmul_decode.py`` decodes with both, on the
 machine they run on (docs/guide/real-models.md, "The CPU's matrix product").
 
@@ -29,7 +33,9 @@ packed product agrees with the default one on a probe) or ``default`` (PyTorch's
 from __future__ import annotations
 
 import copy
+import math
 import os
+import time
 from contextlib import contextmanager
 
 import torch
@@ -38,7 +44,8 @@ from torch.nn import functional as F
 
 from ...errors import InstanceError
 
-__all__ = ["MODES", "mode", "available", "product", "Packed", "pack_for_cpu", "describe", "default_product"]
+__all__ = ["MODES", "mode", "available", "product", "Packed", "pack_for_cpu", "describe", "default_product",
+           "calibrate_single_row", "single_row_product"]
 
 #: Values of ``RHEO_CPU_MATMUL``.
 MODES = ("onednn", "default")
@@ -47,6 +54,11 @@ PACK_ROWS = 4
 
 _AVAILABLE: bool | None = None
 _DEFAULT_ONLY = False
+#: The product a single row gets with one thread (``packed`` or ``default``): None until
+#: :func:`pack_for_cpu` has timed both on a model's weights (default until then).
+_ONE_THREAD_SINGLE_ROW: str | None = None
+#: Alternated rounds of the single-row sweep each product gets (the faster's minimum wins).
+CALIBRATION_ROUNDS = 5
 
 
 @contextmanager
@@ -98,7 +110,8 @@ def product() -> str:
 class Packed:
     """``x @ weight.T (+ bias)`` through oneDNN with ``weight`` (# [out, in], float32, CPU) packed
     when first used, repacked when the weight changes, and computed by ``F.linear`` when a gradient
-    is needed or when ``x`` is a single row and torch runs one thread."""
+    is needed, or when ``x`` is a single row, torch runs one thread and :func:`single_row_product`
+    is not ``packed``."""
 
     def __init__(self, weight: torch.Tensor):
         self.weight = weight
@@ -108,8 +121,8 @@ class Packed:
     def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         w = self.weight
         if _DEFAULT_ONLY or (torch.is_grad_enabled() and (x.requires_grad or w.requires_grad)) or \
-                (x.numel() == x.shape[-1] and torch.get_num_threads() == 1):
-            return F.linear(x, w, bias)  # NOTE: a single row on one thread: the default is faster (module docstring)
+                (x.numel() == x.shape[-1] and torch.get_num_threads() == 1 and _ONE_THREAD_SINGLE_ROW != "packed"):
+            return F.linear(x, w, bias)  # NOTE: a single row on one thread: as measured (single_row_product)
         version = _version(w)
         if self._packed is None or self._version != version:
             with torch.no_grad():
@@ -142,7 +155,9 @@ def _eligible(t: torch.Tensor) -> bool:
 
 def pack_for_cpu(model: nn.Module) -> bool:
     """Switch ``model``'s float32 CPU products to packed oneDNN ones (see the module docstring);
-    True if it did. Idempotent; layers shared with an already packed model stay as they are."""
+    True if it did. Idempotent; layers shared with an already packed model stay as they are. The
+    first model packed in a process also decides the one-thread single-row product
+    (:func:`calibrate_single_row`)."""
     if product() != "onednn":
         return False
     done = False
@@ -159,7 +174,53 @@ def pack_for_cpu(model: nn.Module) -> bool:
             if w is not None and _eligible(w):
                 mod._head_pack = Packed(w)
                 done = True
+    if done and _ONE_THREAD_SINGLE_ROW is None:
+        calibrate_single_row(model)
     return done
+
+
+def _packs(model: nn.Module) -> list[Packed]:
+    out = []
+    for mod in model.modules():
+        for slot in ("_rheo_pack", "_head_pack"):
+            got = getattr(mod, slot, None)
+            if isinstance(got, Packed):
+                out.append(got)
+    return out
+
+
+def calibrate_single_row(model: nn.Module) -> str:
+    """Time a single-row product over every packed weight of ``model`` in turn (one pass's
+    products) on one thread, packed and default, alternated :data:`CALIBRATION_ROUNDS` times; the
+    one of smaller minimum becomes :func:`single_row_product` for this process. Returns it."""
+    global _ONE_THREAD_SINGLE_ROW
+    packs = _packs(model)
+    if not packs:
+        return single_row_product()
+    threads = torch.get_num_threads()
+    xs = [torch.randn(1, p.weight.shape[1]) for p in packs]
+    best = {"packed": math.inf, "default": math.inf}
+    try:
+        torch.set_num_threads(1)
+        with torch.no_grad():
+            for way in ("packed", "default") * (CALIBRATION_ROUNDS + 1):
+                _ONE_THREAD_SINGLE_ROW = way
+                start = time.perf_counter()
+                for p, x in zip(packs, xs):
+                    p(x)
+                best[way] = min(best[way], time.perf_counter() - start)
+    finally:
+        torch.set_num_threads(threads)
+    # NOTE: the first round of each way packs the weights and warms the caches; it is timed too,
+    # but only the minimum counts
+    _ONE_THREAD_SINGLE_ROW = "packed" if best["packed"] < best["default"] else "default"
+    return _ONE_THREAD_SINGLE_ROW
+
+
+def single_row_product() -> str:
+    """The product a single row gets with one thread in this process: ``packed`` or ``default``
+    (``default`` until a model has been packed and timed, :func:`calibrate_single_row`)."""
+    return _ONE_THREAD_SINGLE_ROW or "default"
 
 
 def describe(model: nn.Module) -> str:

@@ -34,7 +34,7 @@ import torch
 
 from ...errors import InstanceError
 from ..heads.draft_head import load_head
-from .cpu_matmul import describe, pack_for_cpu
+from .cpu_matmul import describe, pack_for_cpu, single_row_product
 from .smollm import DEFAULT_MAX_LEN, QUANT_GROUP, SmolLM, SmolPair, load_target, quantised_copy
 
 __all__ = ["DEFAULT_DRAFT", "SMOLLM2_HEAD_DIR", "SMOLLM2_HEAD_V3_DIR", "make_draft", "load_smollm2"]
@@ -96,4 +96,5 @@ def load_smollm2(device="cpu", draft: str = DEFAULT_DRAFT, max_len: int = DEFAUL
     q, desc = make_draft(target, draft)  # NOTE: before packing: a quantised draft deep-copies the target
     pack_for_cpu(target)
     pack_for_cpu(q)
-    return SmolPair(target, q.eval(), dict(manifest, draft=desc, cpu_matmul=describe(target)), tokenizer)
+    return SmolPair(target, q.eval(), dict(manifest, draft=desc, cpu_matmul=describe(target),
+                                           cpu_single_row_one_thread=single_row_product()), tokenizer)

@@ -347,9 +347,10 @@ def _packed(pair: HFPair) -> HFPair:
     """``pair`` with both models' float32 CPU products through oneDNN over packed weights
     (:mod:`~rheotheory.decode.backends.cpu_matmul`; nothing changes on CUDA or with
     ``RHEO_CPU_MATMUL=default``); the manifest's ``cpu_matmul`` says which product runs."""
-    from .cpu_matmul import describe, pack_for_cpu
+    from .cpu_matmul import describe, pack_for_cpu, single_row_product
 
     pack_for_cpu(pair.target)
     pack_for_cpu(pair.draft)
     pair.manifest["cpu_matmul"] = describe(pair.target)
+    pair.manifest["cpu_single_row_one_thread"] = single_row_product()
     return pair
