@@ -166,8 +166,8 @@ def test_the_packed_product_called_directly(monkeypatch):
 @pytest.mark.parametrize("slow", ["packed", "default"])
 def test_the_one_thread_single_row_product_is_the_faster_one_measured(monkeypatch, slow):
     """calibrate_single_row times a single-row sweep over the model's packed weights both ways and
-    keeps the faster: with a clock on which one way is slower, the other is chosen, the thread count
-    is restored, and the choice is what one row on one thread then gets."""
+    keeps the faster: with a clock on which one way is slower, the other is chosen; the thread count
+    and torch's global generator are left as they were."""
     model = tiny_smol()
     monkeypatch.setattr(cpu_matmul, "_ONE_THREAD_SINGLE_ROW", "default")
     assert pack_for_cpu(model)
@@ -178,7 +178,8 @@ def test_the_one_thread_single_row_product_is_the_faster_one_measured(monkeypatc
         return clock[0]
 
     monkeypatch.setattr(cpu_matmul.time, "perf_counter", fake_clock)
-    threads = torch.get_num_threads()
+    threads, rng = torch.get_num_threads(), torch.get_rng_state()
     chosen = cpu_matmul.calibrate_single_row(model)
     assert chosen == {"packed": "default", "default": "packed"}[slow] == cpu_matmul.single_row_product()
     assert torch.get_num_threads() == threads
+    assert torch.equal(torch.get_rng_state(), rng)  # NOTE: loading a model must not move torch's global generator
