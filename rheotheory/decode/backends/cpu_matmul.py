@@ -210,6 +210,9 @@ def calibrate_single_row(model: nn.Module) -> str:
                 for p, x in zip(packs, xs):
                     p(x)
                 best[way] = min(best[way], time.perf_counter() - start)
+    except BaseException:
+        _ONE_THREAD_SINGLE_ROW = None  # NOTE: an interrupted timing decides nothing
+        raise
     finally:
         torch.set_num_threads(threads)
     # NOTE: the first round of each way packs the weights and warms the caches; it is timed too,

@@ -227,7 +227,7 @@ def choose_size(pair, method, temperature: float, prompts, model_id: str, device
     for row in table:
         step_s, limit, tau = row["pilot_step_s"], row["physical_limit"], row["tau"]
         row["predicted_speedup"] = min(tau * ar_s / step_s, limit)
-        row["speedup_low"] = min((tau - row["tau_se"]) * ar_s / step_s, limit * (tau - row["tau_se"]) / tau)
+        row["speedup_low"] = row["predicted_speedup"] * (tau - row["tau_se"]) / tau  # NOTE: both bounds scale with tau
         if log is not None:
             log(f"  K={row['top_k']} D={row['depth']} N={row['budget']}: tau {tau:.3f} +- {row['tau_se']:.3f} over "
                 f"{row['steps']} steps, predicted speed-up {row['predicted_speedup']:.2f}x (at tau - 1 s.e. "
