@@ -18,7 +18,12 @@ every family):
   (eagle; rheo with head m = K-1, i.e. no fillers; chains) that walk is the ``ot`` verifier
   (section 3.5: its acceptance is the per-node optimum for every candidate set), so the column is
   ``ot``'s tau / optimum. For nodes with several sampled siblings (static, multichain) no per-node
-  optimal rule is implemented and the column is empty.
+  optimal rule is implemented and the column is empty;
+- the **best per-node verifier** (:func:`rheotheory.node_bound.per_node_bound`, docs/theory.md
+  section 7.4) on trees of a fixed shape (static, chain, multichain): the tau no verifier that
+  decides node by node from the node's children can pass, even knowing the whole pair, as a
+  rigorous rational upper bound over the optimum. Every lossless per-node verifier of the row is
+  checked to stay below it (the script stops otherwise).
 
 Writes ``simulations/results/optimum_table.csv`` (one row per V x family x verifier),
 ``optimum_table.md`` and ``optimum_table.png``.
@@ -41,6 +46,8 @@ from tqdm import tqdm
 from rheotheory import certify, random_pair, resolve
 from rheotheory.errors import VerifierError
 from rheotheory.lp_optimum import tree_optimum
+from rheotheory.node_bound import NODE_BOUND_FAMILIES, per_node_bound
+from rheotheory.verify import TREE_VERIFIERS
 
 VOCABS = (3, 4, 5)
 #: (K, D, N): small enough that every LP stays below a few thousand variables at V = 5.
@@ -64,16 +71,24 @@ def cell(args):
     ratios = {name: [] for name in methods}
     lossless = {name: 0 for name in methods}
     optima, exact, lp_vars, t0 = [], 0, 0, time.perf_counter()
+    node_r = []  # best per-node verifier's bound / optimum, where the family has fixed shapes
     for seed in range(n):
         pair = random_pair(V, DEPTH, seed=seed)
         opt = tree_optimum(pair, method)
         exact += opt.exact
         optima.append(opt.value)
         lp_vars = max(lp_vars, opt.variables)
+        bound = per_node_bound(pair, method) if method.family in NODE_BOUND_FAMILIES else None
+        if bound is not None:
+            node_r.append(bound.upper / opt.value)
         for name, m in methods.items():
             cert = certify(pair, m)
             lossless[name] += bool(cert.lossless)
             ratios[name].append((cert.tokens_per_step / opt.value, bool(cert.lossless)))
+            if bound is not None and cert.lossless and name not in TREE_VERIFIERS and (
+                    cert.tokens_per_step > bound.upper):
+                raise RuntimeError(f"{spec} V={V} seed={seed}: per-node verifier {name} has tau "
+                                   f"{cert.tokens_per_step} above the per-node bound {bound.upper}")
     rows = []
     ot_r = [r for r, _ in ratios.get(PER_NODE_OT, [])]
     for name in methods:
@@ -85,6 +100,8 @@ def cell(args):
             ratio_mean=float(sum(rs)) / n, ratio_min=float(min(rs)),
             ratio_min_exact=str(min(rs)) if isinstance(min(rs), Fraction) else "",
             per_node_ot_mean=float(sum(ot_r)) / n if ot_r else "", per_node_ot_min=float(min(ot_r)) if ot_r else "",
+            per_node_best_mean=float(sum(node_r)) / n if node_r else "",
+            per_node_best_min=float(min(node_r)) if node_r else "",
             seconds=round(time.perf_counter() - t0, 2)))
     return rows
 
@@ -97,14 +114,16 @@ def write_md(rows, path, n):
              "(column `exact` counts the instances whose rational re-check succeeded). Each verifier cell: mean "
              "tau/optimum, min in brackets, `*n` = attains the optimum exactly on n instances, `!n` = lossless "
              "on only n instances (then not bounded by the optimum). `per-node OT`: the walk attaining the "
-             "per-node optimum at every node (= `ot`, where it applies).", "",
+             "per-node optimum at every node (= `ot`, where it applies). `best per-node`: the bound no "
+             "verifier deciding node by node can pass, knowing the whole pair (docs/theory.md section 7.4; "
+             "rigorous upper bound / optimum; trees of a fixed shape only).", "",
              f"Verifiers covered: {', '.join(verifiers)}.", ""]
     for V in VOCABS:
         sub = [r for r in rows if r["V"] == V]
         if not sub:
             continue
         lines += [f"## V = {V}", "", "| family | optimum (mean tau) | exact | " + " | ".join(verifiers)
-                  + " | per-node OT |", "|" + " --- |" * (len(verifiers) + 4)]
+                  + " | per-node OT | best per-node |", "|" + " --- |" * (len(verifiers) + 5)]
         for fam in FAMILIES:
             fr = {r["verifier"]: r for r in sub if r["family"] == fam}
             if not fr:
@@ -124,8 +143,10 @@ def write_md(rows, path, n):
                 cells.append(txt)
             pn = (f"{any_r['per_node_ot_mean']:.4f} ({any_r['per_node_ot_min']:.4f})"
                   if any_r["per_node_ot_mean"] != "" else "n/a")
+            bn = (f"{any_r['per_node_best_mean']:.4f} ({any_r['per_node_best_min']:.4f})"
+                  if any_r["per_node_best_mean"] != "" else "n/a")
             lines.append(f"| {fam} | {any_r['optimum_mean']:.4f} | {any_r['optimum_exact']}/{any_r['instances']} | "
-                         + " | ".join(cells) + f" | {pn} |")
+                         + " | ".join(cells) + f" | {pn} | {bn} |")
         lines.append("")
     lines += ["## Best lossless verifier per family", "", "| V | family | best verifier | mean | min | attained | "
               "shortfall (1 - mean) |", "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -164,6 +185,11 @@ def plot(rows, path):
                 ax.bar(x, r["ratio_mean"], width, color=colors[v], hatch="//" if lossy else "",
                        label=v if v not in ax.get_legend_handles_labels()[1] else None)
                 ax.plot([x, x], [r["ratio_min"], r["ratio_mean"]], color="black", lw=0.8)
+            r = next((r for r in rows if r["V"] == V and r["family"] == fam and r["per_node_best_mean"] != ""), None)
+            if r is not None:  # no verifier deciding node by node passes this line (section 7.4)
+                lab = "best per-node verifier (bound)"
+                ax.hlines(r["per_node_best_mean"], i - 0.45, i + 0.45, color="black", lw=1.6, ls=":",
+                          label=lab if lab not in ax.get_legend_handles_labels()[1] else None)
         ax.set_xticks(range(len(FAMILIES)))
         ax.set_xticklabels(FAMILIES, rotation=30, ha="right")
         ax.set_ylim(0.4, 1.02)

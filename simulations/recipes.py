@@ -256,10 +256,12 @@ def optimum_summary_md(folder: Path) -> str:
     fams = list(dict.fromkeys(r["family"] for r in rows))
     body = []
     for fam in fams:
-        per = {}
+        per, node = {}, {}
         for r in rows:
             if r["family"] != fam:
                 continue
+            if r.get("per_node_best_mean", "") != "":  # one value per (V, family), repeated on its rows
+                node[r["V"]] = (int(r["instances"]), float(r["per_node_best_mean"]), float(r["per_node_best_min"]))
             n = int(r["instances"])
             d = per.setdefault(r["verifier"], [0, 0.0, 1.0, 0, 0])
             d[0] += n
@@ -270,8 +272,39 @@ def optimum_summary_md(folder: Path) -> str:
         ranked = sorted(((d[1] / d[0], v, d) for v, d in per.items() if d[4] == d[0]), key=lambda t: -t[0])
         mean, best, d = ranked[0]
         others = ", ".join(f"`{v}` {m:.3f}" for m, v, _ in ranked[1:])
-        body.append([fam, f"`{best}`", f"{mean:.3f} ({d[2]:.3f})", f"{d[3]}/{d[0]}", others])
-    return md_table(["family", "best verifier", "τ / optimum, mean (min)", "attains it", "others (mean)"], body)
+        bound = "n/a"
+        if node:
+            n = sum(v[0] for v in node.values())
+            bound = (f"{sum(v[0] * v[1] for v in node.values()) / n:.3f} "
+                     f"({min(v[2] for v in node.values()):.3f})")
+        body.append([fam, f"`{best}`", f"{mean:.3f} ({d[2]:.3f})", f"{d[3]}/{d[0]}", bound, others])
+    return md_table(["family", "best verifier", "τ / optimum, mean (min)", "attains it",
+                     "best per-node verifier (bound), mean (min)", "others (mean)"], body)
+
+
+def per_node_bound_md(folder: Path) -> str:
+    """The best per-node verifier's bound against the best verifier found, per fixed-shape family,
+    pooled over V, from ``optimum_table.csv`` (docs/theory.md section 7.4)."""
+    rows = read_csv(folder / "optimum_table.csv")
+    body = []
+    for fam in dict.fromkeys(r["family"] for r in rows if r.get("per_node_best_mean", "") != ""):
+        node, per = {}, {}
+        for r in rows:
+            if r["family"] != fam:
+                continue
+            n = int(r["instances"])
+            node[r["V"]] = (n, float(r["per_node_best_mean"]), float(r["per_node_best_min"]))
+            d = per.setdefault(r["verifier"], [0, 0.0, 0, 0])
+            d[0] += n
+            d[1] += float(r["ratio_mean"]) * n
+            d[2] += int(r["lossless"])
+        n = sum(v[0] for v in node.values())
+        bound = sum(v[0] * v[1] for v in node.values()) / n
+        top = max(d[1] / d[0] for d in per.values() if d[2] == d[0])
+        best = " = ".join(f"`{v}`" for v, d in sorted(per.items()) if d[2] == d[0] and d[1] / d[0] >= top - 1e-12)
+        body.append([fam, f"{bound:.3f} ({min(v[2] for v in node.values()):.3f})", f"{best} {top:.3f}"])
+    return md_table(["family", "best per-node verifier (bound) / optimum, mean (min)", "best verifier found, mean"],
+                    body)
 
 
 def sweep_md(folder: Path, name: str = "sweep.csv") -> str:
@@ -901,7 +934,7 @@ RECIPES: list[Recipe] = [
            steps=(step("python simulations/optimum_table.py --instances 50 --out {out}/optimum_table"),),
            quick=(step("python simulations/optimum_table.py --instances 1 --out {out}/optimum_table"),),
            seconds=150, quick_seconds=6, seed="instances random_pair(V, 2, seed), seeds 0..49",
-           tables={"optimum_summary": optimum_summary_md}),
+           tables={"optimum_summary": optimum_summary_md, "per_node_bound": per_node_bound_md}),
     Recipe("information_gap", SIM, ("information_gap.csv",),
            steps=(step("python simulations/information_gap.py --instances 3 --vocabs 3,4 --out {out}/information_gap"),),
            quick=(step("python simulations/information_gap.py --instances 1 --vocabs 3 --out {out}/information_gap"),),

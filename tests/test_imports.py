@@ -33,7 +33,7 @@ FLOORS = (
     ("verifiers", ("verify",)),
     ("methods", ("methods",)),
     ("evaluations", ("exact", "montecarlo")),
-    ("analyses", ("lp_optimum", "counterexample", "sweep", "stats")),
+    ("analyses", ("lp_optimum", "node_bound", "counterexample", "sweep", "stats")),
     ("public API", ("",)),
     ("real models", ("decode", "hf")),
     ("commands and test helpers", ("cli", "testing", "audit")),

@@ -86,9 +86,11 @@ def _solve(args, pair, method, names, todo, bar) -> int:
             "fraction_of_optimum": format_number(ratio) if opt.exact else float(ratio),
             "fraction_of_optimum_float": float(ratio),
         }
+    node = _per_node(pair, method, opt)
     if args.json:
         d = opt.to_dict()
         d["verifiers"] = rows
+        d["per_node_bound"] = node
         d["not_applicable"] = skipped
         d["instance"] = args.instance
         d["preset"] = args.preset
@@ -111,5 +113,26 @@ def _solve(args, pair, method, names, todo, bar) -> int:
               f"{100 * r['fraction_of_optimum_float']:.2f}% of the optimum){note}")
     for name, why in skipped.items():
         print(f"  {name:<12}  not applicable: {why}")
+    if "upper" in node:
+        print(f"per-node best   : <= {node['upper_float']:.6f}  ({100 * node['fraction_of_optimum_float']:.2f}% of the "
+              "optimum): no verifier deciding node by node passes it (docs/theory.md section 7.4)")
+    elif node.get("not_computed"):
+        print(f"per-node best   : not computed: {node['not_computed']}")
     print(f"time            : {opt.seconds:.3f} s (optimum)")
     return 0
+
+
+def _per_node(pair, method, opt) -> dict:
+    """The best per-node verifier's bound (docs/theory.md section 7.4) on fixed-shape trees."""
+    from ..errors import TreeError
+    from ..laws import format_number
+    from ..node_bound import NODE_BOUND_FAMILIES, per_node_bound
+
+    if method.family not in NODE_BOUND_FAMILIES:
+        return {}
+    try:
+        b = per_node_bound(pair, method)
+    except TreeError as e:  # NOTE: too large a node: the optimum is still reported, the bound is not
+        return {"not_computed": str(e)}
+    return {"upper": format_number(b.upper), "upper_float": float(b.upper), "value_float": b.value,
+            "fraction_of_optimum_float": float(b.upper / opt.value) if opt.exact else float(b.upper) / float(opt.value)}
