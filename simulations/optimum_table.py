@@ -171,7 +171,8 @@ def plot(rows, path):
     import matplotlib.pyplot as plt
 
     verifiers = sorted({r["verifier"] for r in rows})
-    colors = {v: plt.cm.tab10(i % 10) for i, v in enumerate(verifiers)}
+    cmap = plt.cm.tab10 if len(verifiers) <= 10 else plt.cm.tab20  # one colour per verifier
+    colors = {v: cmap(i % cmap.N) for i, v in enumerate(verifiers)}
     fig, axes = plt.subplots(1, len(VOCABS), figsize=(6 * len(VOCABS), 4.8), sharey=True)
     width = 0.8 / len(verifiers)
     for ax, V in zip(axes, VOCABS):
