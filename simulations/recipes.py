@@ -377,6 +377,30 @@ def online_context_md(folder: Path) -> str:
             f"best arm of each bin in hindsight. Rows with an oracle gain >= 5%: {big} of {len(rows)}.")
 
 
+def online_horizon_md(folder: Path) -> str:
+    """rheo-online against the best arm in hindsight at growing run lengths, from ``online_horizon.csv``."""
+    rows = read_csv(folder / "online_horizon.csv")
+    ns = sorted({int(r["steps"]) for r in rows})
+    cells = list(dict.fromkeys((r["mismatch"], r["temperature"], f"{r['top_k']},{r['depth']},{r['budget']}")
+                               for r in rows))
+    body = []
+    for c in cells:
+        at = {int(r["steps"]): r for r in rows if (r["mismatch"], r["temperature"],
+                                                    f"{r['top_k']},{r['depth']},{r['budget']}") == c}
+        last = at[ns[-1]]
+        regrets = [f"{float(at[n]['regret']):+.3f}" + (" **w**" if at[n]["verdict"] == "worse" else "") for n in ns]
+        body.append([c[0], num(c[1]), c[2], f"`{last['best_arm']}`", *regrets,
+                     f"[{float(last['diff_low']):+.3f},&nbsp;{float(last['diff_high']):+.3f}]",
+                     f"{float(last['best_arm_share']):.0%}"])
+    worse = ", ".join(f"{n}: {sum(r['verdict'] == 'worse' for r in rows if int(r['steps']) == n)}" for n in ns)
+    return (md_table(["mismatch", "T", "K,D,N", f"best arm (n = {ns[-1]})",
+                      *[f"regret n = {n}" for n in ns], f"95% CI of the difference, n = {ns[-1]}",
+                      f"steps {ns[-1] // 2 + 1}-{ns[-1]} on the best arm"], body)
+            + f"\n\nRegret per step: the best arm's tau over the first n steps (best in hindsight at that n) minus "
+            f"rheo-online's; **w**: rheo-online significantly below it (paired 95% interval excluding 0). Cells "
+            f"significantly below, by n: {worse} (of {len(cells)}).")
+
+
 def tree_level_md(folder: Path) -> str:
     """The family x verifier rows of the generated report ``REPORT_tree_level.md``."""
     text = (folder / "REPORT_tree_level.md").read_text()
@@ -990,6 +1014,13 @@ RECIPES: list[Recipe] = [
                        "--steps 20 --out {out}/online_context_oracle.csv"),),
            seconds=900, quick_seconds=5, seed=3,
            tables={"online_context_oracle": online_context_md}),
+    Recipe("online_horizon", SIM, ("online_horizon.csv",),
+           steps=(step("python simulations/online_horizon.py --steps 2000 --checkpoints 200 400 1000 2000 "
+                       "--out {out}/online_horizon.csv"),),
+           quick=(step("python simulations/online_horizon.py --steps 40 --checkpoints 20 40 --cells low:0:4,4,16 "
+                       "--workers 1 --out {out}/online_horizon.csv"),),
+           seconds=1600, quick_seconds=5, seed=3,
+           tables={"online_horizon": online_horizon_md}),
     Recipe("sweep_adaptive_design_seed0", SIM, ("sweep_adaptive_design_seed0.csv", "sweep_adaptive_design_seed0.png"),
            steps=(step("python -m rheotheory.cli sweep --vocab 32000 --sparse 128 --mismatch low high "
                        "--temperatures 0 0.25 0.5 0.75 1 1.25 1.5 --trees 4,4,16 10,6,60 --seed 0 --steps 1000 "
@@ -1377,7 +1408,9 @@ def run(recipe: Recipe, quick: bool = False, out: Path | None = None, resume: bo
     (:func:`rheotheory.loadcheck.precheck`) and refuses to start on a loaded one; it runs into a
     staging folder under :class:`rheotheory.loadcheck.LoadMonitor` and writes its results only if
     the machine stayed quiet. ``allow_loaded`` runs and writes anyway; the provenance then carries
-    the load report and the rendered table says so in its caption.
+    the load report and the rendered table says so in its caption. A recipe with a step that
+    deletes its output folder (:func:`fresh`) runs into a staging folder too, so a run stopped
+    midway leaves the results already there as they were.
     """
     import shutil
 
@@ -1398,12 +1431,15 @@ def run(recipe: Recipe, quick: bool = False, out: Path | None = None, resume: bo
             raise SystemExit(f"recipe {recipe.name} publishes wall-clock figures and the machine is {before.describe()}; "
                              "run it on a quiet machine, or pass --allow-loaded (its tables then say so)")
     out.mkdir(parents=True, exist_ok=True)
-    # NOTE: a gated run writes into a staging folder and its results move only once the load is known
-    work = Path(tempfile.mkdtemp(prefix=f"rheo-{recipe.name}-stage-")) if gated else out
-    if gated and resume:
+    steps = recipe.quick if quick else recipe.steps
+    # NOTE: a gated run writes into a staging folder and its results move only once the load is known;
+    # so does a run that starts by deleting its output folder, so that a run stopped midway never
+    # leaves the committed results deleted
+    stage = gated or any(s.fresh for s in steps)
+    work = Path(tempfile.mkdtemp(prefix=f"rheo-{recipe.name}-stage-")) if stage else out
+    if stage and resume:
         shutil.copytree(out, work, dirs_exist_ok=True)
     started = time.time()
-    steps = recipe.quick if quick else recipe.steps
     if resume:
         if not any(s.fresh for s in steps):
             raise SystemExit(f"recipe {recipe.name} does not start afresh: --resume does not apply")
@@ -1434,6 +1470,7 @@ def run(recipe: Recipe, quick: bool = False, out: Path | None = None, resume: bo
         if (report.loaded or before.loaded) and not allow_loaded:
             raise SystemExit(f"recipe {recipe.name}: the machine was {report.describe()} during the run; its results "
                              f"are not written (they stay in {work}); rerun on a quiet machine or pass --allow-loaded")
+    if stage:
         for o in recipe.outputs:
             (out / o).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(work / o, out / o)

@@ -84,6 +84,21 @@ def test_quick_refuses_the_committed_folder():
         recipes.run(r, quick=True, out=ROOT / r.folder)
 
 
+def test_a_run_stopped_midway_keeps_the_results_it_would_replace(tmp_path):
+    """A recipe that starts by deleting its output folder runs in a staging folder: a step that
+    fails after the deletion leaves the results already there as they were (timing or not)."""
+    kept = tmp_path / "res" / "table.csv"
+    kept.parent.mkdir()
+    kept.write_text("committed\n")
+    r = recipes.Recipe("stopped_midway", "unused", ("res/table.csv",),
+                       steps=(recipes.fresh("{out}/res"), recipes.step("python -c 'raise SystemExit(3)'")),
+                       quick=(), seconds=1, quick_seconds=1)
+    assert not r.timing
+    with pytest.raises(SystemExit, match="step exited 3"):
+        recipes.run(r, out=tmp_path)
+    assert kept.read_text() == "committed\n"
+
+
 def test_an_unknown_table_is_an_error():
     with pytest.raises(KeyError, match="no recipe renders"):
         recipes.render_text("<!-- results:nope -->\nx\n<!-- /results:nope -->\n")
