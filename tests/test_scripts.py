@@ -102,3 +102,25 @@ def test_showcase_calibration_one_seed(tmp_path):
 def test_sweep_evidence_small_two_steps(tmp_path):
     run(SIM / "sweep_evidence.py", "small", "--steps", "2", "--workers", "2", "--out", tmp_path)
     assert (tmp_path / "sweep_v50.csv").stat().st_size > 0
+
+
+@pytest.mark.claims
+def test_online_horizon_checkpoints_and_the_committed_grid(tmp_path):
+    """Checkpoints are prefixes of one run (the regret per step is recomputed at each n); 400 steps
+    reproduce the committed online grid's row exactly, which the script checks; a cell the grid
+    lacks or a checkpoint past the run is one line, exit 2."""
+    script = SIM / "online_horizon.py"
+    run(script, "--steps", "400", "--checkpoints", "40", "400", "--cells", "low:0:4,4,16", "--workers", "1",
+        "--out", tmp_path / "h.csv")
+    with open(tmp_path / "h.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["steps"]) for r in rows] == [40, 400]
+    grid = {r["method"]: r for r in csv.DictReader(open(SIM / "results" / "sweep_online_vs_best.csv"))
+            if r["mismatch"] == "low" and float(r["temperature"]) == 0 and r["budget"] == "16"}
+    assert abs(float(rows[1]["online_tau"]) - float(grid["rheo-online"]["new_tau"])) < 1e-9
+    assert rows[1]["best_arm"] == "eagle" and rows[1]["arms_run"] == "eagle"  # the others are > 0.4 below
+    assert all(0 <= float(r["best_arm_share"]) <= 1 for r in rows)
+    for bad in (["--cells", "low:0:9,9,9"], ["--steps", "40", "--checkpoints", "80"]):
+        r = subprocess.run([sys.executable, str(script), *bad, "--out", str(tmp_path / "x.csv")], capture_output=True,
+                           text=True, timeout=TIMEOUT, cwd=ROOT)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
