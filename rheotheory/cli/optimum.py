@@ -25,7 +25,9 @@ def register(sub) -> None:
                        description="Solve the linear programme of docs/theory.md section 7.2 over couplings of the "
                        "method's concrete trees with the step output (HiGHS), re-check it in exact rationals, and "
                        "certify each verifier's exact tokens per step beside it. The optimum is an upper bound on "
-                       "every lossless verifier, attained or not.")
+                       "every lossless verifier, attained or not. On trees of a fixed shape (static, chain, "
+                       "multichain) it also prints the best per-node verifier's bound (docs/theory.md section 7.4): "
+                       "what no verifier deciding node by node can pass, even knowing the whole pair.")
     add_toy_instance_arguments(c)
     add_method_arguments(c, size="toy")
     add_list(c, "--verifiers", None, "NAME,...", "verifiers to certify beside the optimum (default: every verifier "
