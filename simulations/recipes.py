@@ -307,6 +307,15 @@ def per_node_bound_md(folder: Path) -> str:
                     body)
 
 
+def per_node_sizes_md(folder: Path) -> str:
+    """The per-node bound over the optimum at several tree sizes, from ``per_node_bound.csv``."""
+    rows = read_csv(folder / "per_node_bound.csv")
+    body = [[r["family"], r["nodes"], r["depth"], f"`{r['method'].rsplit(' verifier=', 1)[0]}`",
+             f"{float(r['bound_mean']):.3f}",
+             f"{float(r['bound_min']):.3f}", f"{r['below_0995']} / {r['instances']}"] for r in rows]
+    return md_table(["family", "N", "D", "trees", "bound / optimum, mean", "min", "instances below 0.995"], body)
+
+
 def sweep_md(folder: Path, name: str = "sweep.csv") -> str:
     """A sweep CSV as the Markdown table of tau and the paired difference to eagle."""
     rows = read_csv(folder / name)
@@ -959,6 +968,11 @@ RECIPES: list[Recipe] = [
            quick=(step("python simulations/optimum_table.py --instances 1 --out {out}/optimum_table"),),
            seconds=150, quick_seconds=6, seed="instances random_pair(V, 2, seed), seeds 0..49",
            tables={"optimum_summary": optimum_summary_md, "per_node_bound": per_node_bound_md}),
+    Recipe("per_node_bound", SIM, ("per_node_bound.csv",),
+           steps=(step("python simulations/per_node_bound.py --instances 50 --out {out}/per_node_bound.csv"),),
+           quick=(step("python simulations/per_node_bound.py --instances 1 --workers 1 --out {out}/per_node_bound.csv"),),
+           seconds=60, quick_seconds=3, seed="instances random_pair(3, 3, seed), seeds 0..49",
+           tables={"per_node_sizes": per_node_sizes_md}),
     Recipe("information_gap", SIM, ("information_gap.csv",),
            steps=(step("python simulations/information_gap.py --instances 3 --vocabs 3,4 --out {out}/information_gap"),),
            quick=(step("python simulations/information_gap.py --instances 1 --vocabs 3 --out {out}/information_gap"),),

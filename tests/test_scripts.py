@@ -124,3 +124,19 @@ def test_online_horizon_checkpoints_and_the_committed_grid(tmp_path):
         r = subprocess.run([sys.executable, str(script), *bad, "--out", str(tmp_path / "x.csv")], capture_output=True,
                            text=True, timeout=TIMEOUT, cwd=ROOT)
         assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+
+
+@pytest.mark.claims
+def test_per_node_bound_sizes_one_instance(tmp_path):
+    """Every row bounds the per-node class below the exact optimum (ratio <= 1), and the chain rows
+    are sequential's tau, below block verification's optimum on a generic pair."""
+    script = SIM / "per_node_bound.py"
+    run(script, "--instances", "1", "--workers", "1", "--out", tmp_path / "b.csv")
+    with open(tmp_path / "b.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 11 and all(r["optimum_exact"] == "1" for r in rows)
+    assert all(0 < float(r["bound_mean"]) <= 1 + 1e-8 for r in rows)
+    assert all(float(r["bound_mean"]) < 1 for r in rows if r["family"] == "chain")
+    r = subprocess.run([sys.executable, str(script), "--instances", "0", "--out", str(tmp_path / "x.csv")],
+                       capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
