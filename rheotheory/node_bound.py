@@ -49,8 +49,9 @@ import numpy as np
 
 from .errors import TreeError
 from .lp_optimum import HINT_DENOMINATOR
+from .trees import chain_shape
 
-__all__ = ["NodeBound", "per_node_bound", "MAX_NODE_TUPLES", "NODE_BOUND_FAMILIES"]
+__all__ = ["NodeBound", "per_node_bound", "fixed_shape", "MAX_NODE_TUPLES", "NODE_BOUND_FAMILIES"]
 
 #: Families whose trees come from a fixed shape, where the dynamic programme is exact.
 NODE_BOUND_FAMILIES = ("static", "chain", "multichain")
@@ -68,14 +69,16 @@ class NodeBound:
     problems: int  # node transport problems solved
 
 
-def _shape_of(method):
+def fixed_shape(method) -> tuple[list, str]:
+    """(shape, sampling mode) of a fixed-shape method's trees: what its builder hands
+    :func:`~rheotheory.trees.build_static`."""
     fam = method.family
     if fam == "static":
         return list(method.shape), method.sampling
     if fam == "multichain":
         return list(method.shape()), method.sampling
     if fam == "chain":
-        return [(0,) * d for d in range(1, method.depth + 1)], "iid"
+        return chain_shape(method.depth), "iid"
     raise TreeError(f"the per-node bound is computed for trees of a fixed shape ({', '.join(NODE_BOUND_FAMILIES)}); "
                     f"{fam} trees are not")
 
@@ -128,7 +131,7 @@ def _solve_node(p, tuples, probs, cost_hi, cost_f):
 
 def per_node_bound(pair, method) -> NodeBound:
     """The best per-node verifier's tau on ``method``'s trees over ``pair`` (module docstring)."""
-    shape, mode = _shape_of(method)
+    shape, mode = fixed_shape(method)
     children: dict[tuple, int] = {}
     for s in shape:
         children[s[:-1]] = children.get(s[:-1], 0) + 1

@@ -34,7 +34,8 @@ from tqdm import tqdm
 
 from rheotheory.montecarlo import Z_95, run_steps
 from rheotheory.sweep import read_csv, sweep_method
-from rheotheory.synthetic import SyntheticPair
+
+from adaptive_vs_best import _row_run  # simulations/adaptive_vs_best.py: the one rebuild of a sweep row's run
 
 HERE = os.path.dirname(__file__)
 GRID = os.path.join(HERE, "results", "sweep_online.csv")
@@ -42,11 +43,6 @@ ARMS = ("eagle", "rheo-tuned", "static-wor", "rheo-sampled")
 NEW = "rheo-online"
 #: tau of the first 400 steps must equal the committed grid's (6 significant digits) to this.
 TAU_MATCH_TOL = 1e-4
-
-
-def _pair(row):
-    return SyntheticPair(int(row["vocab_size"]), seed=int(row["seed"]), mismatch=float(row["mismatch_value"]),
-                         temperature=float(row["temperature"]), draft_top_k=int(row["draft_top_k"]))
 
 
 def _tree(row):
@@ -57,9 +53,9 @@ def lengths(job) -> tuple[list[int], list[str]]:
     """Per-step |Z| of one method on one cell (``rheotheory.sweep``'s pair, method and seed), and
     the run key of the method each step ran (an online method's arm)."""
     row, spec, steps = job
-    method = sweep_method(spec, _tree(row), float(row["temperature"]))
+    pair, method = _row_run(row, spec)
     records: list = []
-    run_steps(_pair(row), method, steps, seed=int(row["seed"]), contexts=True, records=records)
+    run_steps(pair, method, steps, seed=int(row["seed"]), contexts=True, records=records)
     keys = [m.run_key() for m in method.arm_methods()] if hasattr(method, "arm_methods") else [method.run_key()]
     return [len(r.z) for r in records], [keys[r.arm] for r in records]
 

@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from rheotheory import random_pair, resolve
 from rheotheory.lp_optimum import tree_optimum
-from rheotheory.node_bound import per_node_bound
+from rheotheory.node_bound import fixed_shape, per_node_bound
 
 V = 3
 HORIZON = 3
@@ -56,17 +56,9 @@ def row(args):
         opt = tree_optimum(pair, method)
         exact += opt.exact
         ratios.append(per_node_bound(pair, method).upper / opt.value)
-    return dict(family=label, method=method.describe(), nodes=method.nodes, depth=max(len(t) for t in _shape(method)),
+    return dict(family=label, method=method.describe(), nodes=method.nodes, depth=max(len(t) for t in fixed_shape(method)[0]),
                 V=V, instances=n, optimum_exact=exact, bound_mean=float(sum(ratios)) / n, bound_min=float(min(ratios)),
                 below_0995=sum(r < 0.995 for r in ratios))
-
-
-def _shape(method):
-    if method.family == "multichain":
-        return method.shape()
-    if method.family == "chain":
-        return [(0,) * d for d in range(1, method.depth + 1)]
-    return method.shape
 
 
 def main():

@@ -250,33 +250,46 @@ def information_gap_md(folder: Path) -> str:
                     body)
 
 
+def _per_node_pooled(rows, fam: str) -> tuple[float, float] | None:
+    """The per-node bound / optimum of ``fam`` pooled over V (mean weighted by instances, min), from
+    optimum-table rows (one value per (V, family), repeated on its rows); None where not computed."""
+    node = {r["V"]: (int(r["instances"]), float(r["per_node_best_mean"]), float(r["per_node_best_min"]))
+            for r in rows if r["family"] == fam and r.get("per_node_best_mean", "") != ""}
+    if not node:
+        return None
+    n = sum(v[0] for v in node.values())
+    return sum(v[0] * v[1] for v in node.values()) / n, min(v[2] for v in node.values())
+
+
+def _pooled_verifiers(rows, fam: str) -> dict:
+    """verifier -> [instances, sum of tau / optimum, min, attained, lossless] of ``fam``, pooled over V
+    (optimum-table rows)."""
+    per: dict = {}
+    for r in rows:
+        if r["family"] != fam:
+            continue
+        n = int(r["instances"])
+        d = per.setdefault(r["verifier"], [0, 0.0, 1.0, 0, 0])
+        d[0] += n
+        d[1] += float(r["ratio_mean"]) * n
+        d[2] = min(d[2], float(r["ratio_min"]))
+        d[3] += int(r["attained"])
+        d[4] += int(r["lossless"])
+    return per
+
+
 def optimum_summary_md(folder: Path) -> str:
     """tau / optimum of every admitted verifier, pooled over V, from ``optimum_table.csv``."""
     rows = read_csv(folder / "optimum_table.csv")
     fams = list(dict.fromkeys(r["family"] for r in rows))
     body = []
     for fam in fams:
-        per, node = {}, {}
-        for r in rows:
-            if r["family"] != fam:
-                continue
-            if r.get("per_node_best_mean", "") != "":  # one value per (V, family), repeated on its rows
-                node[r["V"]] = (int(r["instances"]), float(r["per_node_best_mean"]), float(r["per_node_best_min"]))
-            n = int(r["instances"])
-            d = per.setdefault(r["verifier"], [0, 0.0, 1.0, 0, 0])
-            d[0] += n
-            d[1] += float(r["ratio_mean"]) * n
-            d[2] = min(d[2], float(r["ratio_min"]))
-            d[3] += int(r["attained"])
-            d[4] += int(r["lossless"])
+        per = _pooled_verifiers(rows, fam)
         ranked = sorted(((d[1] / d[0], v, d) for v, d in per.items() if d[4] == d[0]), key=lambda t: -t[0])
         mean, best, d = ranked[0]
         others = ", ".join(f"`{v}` {m:.3f}" for m, v, _ in ranked[1:])
-        bound = "n/a"
-        if node:
-            n = sum(v[0] for v in node.values())
-            bound = (f"{sum(v[0] * v[1] for v in node.values()) / n:.3f} "
-                     f"({min(v[2] for v in node.values()):.3f})")
+        pooled = _per_node_pooled(rows, fam)
+        bound = "n/a" if pooled is None else f"{pooled[0]:.3f} ({pooled[1]:.3f})"
         body.append([fam, f"`{best}`", f"{mean:.3f} ({d[2]:.3f})", f"{d[3]}/{d[0]}", bound, others])
     return md_table(["family", "best verifier", "τ / optimum, mean (min)", "attains it",
                      "best per-node verifier (bound), mean (min)", "others (mean)"], body)
@@ -288,21 +301,11 @@ def per_node_bound_md(folder: Path) -> str:
     rows = read_csv(folder / "optimum_table.csv")
     body = []
     for fam in dict.fromkeys(r["family"] for r in rows if r.get("per_node_best_mean", "") != ""):
-        node, per = {}, {}
-        for r in rows:
-            if r["family"] != fam:
-                continue
-            n = int(r["instances"])
-            node[r["V"]] = (n, float(r["per_node_best_mean"]), float(r["per_node_best_min"]))
-            d = per.setdefault(r["verifier"], [0, 0.0, 0, 0])
-            d[0] += n
-            d[1] += float(r["ratio_mean"]) * n
-            d[2] += int(r["lossless"])
-        n = sum(v[0] for v in node.values())
-        bound = sum(v[0] * v[1] for v in node.values()) / n
-        top = max(d[1] / d[0] for d in per.values() if d[2] == d[0])
-        best = " = ".join(f"`{v}`" for v, d in sorted(per.items()) if d[2] == d[0] and d[1] / d[0] >= top - 1e-12)
-        body.append([fam, f"{bound:.3f} ({min(v[2] for v in node.values()):.3f})", f"{best} {top:.3f}"])
+        lossless = {v: d[1] / d[0] for v, d in _pooled_verifiers(rows, fam).items() if d[4] == d[0]}
+        bound, low = _per_node_pooled(rows, fam)
+        top = max(lossless.values())
+        best = " = ".join(f"`{v}`" for v, m in sorted(lossless.items()) if m >= top - 1e-12)
+        body.append([fam, f"{bound:.3f} ({low:.3f})", f"{best} {top:.3f}"])
     return md_table(["family", "best per-node verifier (bound) / optimum, mean (min)", "best verifier found, mean"],
                     body)
 
