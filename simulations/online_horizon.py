@@ -76,6 +76,9 @@ def main():
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--out", default=os.path.join(HERE, "results", "online_horizon.csv"))
     args = ap.parse_args()
+    if args.workers < 1 or args.margin < 0 or args.steps < 1:
+        print("online_horizon: --workers and --steps must be at least 1, --margin at least 0", file=sys.stderr)
+        sys.exit(2)
     if any(c < 1 or c > args.steps for c in args.checkpoints):
         print(f"online_horizon: checkpoints must lie in 1..{args.steps}", file=sys.stderr)
         sys.exit(2)

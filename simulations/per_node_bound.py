@@ -67,8 +67,8 @@ def main():
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--out", default=os.path.join(RESULTS, "per_node_bound.csv"))
     args = ap.parse_args()
-    if args.instances < 1:
-        print("per_node_bound: --instances must be at least 1", file=sys.stderr)
+    if args.instances < 1 or args.workers < 1:
+        print("per_node_bound: --instances and --workers must be at least 1", file=sys.stderr)
         sys.exit(2)
     jobs = [(label, spec, size, args.instances) for label, spec, size in ROWS]
     with ProcessPoolExecutor(args.workers) as ex:

@@ -120,7 +120,8 @@ def test_online_horizon_checkpoints_and_the_committed_grid(tmp_path):
     assert abs(float(rows[1]["online_tau"]) - float(grid["rheo-online"]["new_tau"])) < 1e-9
     assert rows[1]["best_arm"] == "eagle" and rows[1]["arms_run"] == "eagle"  # the others are > 0.4 below
     assert all(0 <= float(r["best_arm_share"]) <= 1 for r in rows)
-    for bad in (["--cells", "low:0:9,9,9"], ["--steps", "40", "--checkpoints", "80"]):
+    for bad in (["--cells", "low:0:9,9,9"], ["--steps", "40", "--checkpoints", "80"], ["--workers", "0"],
+                ["--margin", "-1"]):
         r = subprocess.run([sys.executable, str(script), *bad, "--out", str(tmp_path / "x.csv")], capture_output=True,
                            text=True, timeout=TIMEOUT, cwd=ROOT)
         assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
@@ -137,6 +138,7 @@ def test_per_node_bound_sizes_one_instance(tmp_path):
     assert len(rows) == 11 and all(r["optimum_exact"] == "1" for r in rows)
     assert all(0 < float(r["bound_mean"]) <= 1 + 1e-8 for r in rows)
     assert all(float(r["bound_mean"]) < 1 for r in rows if r["family"] == "chain")
-    r = subprocess.run([sys.executable, str(script), "--instances", "0", "--out", str(tmp_path / "x.csv")],
-                       capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT)
-    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    for bad in (["--instances", "0"], ["--workers", "0"]):
+        r = subprocess.run([sys.executable, str(script), *bad, "--out", str(tmp_path / "x.csv")],
+                           capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
