@@ -30,10 +30,14 @@ PACKAGES = ("rheotheory", "numpy", "scipy", "sympy", "pot", "torch", "transforme
 #: Environment variable a run sets to say where it was measured when that is not a quiet machine
 #: of the project's CI kind (e.g. "shared 2-core machine, other jobs running").
 MACHINE_NOTE_ENV = "RHEO_MACHINE_NOTE"
+#: Environment variable naming the commit of a copy of the tree that has no git history (a tree
+#: copied to a GPU machine); recorded as "<sha> (stated)", and only where git gives no commit.
+COMMIT_ENV = "RHEO_COMMIT"
 
 
 def _commit() -> str:
-    """The commit of the working tree (``+dirty`` when it has uncommitted changes), or "unknown"."""
+    """The commit of the working tree (``+dirty`` when it has uncommitted changes); where git gives
+    none (a copy without history), the one ``$RHEO_COMMIT`` states, marked "(stated)", else "unknown"."""
     root = Path(__file__).resolve().parent.parent
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
@@ -41,8 +45,11 @@ def _commit() -> str:
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
                                capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return (sha + ("+dirty" if dirty else "")) if sha else "unknown"
+        sha = dirty = ""
+    if sha:
+        return sha + ("+dirty" if dirty else "")
+    stated = os.environ.get(COMMIT_ENV, "").strip()
+    return f"{stated} (stated)" if stated else "unknown"
 
 
 def _versions() -> dict[str, str]:

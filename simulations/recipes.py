@@ -100,6 +100,7 @@ TIMING_RECIPES = frozenset({
     # NOTE: the SmolLM2 curves publish tokens/s and speed-ups (curve.csv, curve.png's lower panel)
     "smollm2_curve_sharegpt", "smollm2_curve_humaneval",
     "smollm2_online_sharegpt", "smollm2_online_humaneval", "smollm2_online_mtbench",
+    "gpu_check",
 })
 
 
@@ -523,6 +524,24 @@ def machine_note(path: Path) -> str:
 
     p = provenance_path(path)
     return json.loads(p.read_text()).get("machine", {}).get("note", "") if p.is_file() else ""
+
+
+def gpu_check_md(folder: Path) -> str:
+    """``benchmarks/gpu_check.sh``'s run: the built-in pair's CUDA bench as the console table, then what
+    each section gave (from its log) and the GPU it ran on."""
+    log = (folder / "gpu_check.log").read_text()
+    device = re.search(r"^device (.+)$", log, re.M)
+    torch_line = re.search(r"^torch (\S+) cuda (\S+)$", log, re.M)
+    summary = re.findall(r"^(cuda tests|bench|smollm2 bench|smollm2 curve|gpu page commands|smollm2 \+ head v3)"
+                         r"(?: exit code)?\s*: (\S+)", log, re.M)
+    # the two pytest sections print "N passed" in this order
+    counts = dict(zip(("cuda tests", "gpu page commands"), re.findall(r"^(\d+) passed", log, re.M)))
+    said = {"0": "passed", "skipped": "skipped (extra not installed)"}
+    parts = [f"{k}: {said.get(v, 'exit code ' + v)}" + (f" ({counts[k]} tests)" if k in counts and v == "0" else "")
+             for k, v in summary]
+    where = (f"{device.group(1)}, torch {torch_line.group(1)} (CUDA {torch_line.group(2)})"
+             if device and torch_line else "a CUDA GPU")
+    return bench_md(folder, "gpu_check/bench.json") + f"\n\nRan on {where}. Sections: " + "; ".join(parts) + "."
 
 
 def bench_md(folder: Path, name: str, speed: bool = True, ci: bool = True) -> str:
@@ -1117,6 +1136,11 @@ RECIPES: list[Recipe] = [
                        "--temperatures 1 --json", stdout="bench_builtin.json"),),
            seconds=35, quick_seconds=5, seed=0,
            tables={"bench_builtin": lambda f: bench_md(f, "bench_builtin.json")}),
+    Recipe("gpu_check", BENCH, ("gpu_check/bench.json", "gpu_check.log"),
+           steps=(step("bash benchmarks/gpu_check.sh --out {out}/gpu_check", stdout="gpu_check.log"),),
+           quick=(step("bash benchmarks/gpu_check.sh --out {out}/gpu_check", stdout="gpu_check.log"),),
+           seconds=160, quick_seconds=160, seed=0, tables={"gpu_check": gpu_check_md},
+           needs="a CUDA GPU (its SmolLM2 sections also need the smollm extra and MT-Bench's questions)"),
     Recipe("builtin_acceptance", BENCH, ("builtin_acceptance.json",),
            steps=(step("python benchmarks/builtin_acceptance.py --samples 4 --tokens 100 --seed 0 "
                        "--out {out}/builtin_acceptance.json"),),

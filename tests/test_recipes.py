@@ -274,3 +274,16 @@ def test_a_quiet_timing_run_writes_and_renders_without_a_caption(tmp_path, monke
     recipes.run(r, out=tmp_path)
     assert (tmp_path / "t.json").read_text() == "{}"
     assert recipes.loaded_note(r, tmp_path) == ""
+
+
+def test_a_copy_without_git_records_the_stated_commit(monkeypatch):
+    """A tree copied without its history (as to a GPU machine) records the commit RHEO_COMMIT states,
+    marked as stated, and "unknown" without it; a tree with git ignores the variable."""
+    from rheotheory import provenance as prov
+
+    monkeypatch.setenv(prov.COMMIT_ENV, "abc1234")
+    assert "(stated)" not in prov._commit()  # git answers here
+    monkeypatch.setattr(prov.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(OSError("no git")))
+    assert prov._commit() == "abc1234 (stated)"
+    monkeypatch.delenv(prov.COMMIT_ENV)
+    assert prov._commit() == "unknown"
