@@ -16,6 +16,9 @@ Which arms run: those whose tau in the committed 400-step grid
 best (arms further below are not run; the CSV says which ran). Arms that are one method at the
 temperature (``rheo-tuned`` is EAGLE's tree at T = 0) run once.
 
+``--new SPEC`` sets another online method against the arms (e.g. ``rheo-online:explore=0.3``,
+recipe ``online_horizon_explore``), run on each cell's rheo-online row.
+
     python simulations/online_horizon.py                       # 2000 steps, checkpoints 200 ... 2000
     python simulations/online_horizon.py --steps 40 --checkpoints 20 40 --cells low:0:4,4,16
 """
@@ -72,6 +75,8 @@ def main():
                     "the cell's best in the 400-step grid (default 0.4)")
     ap.add_argument("--cells", nargs="*", default=None, metavar="MISMATCH:T:K,D,N",
                     help="only these cells (default: every cell of the grid)")
+    ap.add_argument("--new", default=NEW, help=f"the online method set against the arms (default {NEW}; e.g. "
+                    f"{NEW}:explore=0.3): run on each cell's {NEW} row")
     ap.add_argument("--grid", default=GRID)
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--out", default=os.path.join(HERE, "results", "online_horizon.csv"))
@@ -109,7 +114,7 @@ def main():
                 arms.append(a)
                 keys.add(key)
         plan.append((c, arms, here))
-        jobs += [(here[m], m, args.steps) for m in arms + [NEW]]
+        jobs += [(here[m], m, args.steps) for m in arms] + [(here[NEW], args.new, args.steps)]
     with ProcessPoolExecutor(args.workers) as ex:
         runs = list(tqdm(ex.map(lengths, jobs), total=len(jobs), desc="rows", file=sys.stderr))
     it = iter(runs)
@@ -120,6 +125,8 @@ def main():
             ls, keys = next(it)
             got[m], ran[m] = np.asarray(ls, dtype=float), keys
         for m, l in got.items():
+            if m == NEW and args.new != NEW:
+                continue  # not a row of the grid: nothing to check it against
             if int(here[m]["steps"]) <= args.steps and abs(l[:int(here[m]["steps"])].mean()
                                                          - float(here[m]["tau"])) > TAU_MATCH_TOL:
                 raise SystemExit(f"{m} at {c}: first {here[m]['steps']} steps give tau "

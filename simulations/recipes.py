@@ -394,9 +394,9 @@ def online_context_md(folder: Path) -> str:
             f"best arm of each bin in hindsight. Rows with an oracle gain >= 5%: {big} of {len(rows)}.")
 
 
-def online_horizon_md(folder: Path) -> str:
-    """rheo-online against the best arm in hindsight at growing run lengths, from ``online_horizon.csv``."""
-    rows = read_csv(folder / "online_horizon.csv")
+def online_horizon_md(folder: Path, name: str = "online_horizon.csv", label: str = "rheo-online") -> str:
+    """rheo-online (``label``) against the best arm in hindsight at growing run lengths, from ``name``."""
+    rows = read_csv(folder / name)
     ns = sorted({int(r["steps"]) for r in rows})
     cells = list(dict.fromkeys((r["mismatch"], r["temperature"], f"{r['top_k']},{r['depth']},{r['budget']}")
                                for r in rows))
@@ -414,7 +414,7 @@ def online_horizon_md(folder: Path) -> str:
                       *[f"regret n = {n}" for n in ns], f"95% CI of the difference, n = {ns[-1]}",
                       f"steps {ns[-1] // 2 + 1}-{ns[-1]} on the best arm"], body)
             + f"\n\nRegret per step: the best arm's tau over the first n steps (best in hindsight at that n) minus "
-            f"rheo-online's; **w**: rheo-online significantly below it (paired 95% interval excluding 0). Cells "
+            f"{label}'s; **w**: {label} significantly below it (paired 95% interval excluding 0). Cells "
             f"significantly below, by n: {worse} (of {len(cells)}).")
 
 
@@ -1061,6 +1061,14 @@ RECIPES: list[Recipe] = [
                        "--workers 1 --out {out}/online_horizon.csv"),),
            seconds=1600, quick_seconds=5, seed=3,
            tables={"online_horizon": online_horizon_md}),
+    Recipe("online_horizon_explore", SIM, ("online_horizon_explore.csv",),
+           steps=(step("python simulations/online_horizon.py --new rheo-online:explore=0.3 --steps 1000 "
+                       "--checkpoints 200 400 1000 --out {out}/online_horizon_explore.csv"),),
+           quick=(step("python simulations/online_horizon.py --new rheo-online:explore=0.3 --steps 40 "
+                       "--checkpoints 20 40 --cells low:0:4,4,16 --workers 1 --out {out}/online_horizon_explore.csv"),),
+           seconds=700, quick_seconds=5, seed=3,
+           tables={"online_horizon_explore": lambda f: online_horizon_md(f, "online_horizon_explore.csv",
+                                                                         "`rheo-online:explore=0.3`")}),
     Recipe("sweep_adaptive_design_seed0", SIM, ("sweep_adaptive_design_seed0.csv", "sweep_adaptive_design_seed0.png"),
            steps=(step("python -m rheotheory.cli sweep --vocab 32000 --sparse 128 --mismatch low high "
                        "--temperatures 0 0.25 0.5 0.75 1 1.25 1.5 --trees 4,4,16 10,6,60 --seed 0 --steps 1000 "

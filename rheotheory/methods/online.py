@@ -22,6 +22,13 @@ The rule (``rule``):
   (UCB1, Auer, Cesa-Bianchi and Fischer 2002, with the same pseudo-pull): deterministic, and with
   UCB1's O(sum_i log n / Delta_i) regret for i.i.d. rewards up to the pseudo-pull's constant.
 
+``explore`` (default 1) scales either rule's exploration term: the normal draw's standard
+deviation of ``thompson``, the bonus of ``ucb1``. At 0 both rules are greedy on the
+pseudo-pulled means (every arm is still tried once, its pseudo-pull being optimistic); below 1
+the policy explores less than the rules' guarantees assume, which costs fewer exploratory steps
+where one arm is far ahead (T = 0) and risks settling on a slightly worse arm where arms are close
+(the study in docs/guide/adaptive.md, "How much to explore").
+
 The first step plays ``rheo-adaptive``'s choice at the temperature (the band rule of section 2.7;
 the arm order puts it first), so the policy starts where rheo-adaptive stays. The draws of ``thompson`` come
 from a generator seeded by the run's seed and the step's index only, never from the step's
@@ -78,6 +85,16 @@ def _arms_value(text) -> str:
     return ",".join(dict.fromkeys(names))
 
 
+def _explore_value(text) -> str:
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        raise TreeError(f"explore must be a finite number >= 0, got {text!r}") from None
+    if not (v >= 0 and math.isfinite(v)):
+        raise TreeError(f"explore must be a finite number >= 0, got {text!r}")
+    return format(v, "g")
+
+
 def _t_value(text) -> str:
     try:
         v = float(text)
@@ -107,6 +124,9 @@ class OnlineMethod(Method):
                        parse=_arms_value, metavar="P,P,...",
                        examples=(DEFAULT_ARMS, "eagle,static-wor", "rheo,chain"))
     rule: str = option("thompson", help="bandit rule: thompson (Gaussian posteriors) or ucb1", choices=RULES)
+    explore: str = option("1", help="scale of the rule's exploration term (1: the rule as published; 0: greedy "
+                          "after one pull of each arm)", parse=_explore_value, metavar="C",
+                          examples=("1", "0.3", "0"))
     t_hat: str = option("1", help="target temperature the arms are resolved at; sweeps and decoding set it "
                         "(at_temperature)", parse=_t_value, label="T-hat", metavar="T")
 
@@ -121,6 +141,7 @@ class OnlineMethod(Method):
         self.require_positive("top_k", "depth", "budget")
         object.__setattr__(self, "arms", _arms_value(self.arms))
         object.__setattr__(self, "t_hat", _t_value(self.t_hat))
+        object.__setattr__(self, "explore", _explore_value(self.explore))
         if self.rule not in RULES:
             raise TreeError(f"rule must be one of {', '.join(RULES)}, got {self.rule!r}")
         self.arm_methods()  # every arm valid at this size
@@ -146,7 +167,8 @@ class OnlineMethod(Method):
 
     def policy(self, seed: int = 0) -> "OnlinePolicy":
         arms = self.arm_methods()
-        return OnlinePolicy(arms, self.rule, self.depth, int(seed), tuple((0, 0.0, 0.0) for _ in arms))
+        return OnlinePolicy(arms, self.rule, self.depth, int(seed), tuple((0, 0.0, 0.0) for _ in arms),
+                            explore=float(self.explore))
 
     def first(self) -> Method:
         """The arm of a first step (no history): what a single step of this method runs."""
@@ -189,6 +211,7 @@ class OnlinePolicy(StepPolicy):
     stats: tuple  # per arm: (n, sum, sum of squares) of the rewards (|Z| - 1) / depth
     step: int = 0
     pulls: tuple = field(default=(), compare=False)  # arm index of every step so far (reports)
+    explore: float = 1.0  # scale of the exploration term (OnlineMethod.explore)
 
     def scores(self) -> np.ndarray:
         """The rule's score per arm. Each arm's statistics start with one optimistic pseudo-pull of
@@ -201,7 +224,7 @@ class OnlinePolicy(StepPolicy):
         sq = np.array([s[2] for s in self.stats], dtype=np.float64)
         mean = (tot + 1.0) / (n + 1.0)  # the pseudo-pull included
         if self.rule == "ucb1":
-            return mean + np.sqrt(2.0 * math.log(self.step + len(n)) / (n + 1.0))
+            return mean + self.explore * np.sqrt(2.0 * math.log(self.step + len(n)) / (n + 1.0))
         seen = n > 0
         dof = float((n[seen] - 1).sum())
         var = PRIOR_VARIANCE
@@ -209,7 +232,7 @@ class OnlinePolicy(StepPolicy):
             real = np.where(seen, tot / np.maximum(n, 1), 0.0)
             var = max(float((sq - n * real * real).sum()) / dof, 1e-6)
         rng = np.random.default_rng([self.seed, self.step, _POLICY_TAG])
-        return mean + rng.standard_normal(len(n)) * np.sqrt(var / (n + 1.0))
+        return mean + self.explore * rng.standard_normal(len(n)) * np.sqrt(var / (n + 1.0))
 
     def index(self) -> int:
         s = self.scores()
@@ -225,4 +248,4 @@ class OnlinePolicy(StepPolicy):
         n, tot, sq = stats[i]
         stats[i] = (n + 1, tot + r, sq + r * r)
         return OnlinePolicy(self.arms, self.rule, self.depth, self.seed, tuple(stats), self.step + 1,
-                            self.pulls + (i,))
+                            self.pulls + (i,), self.explore)
