@@ -195,7 +195,7 @@ def sample_outputs(pair, method: Method, samples: int, seed: int = 0, progress=N
 
 
 def run_steps(pair, method: Method, steps: int, seed: int = 0, contexts: bool = False,
-              optimum: bool = False, records: list | None = None) -> MCResult:
+              optimum: bool = False, records: list | None = None, draw_seed: int | None = None) -> MCResult:
     """Sample ``steps`` steps and summarise them (tau with its 95% interval, acceptances, speed).
 
     ``contexts=True`` starts every step from a fresh random context (``pair.at(ctx)``, synthetic
@@ -203,14 +203,20 @@ def run_steps(pair, method: Method, steps: int, seed: int = 0, contexts: bool = 
     same contexts. Otherwise every step starts from the root prefix. Sampled
     :class:`StepRecord` objects are appended to ``records`` when given.
 
+    ``draw_seed`` (default ``seed``) seeds the steps' own randomness alone: the same contexts with
+    other draws, a second independent run of a method at the same contexts.
+
     Each step runs what ``method.policy(seed)`` chooses (docs/theory.md section 2.8): the method
     itself at every step, or for an online method the arm its policy picks from the earlier steps.
     """
     _check_run_args(steps, seed)
+    if draw_seed is not None and (not isinstance(draw_seed, (int, np.integer)) or isinstance(draw_seed, bool)
+                                  or draw_seed < 0):
+        raise RheoError(f"draw_seed must be a non-negative integer, got {draw_seed!r}")
     pair = _as_float_pair(pair)
     if contexts and not hasattr(pair, "at"):
         raise RheoError("contexts need a pair with .at(context) (a synthetic pair)")
-    rng, crng = _step_rng(seed), _context_rng(seed)
+    rng, crng = _step_rng(seed if draw_seed is None else draw_seed), _context_rng(seed)
     policy, builds = step_policy(method, seed), {}
     lengths, accepts, opts, nodes = [], [], [], []
     t0 = time.perf_counter()

@@ -115,3 +115,23 @@ def test_bad_run_arguments(kwargs, match):
 def test_contexts_need_a_synthetic_pair():
     with pytest.raises(RheoError, match="synthetic"):
         run_steps(PAIR, METHODS[0], 5, contexts=True)
+
+
+def test_draw_seed_keeps_the_contexts_and_changes_only_the_draws():
+    """run_steps(draw_seed=...) is a second run at the same contexts: a greedy EAGLE tree (its step a
+    function of the context) gives the same lengths, a sampled tree at T = 1 other ones; the default
+    is the seed itself; a bad draw_seed is refused."""
+    from rheotheory.methods import resolve
+    from rheotheory.synthetic import SyntheticPair
+
+    def run(T, spec, **kw):
+        recs = []
+        run_steps(SyntheticPair(64, seed=1, temperature=T), resolve(spec, size=(2, 3, 6)), 60, seed=5,
+                  contexts=True, records=recs, **kw)
+        return [len(r.z) for r in recs]
+
+    assert run(0.0, "eagle", draw_seed=9) == run(0.0, "eagle")
+    assert run(1.0, "static-wor", draw_seed=9) != run(1.0, "static-wor")
+    assert run(1.0, "static-wor", draw_seed=5) == run(1.0, "static-wor")
+    with pytest.raises(RheoError, match="draw_seed"):
+        run(1.0, "static-wor", draw_seed=-1)
