@@ -102,6 +102,9 @@ def test_arms_merge_duplicates_and_put_rheo_adaptives_choice_first():
     ("rheo-online:arms=eagle,medusa", "unknown preset 'medusa'"),
     ("rheo-online:arms=eagle,rheo-online", "itself online"),
     ("rheo-online:rule=exp3", "rule"),
+    ("rheo-online:explore=-0.5", "explore must be a finite number >= 0"),
+    ("rheo-online:explore=nan", "explore must be a finite number >= 0"),
+    ("rheo-online:explore=lots", "explore must be a finite number >= 0"),
 ])
 def test_bad_online_specs_are_one_line_errors(spec, match):
     with pytest.raises(RheoError, match=match):
@@ -139,3 +142,38 @@ def test_rheo_online_passes_the_monte_carlo_test_at_v32k():
 def test_the_peeking_chain_fails_the_same_monte_carlo_test():
     res = lossless_test(_mc_pair(), peeking_chain(2), samples=MC_N, alpha=DEFAULT_ALPHA, seed=MC_SEED)
     assert not res.lossless, res.p_value
+
+
+def test_explore_zero_is_greedy_and_explore_scales_the_draws():
+    """explore = 0: the choice is the best pseudo-pulled mean whatever the policy's seed (its draws
+    have no weight); explore = 1 is the rule as before; between, the same draws count less."""
+    greedy, base = _online(1.0, "rheo-online:explore=0"), _online(1.0)
+    assert _online(1.0, "rheo-online:explore=1").run_key() == base.run_key()
+    for spec in ("thompson", "ucb1"):
+        g = _online(1.0, f"rheo-online:rule={spec}:explore=0")
+        runs = []
+        for seed in range(4):
+            p = g.policy(seed)
+            for n in (3, 1, 2, 3, 1, 1, 3):
+                p = p.after(p.choose(), (0,) * n)
+            runs.append(p.pulls)
+            means = [(s[1] + 1) / (s[0] + 1) for s in p.stats]
+            assert p.index() == max(range(len(means)), key=lambda i: (means[i], -i))
+        assert len(set(runs)) == 1, runs
+    p1, p0 = base.policy(5), greedy.policy(5)
+    for n in (2, 1, 3):
+        p1, p0 = p1.after(p1.choose(), (0,) * n), p0.after(p1.choose(), (0,) * n)
+    half = _online(1.0, "rheo-online:explore=0.5").policy(5)
+    for n, m in zip((2, 1, 3), p1.pulls):
+        half = half.after(half.arms[m], (0,) * n)
+    assert p1.stats == p0.stats == half.stats
+    assert half.scores() == pytest.approx(p0.scores() + 0.5 * (p1.scores() - p0.scores()))
+
+
+@pytest.mark.parametrize("temperature", (0.5, 1.0))
+def test_a_less_exploring_policy_certifies_exactly_lossless(temperature):
+    """explore changes which arm a step runs, never what the step sees: two steps certify exactly."""
+    method = _online(temperature, "rheo-online:explore=0.3")
+    for seed in POLICY_SEEDS:
+        cert = certify_steps(GeneratedPair(3, 5, INSTANCE_SEEDS[0], exact=True), method, steps=2, seed=seed)
+        assert cert.lossless and cert.max_deviation == 0, seed
