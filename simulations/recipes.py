@@ -418,6 +418,22 @@ def online_horizon_md(folder: Path, name: str = "online_horizon.csv", label: str
             f"significantly below, by n: {worse} (of {len(cells)}).")
 
 
+def online_greedy_cost_md(folder: Path) -> str:
+    """Why rheo-online stays below EAGLE's tree at T = 0, from ``online_greedy_cost.csv``."""
+    rows = read_csv(folder / "online_greedy_cost.csv")
+    arms = ("static-wor", "rheo-sampled")
+    body = [[r["mismatch"], f"{r['top_k']},{r['depth']},{r['budget']}", r["explore_pulls"], r["nonzero_on_eagle"],
+             f"{float(r['z_online']):+.2f}"]
+            + [f"{float(r[a + '_mu']):.2f} ({float(r[a + '_sd']):.2f}); {float(r[a + '_k_detect']):.1f}" for a in arms]
+            + [f"{float(r['z_at_detection']):.2f}"] for r in rows]
+    return (md_table(["mismatch", "K,D,N", "steps on another arm", "of EAGLE's steps, lengths differing",
+                      "z of the difference", *[f"`{a}`: loss (sd); k_detect" for a in arms], "z at detection"], body)
+            + f"\n\nT = 0, seed 3, {rows[0]['steps']} steps (the committed grid). Loss: EAGLE's tree's length minus "
+              "the arm's at the same context, mean (sd) over the steps; k_detect = 1.96^2 sd^2 / mean^2; z at "
+              "detection: the difference's z-score after exactly k_detect steps on each sampled arm and EAGLE's tree "
+              "otherwise.")
+
+
 def online_explore_md(folder: Path) -> str:
     """The exploration-scale study on the design seed, from ``online_explore.csv``."""
     rows = read_csv(folder / "online_explore.csv")
@@ -1081,6 +1097,11 @@ RECIPES: list[Recipe] = [
                        "--workers 1 --out {out}/online_horizon.csv"),),
            seconds=1600, quick_seconds=5, seed=3,
            tables={"online_horizon": online_horizon_md}),
+    Recipe("online_greedy_cost", SIM, ("online_greedy_cost.csv",),
+           steps=(step("python simulations/online_greedy_cost.py --out {out}/online_greedy_cost.csv"),),
+           quick=(step("python simulations/online_greedy_cost.py --steps 10 --workers 1 "
+                       "--out {out}/online_greedy_cost.csv"),),
+           seconds=120, quick_seconds=20, seed=3, tables={"online_greedy_cost": online_greedy_cost_md}),
     Recipe("online_explore", SIM, ("online_explore.csv",),
            steps=(step("python simulations/online_explore.py --out {out}/online_explore.csv"),),
            quick=(step("python simulations/online_explore.py --steps 10 --checkpoints 5 10 --policy-seeds 1 "
