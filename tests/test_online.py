@@ -177,3 +177,18 @@ def test_a_less_exploring_policy_certifies_exactly_lossless(temperature):
     for seed in POLICY_SEEDS:
         cert = certify_steps(GeneratedPair(3, 5, INSTANCE_SEEDS[0], exact=True), method, steps=2, seed=seed)
         assert cert.lossless and cert.max_deviation == 0, seed
+
+
+def test_explore_t0_sets_the_scale_at_t0_alone():
+    """explore_t0 is the scale at T = 0 and nothing else: at T > 0 the policy is rheo-online's own
+    (the same choices step by step), at T = 0 it is explore's at that value; unset, it follows explore."""
+    spec = "rheo-online:explore_t0=0.3"
+    assert _online(0.0, spec).exploration() == 0.3 and _online(0.5, spec).exploration() == 1.0
+    assert _online(0.0, "rheo-online:explore=0.5").exploration() == 0.5
+    for t, same in ((1.0, "rheo-online"), (0.0, "rheo-online:explore=0.3")):
+        a, b = _online(t, spec).policy(4), _online(t, same).policy(4)
+        for n in (3, 1, 2, 3, 1, 2, 2, 3):
+            assert a.index() == b.index()
+            a, b = a.after(a.choose(), (0,) * n), b.after(b.choose(), (0,) * n)
+    with pytest.raises(RheoError, match="explore must be"):
+        resolve("rheo-online:explore_t0=-1", size=SIZE)

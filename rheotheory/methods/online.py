@@ -27,7 +27,10 @@ deviation of ``thompson``, the bonus of ``ucb1``. At 0 both rules are greedy on 
 pseudo-pulled means (every arm is still tried once, its pseudo-pull being optimistic); below 1
 the policy explores less than the rules' guarantees assume, which costs fewer exploratory steps
 where one arm is far ahead (T = 0) and risks settling on a slightly worse arm where arms are close
-(the study in docs/guide/adaptive.md, "How much to explore").
+(the study in docs/guide/adaptive.md, "How much to explore"). ``explore_t0``, when set, is the
+scale at T = 0 alone: with a greedy target a fixed tree's step is a function of its context, so
+each step on the best arm matches it exactly and every exploratory step shows in full in a paired
+comparison (docs/guide/adaptive.md, "Why the T = 0 cells stay below").
 
 The first step plays ``rheo-adaptive``'s choice at the temperature (the band rule of section 2.7;
 the arm order puts it first), so the policy starts where rheo-adaptive stays. The draws of ``thompson`` come
@@ -127,6 +130,9 @@ class OnlineMethod(Method):
     explore: str = option("1", help="scale of the rule's exploration term (1: the rule as published; 0: greedy "
                           "after one pull of each arm)", parse=_explore_value, metavar="C",
                           examples=("1", "0.3", "0"))
+    explore_t0: str = option("", help="exploration scale at T = 0 (a greedy target), where every exploratory step "
+                             "shows in full; default: explore's", parse=lambda v: "" if v in ("", None) else
+                             _explore_value(v), label="explore-T0", metavar="C", examples=("", "0.3", "0"))
     t_hat: str = option("1", help="target temperature the arms are resolved at; sweeps and decoding set it "
                         "(at_temperature)", parse=_t_value, label="T-hat", metavar="T")
 
@@ -142,6 +148,9 @@ class OnlineMethod(Method):
         object.__setattr__(self, "arms", _arms_value(self.arms))
         object.__setattr__(self, "t_hat", _t_value(self.t_hat))
         object.__setattr__(self, "explore", _explore_value(self.explore))
+        # NOTE: unset, the scale at T = 0 is explore's own (written out, so the run key says it)
+        object.__setattr__(self, "explore_t0", self.explore if self.explore_t0 in ("", None)
+                           else _explore_value(self.explore_t0))
         if self.rule not in RULES:
             raise TreeError(f"rule must be one of {', '.join(RULES)}, got {self.rule!r}")
         self.arm_methods()  # every arm valid at this size
@@ -168,7 +177,11 @@ class OnlineMethod(Method):
     def policy(self, seed: int = 0) -> "OnlinePolicy":
         arms = self.arm_methods()
         return OnlinePolicy(arms, self.rule, self.depth, int(seed), tuple((0, 0.0, 0.0) for _ in arms),
-                            explore=float(self.explore))
+                            explore=self.exploration())
+
+    def exploration(self) -> float:
+        """The exploration scale at this method's temperature: ``explore_t0`` at T = 0, else ``explore``."""
+        return float(self.explore_t0 if float(self.t_hat) == 0 else self.explore)
 
     def first(self) -> Method:
         """The arm of a first step (no history): what a single step of this method runs."""
