@@ -100,7 +100,7 @@ TIMING_RECIPES = frozenset({
     # NOTE: the SmolLM2 curves publish tokens/s and speed-ups (curve.csv, curve.png's lower panel)
     "smollm2_curve_sharegpt", "smollm2_curve_humaneval",
     "smollm2_online_sharegpt", "smollm2_online_humaneval", "smollm2_online_mtbench",
-    "gpu_check",
+    "gpu_check", "smollm2_online_t0",
 })
 
 
@@ -862,11 +862,13 @@ def standing_md(folder: Path, sub: str) -> str:
     (``standing.csv``)."""
     rows = read_csv(folder / sub / "standing.csv")
     focus = rows[0]["focus"] if rows else "rheo-adaptive"
-    body = [[num(r["temperature"]), f"{float(r['focus_tau']):.3f}", f"`{r['best_other']}`",
-             f"{float(r['best_other_tau']):.3f}",
+    sets = len({r["prompt_set"] for r in rows}) > 1  # NOTE: a bench over several prompt sets names each row's
+    body = [([r["prompt_set"]] if sets else []) + [num(r["temperature"]), f"{float(r['focus_tau']):.3f}",
+                                                   f"`{r['best_other']}`", f"{float(r['best_other_tau']):.3f}",
              f"{float(r['difference']):+.3f} [{float(r['diff_low']):+.3f}, {float(r['diff_high']):+.3f}]",
              r["verdict"]] for r in rows]
-    return md_table(["T", focus, "best other", "its tau", "difference [95% CI]", "verdict"], body)
+    return md_table((["prompts"] if sets else []) + ["T", f"`{focus}`" if ":" in focus else focus, "best other",
+                                                     "its tau", "difference [95% CI]", "verdict"], body)
 
 
 def speed_md(folder: Path, sub: str) -> str:
@@ -1344,6 +1346,18 @@ RECIPES: list[Recipe] = [
              tables={f"smollm2_online_{ps}": lambda f, ps=ps: curve_md(f, f"smollm2_online_{ps}"),
                      f"smollm2_online_standing_{ps}": lambda f, ps=ps: standing_md(f, f"smollm2_online_{ps}")})
       for ps in ("sharegpt", "humaneval", "mtbench")],
+    Recipe("smollm2_online_t0", BENCH, tuple(f"smollm2_online_t0/{f}" for f in CURVE_FILES),
+           steps=(fresh("{out}/smollm2_online_t0"),
+                  step("python -m rheotheory.cli bench --model smollm2 --prompts sharegpt:8,humaneval:8,mtbench:8 "
+                       "--top-k 3 --depth 4 --budget 8 --max-new-tokens 64 --temperatures 0 --methods "
+                       "autoregressive,eagle,static-wor,rheo-sampled,rheo-online:explore_t0=0.3 --repeats 1 "
+                       "--threads 1 --no-progress --out {out}/smollm2_online_t0"),),
+           quick=(step("python -m rheotheory.cli bench --prompts builtin --temperatures 0 --methods "
+                       "static-wor,rheo-online:explore_t0=0.3 --max-new-tokens 8 --repeats 1 "
+                       "--out {out}/smollm2_online_t0 --no-progress"),),
+           seconds=300, quick_seconds=6, seed=0,
+           needs=SMOL_NEEDS + ", the sharegpt and humaneval extras and MT-Bench's questions",
+           tables={"smollm2_online_t0": lambda f: standing_md(f, "smollm2_online_t0")}),
     Recipe("smollm2_speed", BENCH, tuple(f"smollm2_speed/{f}" for f in CURVE_FILES),
            steps=(fresh("{out}/smollm2_speed"), step("python -m rheotheory.cli bench --model smollm2 --prompts sharegpt:12 --temperatures 0,1 "
                        "--methods autoregressive,chain,static-wor,eagle,rheo-tuned,rheo-adaptive --max-new-tokens 64 "

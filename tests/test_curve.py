@@ -205,3 +205,11 @@ def test_a_rerun_with_more_temperatures_adds_their_blocks(tmp_path, capsys):
     after = read_runs(out / "runs.csv")
     assert {r["temperature"] for r in after} == {0.0, 0.5, 1.0}
     assert [r for r in after if r["temperature"] != 0.5] == first  # the finished blocks untouched
+
+
+def test_the_focus_is_rheo_online_or_a_spec_of_it():
+    from rheotheory.decode.evaluation.curve import FOCUS, focus_of
+
+    assert focus_of(["eagle", "rheo-online", "rheo-online:explore=0"]) == "rheo-online"
+    assert focus_of(["eagle", "rheo-online:explore_t0=0.3", "static-wor"]) == "rheo-online:explore_t0=0.3"
+    assert focus_of(["eagle", "rheo-adaptive", "rheo-onliner"]) == FOCUS

@@ -58,9 +58,12 @@ ONLINE_FOCUS = "rheo-online"
 
 
 def focus_of(names) -> str:
-    """The method ``standing.csv`` sets against the best other: rheo-online when the bench runs it,
-    else :data:`FOCUS`."""
-    return ONLINE_FOCUS if ONLINE_FOCUS in list(names) else FOCUS
+    """The method ``standing.csv`` sets against the best other: rheo-online when the bench runs it
+    (or, without it, the first spec of it, e.g. ``rheo-online:explore_t0=0.3``), else :data:`FOCUS`."""
+    names = list(names)
+    if ONLINE_FOCUS in names:
+        return ONLINE_FOCUS
+    return next((n for n in names if n.startswith(ONLINE_FOCUS + ":")), FOCUS)
 
 
 #: Bootstrap resamples of the runs of a block, and their seed.
