@@ -35,6 +35,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 from tqdm import tqdm
 
+from rheotheory.errors import RheoError
 from rheotheory.montecarlo import Z_95, run_steps
 from rheotheory.sweep import read_csv, sweep_method
 
@@ -89,6 +90,12 @@ def main():
         sys.exit(2)
     grid = read_csv(args.grid)
     cells = list(dict.fromkeys(_cell(r) for r in grid))
+    try:  # a bad --new is one line here, not a traceback from a worker
+        for c in cells:
+            sweep_method(args.new, c[2], c[1])
+    except RheoError as e:
+        print(f"online_horizon: --new {args.new}: {e}", file=sys.stderr)
+        sys.exit(2)
     if args.cells:
         want = set()
         for text in args.cells:

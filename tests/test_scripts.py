@@ -104,6 +104,19 @@ def test_sweep_evidence_small_two_steps(tmp_path):
     assert (tmp_path / "sweep_v50.csv").stat().st_size > 0
 
 
+@pytest.mark.parametrize("script, bad", [
+    ("online_greedy_cost.py", ["--workers", "0"]), ("online_greedy_cost.py", ["--steps", "1"]),
+    ("online_explore.py", ["--workers", "0"]), ("online_explore.py", ["--policy-seeds", "0"]),
+    ("online_explore.py", ["--steps", "40", "--checkpoints", "80"]), ("online_explore.py", ["--explore", "nan"]),
+    ("online_horizon.py", ["--new", "rheo-online:explore=-1", "--steps", "4", "--checkpoints", "4",
+                           "--cells", "low:0:4,4,16"]),
+])
+def test_the_online_study_scripts_refuse_bad_arguments_in_one_line(tmp_path, script, bad):
+    r = subprocess.run([sys.executable, str(SIM / script), *bad, "--out", str(tmp_path / "x.csv")],
+                       capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+
+
 @pytest.mark.claims
 def test_online_horizon_checkpoints_and_the_committed_grid(tmp_path):
     """Checkpoints are prefixes of one run (the regret per step is recomputed at each n); 400 steps
