@@ -1103,18 +1103,18 @@ RECIPES: list[Recipe] = [
            steps=(step("python simulations/online_greedy_cost.py --out {out}/online_greedy_cost.csv"),),
            quick=(step("python simulations/online_greedy_cost.py --steps 10 --workers 1 "
                        "--out {out}/online_greedy_cost.csv"),),
-           seconds=120, quick_seconds=20, seed=3, tables={"online_greedy_cost": online_greedy_cost_md}),
+           seconds=70, quick_seconds=4, seed=3, tables={"online_greedy_cost": online_greedy_cost_md}),
     Recipe("online_explore", SIM, ("online_explore.csv",),
            steps=(step("python simulations/online_explore.py --out {out}/online_explore.csv"),),
            quick=(step("python simulations/online_explore.py --steps 10 --checkpoints 5 10 --policy-seeds 1 "
                        "--explore 1 0 --rules thompson --workers 1 --out {out}/online_explore.csv"),),
-           seconds=1900, quick_seconds=60, seed=0, tables={"online_explore": online_explore_md}),
+           seconds=1180, quick_seconds=22, seed=0, tables={"online_explore": online_explore_md}),
     Recipe("online_horizon_explore", SIM, ("online_horizon_explore.csv",),
            steps=(step("python simulations/online_horizon.py --new rheo-online:explore=0.3 --steps 1000 "
                        "--checkpoints 200 400 1000 --out {out}/online_horizon_explore.csv"),),
            quick=(step("python simulations/online_horizon.py --new rheo-online:explore=0.3 --steps 40 "
                        "--checkpoints 20 40 --cells low:0:4,4,16 --workers 1 --out {out}/online_horizon_explore.csv"),),
-           seconds=700, quick_seconds=5, seed=3,
+           seconds=790, quick_seconds=2, seed=3,
            tables={"online_horizon_explore": lambda f: online_horizon_md(f, "online_horizon_explore.csv",
                                                                          "`rheo-online:explore=0.3`")}),
     Recipe("sweep_adaptive_design_seed0", SIM, ("sweep_adaptive_design_seed0.csv", "sweep_adaptive_design_seed0.png"),
@@ -1355,7 +1355,7 @@ RECIPES: list[Recipe] = [
            quick=(step("python -m rheotheory.cli bench --prompts builtin --temperatures 0 --methods "
                        "static-wor,rheo-online:explore_t0=0.3 --max-new-tokens 8 --repeats 1 "
                        "--out {out}/smollm2_online_t0 --no-progress"),),
-           seconds=300, quick_seconds=6, seed=0,
+           seconds=525, quick_seconds=6, seed=0,
            needs=SMOL_NEEDS + ", the sharegpt and humaneval extras and MT-Bench's questions",
            tables={"smollm2_online_t0": lambda f: standing_md(f, "smollm2_online_t0")}),
     Recipe("smollm2_speed", BENCH, tuple(f"smollm2_speed/{f}" for f in CURVE_FILES),
