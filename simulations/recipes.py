@@ -429,7 +429,7 @@ def online_greedy_cost_md(folder: Path) -> str:
     return (md_table(["mismatch", "K,D,N", "steps on another arm", "of EAGLE's steps, lengths differing",
                       "z of the difference", *[f"`{a}`: loss (sd); k_detect" for a in arms], "z at detection"], body)
             + f"\n\nT = 0, seed 3, {rows[0]['steps']} steps (the committed grid). Loss: EAGLE's tree's length minus "
-              "the arm's at the same context, mean (sd) over the steps; k_detect = 1.96^2 sd^2 / mean^2; z at "
+              "the arm's at the same context, mean (sd) over the steps; $k_{\\mathrm{detect}} = 1.96^2 \\sigma^2 / \\mu^2$; z at "
               "detection: the difference's z-score after exactly k_detect steps on each sampled arm and EAGLE's tree "
               "otherwise.")
 
