@@ -88,24 +88,20 @@ def _arms_value(text) -> str:
     return ",".join(dict.fromkeys(names))
 
 
-def _explore_value(text) -> str:
-    try:
-        v = float(text)
-    except (TypeError, ValueError):
-        raise TreeError(f"explore must be a finite number >= 0, got {text!r}") from None
-    if not (v >= 0 and math.isfinite(v)):
-        raise TreeError(f"explore must be a finite number >= 0, got {text!r}")
-    return format(v, "g")
+def _nonnegative(label: str):
+    """A parser of a field holding a finite number >= 0 (kept as its shortest text)."""
+    def parse(text) -> str:
+        try:
+            v = float(text)
+        except (TypeError, ValueError):
+            raise TreeError(f"{label} must be a finite number >= 0, got {text!r}") from None
+        if not (v >= 0 and math.isfinite(v)):
+            raise TreeError(f"{label} must be a finite number >= 0, got {text!r}")
+        return format(v, "g")
+    return parse
 
 
-def _t_value(text) -> str:
-    try:
-        v = float(text)
-    except (TypeError, ValueError):
-        raise TreeError(f"T-hat must be a finite number >= 0, got {text!r}") from None
-    if not (v >= 0 and math.isfinite(v)):
-        raise TreeError(f"T-hat must be a finite number >= 0, got {text!r}")
-    return format(v, "g")
+_explore_value, _t_value = _nonnegative("explore"), _nonnegative("T-hat")
 
 
 @register
