@@ -34,7 +34,7 @@ import numpy as np
 from . import laws
 from .errors import RheoError, TreeError
 from .methods import Method
-from .methods.registry import step_policy
+from .methods.registry import next_policy, step_policy
 from .trees import NeedChoice, ReplayChooser, Tree
 from .verify.walk import EnumerateBranch, method_tree_verifier
 
@@ -498,7 +498,7 @@ def certify_steps(pair, method: Method, steps: int = 2, exact: bool | None = Non
                     progress(1)
             for z, pz in zl.items():
                 if pz != 0:
-                    nxt.append((prefix + z, w * pz, pol.after(m, z)))
+                    nxt.append((prefix + z, w * pz, next_policy(pol, m, z, view)))
         states = nxt
     w_law: dict = {}
     for out, w, _ in states:

@@ -37,7 +37,7 @@ import numpy as np
 
 from .errors import RheoError
 from .methods import Method
-from .methods.registry import step_policy
+from .methods.registry import next_policy, step_policy
 from .trees import RandomChooser
 from .verify.optimum import ot_value
 from .verify.walk import SampleBranch, method_tree_verifier, sample_outcome
@@ -187,7 +187,7 @@ def sample_outputs(pair, method: Method, samples: int, seed: int = 0, progress=N
         if key not in builds:
             builds[key] = m.builder(pair)
         z = sample_step(pair, m, rng, builds[key]).z
-        policy = policy.after(m, z)
+        policy = next_policy(policy, m, z, pair)
         out.append(z)
         if progress is not None:
             progress(1)
@@ -235,7 +235,7 @@ def run_steps(pair, method: Method, steps: int, seed: int = 0, contexts: bool = 
                 build = builds[m.run_key()] = m.builder(pair)
         rec = sample_step(step_pair, m, rng, build, optimum)
         arm = getattr(policy, "arms", (m,)).index(m)
-        policy = policy.after(m, rec.z)
+        policy = next_policy(policy, m, rec.z, step_pair)
         if arm:
             rec = replace(rec, arm=arm)
         lengths.append(len(rec.z))

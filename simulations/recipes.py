@@ -100,7 +100,7 @@ TIMING_RECIPES = frozenset({
     # NOTE: the SmolLM2 curves publish tokens/s and speed-ups (curve.csv, curve.png's lower panel)
     "smollm2_curve_sharegpt", "smollm2_curve_humaneval",
     "smollm2_online_sharegpt", "smollm2_online_humaneval", "smollm2_online_mtbench",
-    "gpu_check", "smollm2_online_t0",
+    "gpu_check", "smollm2_online_t0", "smollm2_online_greedy",
 })
 
 
@@ -1117,6 +1117,15 @@ RECIPES: list[Recipe] = [
            seconds=790, quick_seconds=2, seed=3,
            tables={"online_horizon_explore": lambda f: online_horizon_md(f, "online_horizon_explore.csv",
                                                                          "`rheo-online:explore=0.3`")}),
+    Recipe("online_horizon_greedy", SIM, ("online_horizon_greedy.csv",),
+           steps=(step("python simulations/online_horizon.py --new rheo-online:feedback=greedy --steps 1000 "
+                       "--checkpoints 200 400 1000 --cells low:0:4,4,16 low:0:10,6,60 high:0:4,4,16 high:0:10,6,60 "
+                       "--out {out}/online_horizon_greedy.csv"),),
+           quick=(step("python simulations/online_horizon.py --new rheo-online:feedback=greedy --steps 40 "
+                       "--checkpoints 20 40 --cells low:0:4,4,16 --workers 1 --out {out}/online_horizon_greedy.csv"),),
+           seconds=150, quick_seconds=3, seed=3,
+           tables={"online_horizon_greedy": lambda f: online_horizon_md(f, "online_horizon_greedy.csv",
+                                                                        "`rheo-online:feedback=greedy`")}),
     Recipe("sweep_adaptive_design_seed0", SIM, ("sweep_adaptive_design_seed0.csv", "sweep_adaptive_design_seed0.png"),
            steps=(step("python -m rheotheory.cli sweep --vocab 32000 --sparse 128 --mismatch low high "
                        "--temperatures 0 0.25 0.5 0.75 1 1.25 1.5 --trees 4,4,16 10,6,60 --seed 0 --steps 1000 "
@@ -1358,6 +1367,18 @@ RECIPES: list[Recipe] = [
            seconds=525, quick_seconds=6, seed=0,
            needs=SMOL_NEEDS + ", the sharegpt and humaneval extras and MT-Bench's questions",
            tables={"smollm2_online_t0": lambda f: standing_md(f, "smollm2_online_t0")}),
+    Recipe("smollm2_online_greedy", BENCH, tuple(f"smollm2_online_greedy/{f}" for f in CURVE_FILES),
+           steps=(fresh("{out}/smollm2_online_greedy"),
+                  step("python -m rheotheory.cli bench --model smollm2 --prompts sharegpt:8,humaneval:8,mtbench:8 "
+                       "--top-k 3 --depth 4 --budget 8 --max-new-tokens 64 --temperatures 0 --methods "
+                       "autoregressive,eagle,static-wor,rheo-sampled,rheo-online:feedback=greedy --repeats 1 "
+                       "--threads 1 --no-progress --out {out}/smollm2_online_greedy"),),
+           quick=(step("python -m rheotheory.cli bench --prompts builtin --temperatures 0 --methods "
+                       "static-wor,rheo-online:feedback=greedy --max-new-tokens 8 --repeats 1 "
+                       "--out {out}/smollm2_online_greedy --no-progress"),),
+           seconds=560, quick_seconds=6, seed=0,
+           needs=SMOL_NEEDS + ", the sharegpt and humaneval extras and MT-Bench's questions",
+           tables={"smollm2_online_greedy": lambda f: standing_md(f, "smollm2_online_greedy")}),
     Recipe("smollm2_speed", BENCH, tuple(f"smollm2_speed/{f}" for f in CURVE_FILES),
            steps=(fresh("{out}/smollm2_speed"), step("python -m rheotheory.cli bench --model smollm2 --prompts sharegpt:12 --temperatures 0,1 "
                        "--methods autoregressive,chain,static-wor,eagle,rheo-tuned,rheo-adaptive --max-new-tokens 64 "

@@ -139,7 +139,7 @@ def test_draft_cache_keeps_the_accepted_path(pair, backend):
     with torch.inference_mode():
         for _ in range(8):
             before = len(st.ctx)
-            out, _ = engine._tree_step(pair.target, draft, method, st, DecodeConfig(1.0), stream, method.verify)
+            out, _, _ = engine._tree_step(pair.target, draft, method, st, DecodeConfig(1.0), stream, method.verify)
             reused += st.dcache.length - before  # committed past the root without a catch-up pass
             st.ctx.extend(out)
         L = st.dcache.length

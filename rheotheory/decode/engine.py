@@ -51,6 +51,7 @@ from ..laws import inverse_cdf
 from ..verify.walk import SampleBranch, as_tree_verifier, method_tree_verifier, sample_outcome
 from ..methods import Method, resolve
 from ..methods.registry import step_policy
+from ..methods.online import drafted_paths, greedy_accepted
 from ..synthetic import DEFAULT_DRAFT_TOP_K
 from .backends.tree_lm import CacheBase, NumpyLM, TinyLM, chain_mask, tree_mask
 
@@ -465,9 +466,11 @@ def _draft_root(draft: TinyLM, st: _State, cfg: DecodeConfig) -> np.ndarray:
 
 
 def _tree_step(target: TinyLM, draft: TinyLM, method: Method, st: _State, cfg: DecodeConfig,
-               stream: UniformStream, verifier) -> tuple[list[int], StepStats]:
+               stream: UniformStream, verifier, also=()) -> tuple[list[int], StepStats, list]:
     """One speculative step; ``verifier`` is a tree verifier or a per-node rule (see
-    :func:`~rheotheory.verify.walk.as_tree_verifier`)."""
+    :func:`~rheotheory.verify.walk.as_tree_verifier`). ``also``: (method, chooser) pairs whose trees
+    are drafted at the same prefix too, never sent to the target (``rheo-online:feedback=greedy``);
+    their kept nodes' paths are returned, in order, as the third item."""
     chooser = TorchChooser(stream)
     root_q = _draft_root(draft, st, cfg)
     adapter = DraftTreePair(draft, st.dcache, root_q, cfg)
@@ -476,6 +479,8 @@ def _tree_step(target: TinyLM, draft: TinyLM, method: Method, st: _State, cfg: D
     order = [i for i in range(1, len(tree.nodes)) if tree.kept[i]]  # parents precede children
     for i in order:
         tree.resolve(i, chooser)
+    # NOTE: the other trees draw from their own choosers, after the step's tree: the step's draws are its own
+    drafted = [drafted_paths(m, adapter, ch) for m, ch in also]
     row = {0: 0}
     for r, i in enumerate(order, start=1):
         row[i] = r
@@ -493,7 +498,7 @@ def _tree_step(target: TinyLM, draft: TinyLM, method: Method, st: _State, cfg: D
     st.tcache.commit(path_rows)
     st.keep_features(path_rows)
     adapter.commit_path(out[:-1])  # the draft keeps what it already computed for the accepted path
-    return out, StepStats(len(out) - 1, len(order), adapter.passes + 1)
+    return out, StepStats(len(out) - 1, len(order), adapter.passes + 1), drafted
 
 
 def _autoregressive_step(target: TinyLM, st: _State, cfg: DecodeConfig, stream: UniformStream):
@@ -546,14 +551,23 @@ def decode(target: TinyLM, draft: TinyLM | None, prompt: list[int], method: Meth
     if device.type == "cuda":
         torch.cuda.synchronize()
     t0 = time.perf_counter()  # NOTE: the decoding loop only; the draft conversion and prompt prefill are setup
+    # feedback=greedy (T = 0): other arms' trees drafted at a step's prefix, scored once the greedy
+    # text after it is known; entries (where the step began in res.tokens, arm, the tree's paths)
+    pending: list = []
     while len(res.tokens) < cfg.max_new_tokens:
         m = policy.choose()
+        others = policy.others(m) if m.nodes > 0 and hasattr(policy, "others") else ()
+        start = len(res.tokens)
         if m.nodes > 0:
-            out, stats = _tree_step(target, draft, m, st, cfg, stream,
-                                    method_tree_verifier(m) if verifier is None else verifier)
+            out, stats, drafted = _tree_step(target, draft, m, st, cfg, stream,
+                                             method_tree_verifier(m) if verifier is None else verifier,
+                                             [(arms[j], policy.chooser(j)) for j in others])
+            pending.extend((start, j, paths) for j, paths in zip(others, drafted))
         else:
             out, stats = _autoregressive_step(target, st, cfg, stream)
         policy = policy.after(m, tuple(out))
+        if pending:
+            policy, pending = _score_pending(policy, pending, res.tokens + out, m.depth)
         if m is not method:
             stats = dataclasses.replace(stats, arm=arms.index(m))
         st.ctx.extend(out)
@@ -567,6 +581,21 @@ def decode(target: TinyLM, draft: TinyLM | None, prompt: list[int], method: Meth
     res.tokens = res.tokens[:cfg.max_new_tokens]
     res.policy = policy
     return res
+
+
+def _score_pending(policy, pending: list, text: list, depth: int):
+    """Score the pending trees whose greedy text (``text[start:]``) is known far enough: to depth
+    ``depth``, or to a token the tree does not offer. Returns the policy that saw them and what is
+    still pending (a decode's last steps leave some; they are dropped)."""
+    left = []
+    for start, arm, paths in pending:
+        greedy = text[start:start + depth]
+        k = greedy_accepted(paths, greedy)
+        if k < len(greedy) or len(greedy) == depth:
+            policy = policy.observe(arm, k)
+        else:
+            left.append((start, arm, paths))
+    return policy, left
 
 
 def target_samples(target, prompts, samples: int, tokens: int, gen: torch.Generator,

@@ -32,6 +32,18 @@ scale at T = 0 alone: with a greedy target a fixed tree's step is a function of 
 each step on the best arm matches it exactly and every exploratory step shows in full in a paired
 comparison (docs/guide/adaptive.md, "Why the T = 0 cells stay below").
 
+``feedback`` says what a step teaches the policy. ``own`` (default): the reward of the arm it ran.
+``greedy``: at T = 0 also every other arm's. With a greedy target the text a run emits is the greedy
+continuation whichever arm runs, and a tree arm's step accepts exactly the longest path of its tree
+that the greedy continuation follows (tests/test_online.py checks that for every default arm). So
+another arm's tree, drafted at the step's prefix with draws of the policy's own (never the step's),
+is scored against the greedy text once it is known: :meth:`OnlinePolicy.counterfactuals` where the
+target's laws are at hand (Monte Carlo, exact certification: the argmax chain at the prefix), the
+decoder a step or two later from the text it emitted. Every arm is then observed at every step and
+no step is spent exploring (docs/guide/adaptive.md, "Full feedback at T = 0"); the cost is drafting
+every arm's tree. At T > 0 ``greedy`` changes nothing (a sampled target's text says little about
+what another tree would have accepted).
+
 The first step plays ``rheo-adaptive``'s choice at the temperature (the band rule of section 2.7;
 the arm order puts it first), so the policy starts where rheo-adaptive stays. The draws of ``thompson`` come
 from a generator seeded by the run's seed and the step's index only, never from the step's
@@ -44,16 +56,18 @@ in docs/guide/adaptive.md.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 import numpy as np
 
 from ..errors import TreeError
+from ..trees import RandomChooser
 from .dynamic import budget_option, depth_option, top_k_option
 from .registry import PRESETS, Method, StepPolicy, option, register, resolve
 
-__all__ = ["OnlineMethod", "OnlinePolicy", "DEFAULT_ARMS", "RULES"]
+__all__ = ["OnlineMethod", "OnlinePolicy", "DEFAULT_ARMS", "RULES", "FEEDBACK", "drafted_paths", "greedy_accepted",
+           "greedy_text"]
 
 #: The default arms: EAGLE's tree, RheoSampling's tuned tree, a static tree sampled without
 #: replacement, and the all-sampled tree with Traversal Verification, each the best fixed method
@@ -63,11 +77,48 @@ DEFAULT_ARMS = "eagle,rheo-tuned,static-wor,rheo-sampled"
 #: Bandit rules (see the module docstring).
 RULES = ("thompson", "ucb1")
 
+#: What a step teaches the policy (see the module docstring).
+FEEDBACK = ("own", "greedy")
+
 #: The reward variance assumed before any arm has two pulls (the most a reward in [0, 1] can have).
 PRIOR_VARIANCE = 0.25
 
 #: Seed-sequence tag of the policy's own draws (apart from every step's randomness).
 _POLICY_TAG = 2
+
+#: Seed-sequence tag of the draws of the other arms' trees (feedback=greedy).
+_COUNTERFACTUAL_TAG = 3
+
+
+def drafted_paths(method: Method, pair, chooser) -> frozenset:
+    """The token paths (below the root) of every kept node of ``method``'s tree on ``pair``, its
+    sampled tokens drawn by ``chooser``: what the tree offers a greedy target."""
+    if method.nodes == 0:
+        return frozenset()
+    tree = method.builder(pair)(chooser)
+    kept = tree.kept if tree.kept is not None else [True] * len(tree.nodes)
+    nodes = [i for i in range(1, len(tree.nodes)) if kept[i]]  # parents precede children
+    for i in nodes:
+        tree.resolve(i, chooser)
+    return frozenset(tree.path(i) for i in nodes)
+
+
+def greedy_accepted(paths, greedy) -> int:
+    """Drafted tokens a greedy target accepts from a tree with these ``paths``: the longest prefix
+    of the greedy text ``greedy`` that is a path of the tree."""
+    k = 0
+    while k < len(greedy) and tuple(greedy[:k + 1]) in paths:
+        k += 1
+    return k
+
+
+def greedy_text(pair, depth: int) -> tuple:
+    """The target's argmax chain of ``depth`` tokens from ``pair``'s root (the first of tied tokens):
+    the greedy text at T = 0, where the target law is one-hot."""
+    out: tuple = ()
+    for _ in range(depth):
+        out += (int(np.argmax(np.asarray(pair.p(out)))),)  # NOTE: object arrays of Fractions too
+    return out
 
 
 def _arms_value(text) -> str:
@@ -129,6 +180,9 @@ class OnlineMethod(Method):
     explore_t0: str = option("", help="exploration scale at T = 0 (a greedy target), where every exploratory step "
                              "shows in full; default: explore's", parse=lambda v: "" if v in ("", None) else
                              _explore_value(v), label="explore-T0", metavar="C", examples=("", "0.3", "0"))
+    feedback: str = option("own", help="what a step teaches the policy: own (the arm it ran) or greedy (at T = 0 "
+                           "every arm's, the others' trees drafted at the same prefix and scored against the greedy "
+                           "text)", choices=FEEDBACK)
     t_hat: str = option("1", help="target temperature the arms are resolved at; sweeps and decoding set it "
                         "(at_temperature)", parse=_t_value, label="T-hat", metavar="T")
 
@@ -149,6 +203,8 @@ class OnlineMethod(Method):
                            else _explore_value(self.explore_t0))
         if self.rule not in RULES:
             raise TreeError(f"rule must be one of {', '.join(RULES)}, got {self.rule!r}")
+        if self.feedback not in FEEDBACK:
+            raise TreeError(f"feedback must be one of {', '.join(FEEDBACK)}, got {self.feedback!r}")
         self.arm_methods()  # every arm valid at this size
 
     def arm_methods(self) -> tuple[Method, ...]:
@@ -173,7 +229,8 @@ class OnlineMethod(Method):
     def policy(self, seed: int = 0) -> "OnlinePolicy":
         arms = self.arm_methods()
         return OnlinePolicy(arms, self.rule, self.depth, int(seed), tuple((0, 0.0, 0.0) for _ in arms),
-                            explore=self.exploration())
+                            explore=self.exploration(),
+                            counterfactual=self.feedback == "greedy" and float(self.t_hat) == 0)
 
     def exploration(self) -> float:
         """The exploration scale at this method's temperature: ``explore_t0`` at T = 0, else ``explore``."""
@@ -221,6 +278,7 @@ class OnlinePolicy(StepPolicy):
     step: int = 0
     pulls: tuple = field(default=(), compare=False)  # arm index of every step so far (reports)
     explore: float = 1.0  # scale of the exploration term (OnlineMethod.explore)
+    counterfactual: bool = False  # feedback=greedy at T = 0: every arm is scored at every step
 
     def scores(self) -> np.ndarray:
         """The rule's score per arm. Each arm's statistics start with one optimistic pseudo-pull of
@@ -252,9 +310,44 @@ class OnlinePolicy(StepPolicy):
 
     def after(self, method: Method, z: tuple) -> "OnlinePolicy":
         i = self.arms.index(method)
-        r = (len(z) - 1) / self.depth
+        return replace(self._add(i, len(z) - 1), step=self.step + 1, pulls=self.pulls + (i,))
+
+    def observe(self, arm: int, accepted: int) -> "OnlinePolicy":
+        """The policy once arm ``arm`` (an index) is known to have accepted ``accepted`` drafted tokens
+        at an earlier step's prefix it did not run at (feedback=greedy); the step count is unchanged."""
+        return self._add(arm, accepted)
+
+    def _add(self, i: int, accepted: int) -> "OnlinePolicy":
+        r = accepted / self.depth
         stats = list(self.stats)
         n, tot, sq = stats[i]
         stats[i] = (n + 1, tot + r, sq + r * r)
-        return OnlinePolicy(self.arms, self.rule, self.depth, self.seed, tuple(stats), self.step + 1,
-                            self.pulls + (i,), self.explore)
+        return replace(self, stats=tuple(stats))
+
+    # -- feedback=greedy: the arms a step did not run, scored against the greedy text --------------
+    def others(self, method: Method) -> tuple[int, ...]:
+        """The arms (indices) to score after a step that ran ``method``: every other tree arm when
+        the feedback is counterfactual, none otherwise."""
+        if not self.counterfactual:
+            return ()
+        ran = self.arms.index(method)
+        return tuple(j for j in range(len(self.arms)) if j != ran)
+
+    def chooser(self, arm: int) -> RandomChooser:
+        """The draws of arm ``arm``'s tree at this policy's step: seeded by the policy's seed, the
+        step's index and the arm, apart from every step's randomness."""
+        return RandomChooser(np.random.default_rng([self.seed, self.step, arm, _COUNTERFACTUAL_TAG]))
+
+    def counterfactuals(self, method: Method, pair) -> tuple:
+        """``(arm, accepted)`` for every arm :meth:`others` names, its tree drafted on ``pair`` (the
+        step's pair, at its prefix) and scored against the target's argmax chain there: what the
+        decoder learns from the emitted greedy text, for drivers that hold the target's laws."""
+        greedy = greedy_text(pair, self.depth) if self.others(method) else ()
+        return tuple((j, greedy_accepted(drafted_paths(self.arms[j], pair, self.chooser(j)), greedy))
+                     for j in self.others(method))
+
+    def next(self, method: Method, z: tuple, pair) -> "OnlinePolicy":
+        nxt = self.after(method, z)
+        for j, acc in self.counterfactuals(method, pair):
+            nxt = nxt.observe(j, acc)
+        return nxt

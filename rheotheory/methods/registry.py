@@ -24,7 +24,7 @@ from typing import Callable, ClassVar
 from ..errors import TreeError, VerifierError
 from ..verify import TREE_VERIFIERS, get_verifier, tree_verifier
 
-__all__ = ["Method", "Preset", "StepPolicy", "FixedPolicy", "step_policy", "option", "register", "FAMILIES", "PRESETS", "TREE_SIZES", "SIZE_FIELDS",
+__all__ = ["Method", "Preset", "StepPolicy", "FixedPolicy", "step_policy", "next_policy", "option", "register", "FAMILIES", "PRESETS", "TREE_SIZES", "SIZE_FIELDS",
            "family_class", "make_method", "resolve", "field_options", "presets_table"]
 
 #: Registered families: name -> Method subclass (filled by :func:`register`).
@@ -229,6 +229,12 @@ class StepPolicy:
         """The policy of the next step, once this step ran ``method`` and emitted ``z``."""
         raise NotImplementedError
 
+    def next(self, method: "Method", z: tuple, pair) -> "StepPolicy":
+        """:meth:`after`, for a driver that holds the step's pair (``pair``, at the step's prefix): a
+        policy may also learn what the target's laws there say about methods the step did not run
+        (``rheo-online:feedback=greedy``); functions of the prefix, never of the step's draws."""
+        return self.after(method, z)
+
 
 @dataclass(frozen=True)
 class FixedPolicy(StepPolicy):
@@ -241,6 +247,13 @@ class FixedPolicy(StepPolicy):
 
     def after(self, method: "Method", z: tuple) -> "StepPolicy":
         return self
+
+
+def next_policy(policy, method, z: tuple, pair):
+    """The policy after a step of ``method`` that emitted ``z`` on ``pair`` (the step's pair):
+    :meth:`StepPolicy.next`, or ``after`` for a policy object without it."""
+    nxt = getattr(policy, "next", None)
+    return nxt(method, z, pair) if nxt is not None else policy.after(method, z)
 
 
 def step_policy(method, seed: int = 0) -> StepPolicy:
