@@ -105,6 +105,7 @@ def test_arms_merge_duplicates_and_put_rheo_adaptives_choice_first():
     ("rheo-online:explore=-0.5", "explore must be a finite number >= 0"),
     ("rheo-online:explore=nan", "explore must be a finite number >= 0"),
     ("rheo-online:explore=lots", "explore must be a finite number >= 0"),
+    ("rheo-online:feedback=all", "feedback"),
 ])
 def test_bad_online_specs_are_one_line_errors(spec, match):
     with pytest.raises(RheoError, match=match):
@@ -192,3 +193,117 @@ def test_explore_t0_sets_the_scale_at_t0_alone():
             a, b = a.after(a.choose(), (0,) * n), b.after(b.choose(), (0,) * n)
     with pytest.raises(RheoError, match="explore must be"):
         resolve("rheo-online:explore_t0=-1", size=SIZE)
+
+
+# -- feedback=greedy: every arm observed at every T = 0 step ----------------------------------------
+
+GREEDY = "rheo-online:feedback=greedy"
+
+
+@pytest.mark.parametrize("mismatch", (0.7, 2.0))
+def test_a_tree_arms_t0_step_accepts_the_longest_greedy_path_of_its_tree(mismatch):
+    """What feedback=greedy rests on: at T = 0 every default arm's step (its own verifier) accepts
+    exactly the longest path of its tree that the target's argmax chain follows, and emits that
+    chain. V = 32k, 12 fresh contexts per arm, tree draws and step draws from separate generators."""
+    import numpy as np
+
+    from rheotheory.methods.online import greedy_accepted, greedy_text
+    from rheotheory.montecarlo import CONTEXT_LENGTH, sample_step
+    from rheotheory.trees import RandomChooser
+
+    pair = SyntheticPair(32_000, seed=1, mismatch=mismatch, temperature=0.0, draft_top_k=128)
+    method = _online(0.0, size=(4, 4, 16))
+    ctx_rng, checked = np.random.default_rng(7), 0
+    for s in range(12):
+        step_pair = pair.at(tuple(int(x) for x in ctx_rng.integers(0, pair.vocab_size, size=CONTEXT_LENGTH)))
+        greedy = greedy_text(step_pair, method.depth + 1)  # the bonus token's too
+        for arm in method.arm_methods():
+            chooser = RandomChooser(np.random.default_rng([s, 1]))
+            tree = arm.builder(step_pair)(chooser)
+            kept = [i for i in range(1, len(tree.nodes)) if tree.kept[i]]
+            for i in kept:
+                tree.resolve(i, chooser)
+            accepted = greedy_accepted(frozenset(tree.path(i) for i in kept), greedy[:-1])
+            z = sample_step(step_pair, arm, np.random.default_rng([s, 2]), build=lambda _c, t=tree: t).z
+            assert len(z) - 1 == accepted and z == greedy[:len(z)], (s, arm.family)
+            checked += accepted > 0
+    assert checked >= 12  # the trees do follow the greedy text (not a vacuous 0 == 0)
+
+
+def test_greedy_accepted_and_the_pending_scores():
+    from rheotheory.decode.engine import _score_pending
+    from rheotheory.methods.online import greedy_accepted
+
+    paths = frozenset({(1,), (2,), (1, 5), (1, 5, 7)})
+    assert [greedy_accepted(paths, g) for g in ((3, 1), (1, 4), (1, 5, 7), (1, 5, 7, 9), ())] == [0, 1, 3, 3, 0]
+    policy = _online(0.0, GREEDY, size=(2, 3, 4)).policy(0)
+    # arm 1's tree at position 0 is scored once the text leaves it (1, 5, then 5: two accepted);
+    # arm 2's at position 2 waits while the known text (5) is still on one of its paths
+    text = [1, 5, 5]
+    got, left = _score_pending(policy, [(0, 1, paths), (2, 2, frozenset({(5,), (5, 6)}))], text, 3)
+    assert got.stats[1] == (1, 2 / 3, 4 / 9) and got.stats[2] == (0, 0.0, 0.0) and got.step == policy.step
+    assert [a for _, a, _ in left] == [2]
+    got, left = _score_pending(got, left, text + [6, 8], 3)
+    assert got.stats[2] == (1, 2 / 3, 4 / 9) and not left
+
+
+def test_greedy_feedback_observes_every_arm_at_t0_and_nothing_more_above():
+    pair = SyntheticPair(1000, seed=0, temperature=0.0)
+    method = _online(0.0, GREEDY, size=(3, 3, 8))
+    policy = method.policy(1)
+    assert policy.counterfactual and len(policy.arms) == 3
+    # every arm observed: no exploration at T = 0 unless asked for (follow the leader)
+    assert method.exploration() == 0 and _online(0.0, GREEDY + ":explore_t0=1").exploration() == 1
+    assert _online(1.0, GREEDY).exploration() == 1
+    for _ in range(5):
+        m = policy.choose()
+        policy = policy.next(m, (0, 0), pair)
+    assert [s[0] for s in policy.stats] == [5, 5, 5] and policy.step == 5
+    # own feedback: only the arm that ran learns
+    own = _online(0.0, size=(3, 3, 8)).policy(1)
+    own = own.next(own.choose(), (0, 0), pair)
+    assert [s[0] for s in own.stats] == [1, 0, 0]
+    # T > 0: feedback=greedy is rheo-online's own policy, step for step
+    for t in (0.5, 1.0):
+        a, b = _online(t, GREEDY, size=(3, 3, 8)), _online(t, size=(3, 3, 8))
+        assert not a.policy().counterfactual
+        ra, rb = [], []
+        run_steps(SyntheticPair(1000, seed=0, temperature=t), a, 40, seed=2, contexts=True, records=ra)
+        run_steps(SyntheticPair(1000, seed=0, temperature=t), b, 40, seed=2, contexts=True, records=rb)
+        assert [(r.arm, r.z) for r in ra] == [(r.arm, r.z) for r in rb]
+
+
+def test_greedy_feedback_certifies_exactly_lossless_over_three_steps_at_t0():
+    """Exact rationals, a greedy target (logits_pair at T = 0), three steps as one output: deviation
+    exactly 0 for every instance and policy seed, and the feedback does change the policy (the
+    expected length differs from feedback=own's on some instance, which a certificate of a policy
+    that ignored it could not show)."""
+    from rheotheory.pairs import logits_pair
+
+    greedy, own = _online(0.0, GREEDY, size=(2, 2, 3)), _online(0.0, size=(2, 2, 3))
+    differs = 0
+    for inst in (1, 2, 3):
+        pair = logits_pair(3, 8, seed=inst, temperature=0.0)
+        for seed in POLICY_SEEDS:
+            cert = certify_steps(pair, greedy, steps=3, seed=seed)
+            assert cert.lossless and cert.max_deviation == 0, (inst, seed)
+            differs += cert.tokens_per_step != certify_steps(pair, own, steps=3, seed=seed).tokens_per_step
+    assert differs >= 1
+
+
+def test_greedy_feedback_decodes_the_greedy_text_and_learns_every_arm():
+    """The decoder: rheo-online:feedback=greedy at T = 0 emits the target's greedy text token for
+    token, and its policy has seen every arm at nearly every step (the last steps' trees stay pending)."""
+    import torch
+
+    from rheotheory.decode.backends.builtin import load_builtin_pair
+    from rheotheory.decode.engine import AUTOREGRESSIVE, DecodeConfig, decode
+
+    torch.set_num_threads(1)
+    pair = load_builtin_pair("cpu", dtype=torch.float64)
+    cfg, prompt = DecodeConfig(temperature=0.0, max_new_tokens=48), pair.encode("def fib(")
+    ref = decode(pair.target, pair.draft, prompt, AUTOREGRESSIVE, cfg, torch.Generator().manual_seed(0))
+    res = decode(pair.target, pair.draft, prompt, resolve(GREEDY, size=(2, 4, 8)), cfg, torch.Generator().manual_seed(1))
+    assert res.tokens == ref.tokens
+    steps, seen = len(res.steps), [s[0] for s in res.policy.stats]
+    assert all(steps - 3 <= n <= steps for n in seen), (steps, seen)

@@ -39,9 +39,11 @@ that the greedy continuation follows (tests/test_online.py checks that for every
 another arm's tree, drafted at the step's prefix with draws of the policy's own (never the step's),
 is scored against the greedy text once it is known: :meth:`OnlinePolicy.counterfactuals` where the
 target's laws are at hand (Monte Carlo, exact certification: the argmax chain at the prefix), the
-decoder a step or two later from the text it emitted. Every arm is then observed at every step and
-no step is spent exploring (docs/guide/adaptive.md, "Full feedback at T = 0"); the cost is drafting
-every arm's tree. At T > 0 ``greedy`` changes nothing (a sampled target's text says little about
+decoder a step or two later from the text it emitted. Every arm is then observed at every step, so
+nothing needs exploring: ``explore_t0`` defaults to 0 with it, the rule is then greedy on the arms'
+means (follow the leader, whose regret in a full-information stochastic problem stays bounded as
+the run grows), and no step is spent on an arm for its information (docs/guide/adaptive.md, "Full
+feedback at T = 0"). The cost is drafting every arm's tree at every step. At T > 0 ``greedy`` changes nothing (a sampled target's text says little about
 what another tree would have accepted).
 
 The first step plays ``rheo-adaptive``'s choice at the temperature (the band rule of section 2.7;
@@ -178,7 +180,7 @@ class OnlineMethod(Method):
                           "after one pull of each arm)", parse=_explore_value, metavar="C",
                           examples=("1", "0.3", "0"))
     explore_t0: str = option("", help="exploration scale at T = 0 (a greedy target), where every exploratory step "
-                             "shows in full; default: explore's", parse=lambda v: "" if v in ("", None) else
+                             "shows in full; default: 0 with feedback=greedy (every arm observed), else explore's", parse=lambda v: "" if v in ("", None) else
                              _explore_value(v), label="explore-T0", metavar="C", examples=("", "0.3", "0"))
     feedback: str = option("own", help="what a step teaches the policy: own (the arm it ran) or greedy (at T = 0 "
                            "every arm's, the others' trees drafted at the same prefix and scored against the greedy "
@@ -198,13 +200,15 @@ class OnlineMethod(Method):
         object.__setattr__(self, "arms", _arms_value(self.arms))
         object.__setattr__(self, "t_hat", _t_value(self.t_hat))
         object.__setattr__(self, "explore", _explore_value(self.explore))
-        # NOTE: unset, the scale at T = 0 is explore's own (written out, so the run key says it)
-        object.__setattr__(self, "explore_t0", self.explore if self.explore_t0 in ("", None)
-                           else _explore_value(self.explore_t0))
         if self.rule not in RULES:
             raise TreeError(f"rule must be one of {', '.join(RULES)}, got {self.rule!r}")
         if self.feedback not in FEEDBACK:
             raise TreeError(f"feedback must be one of {', '.join(FEEDBACK)}, got {self.feedback!r}")
+        # NOTE: unset, the scale at T = 0 is explore's own, or 0 where every arm is observed at every
+        # step (feedback=greedy: follow the leader); written out, so the run key says it
+        unset = "0" if self.feedback == "greedy" else self.explore
+        object.__setattr__(self, "explore_t0", unset if self.explore_t0 in ("", None)
+                           else _explore_value(self.explore_t0))
         self.arm_methods()  # every arm valid at this size
 
     def arm_methods(self) -> tuple[Method, ...]:
