@@ -405,7 +405,8 @@ def online_horizon_md(folder: Path, name: str = "online_horizon.csv", label: str
         at = {int(r["steps"]): r for r in rows if (r["mismatch"], r["temperature"],
                                                     f"{r['top_k']},{r['depth']},{r['budget']}") == c}
         last = at[ns[-1]]
-        regrets = [f"{float(at[n]['regret']):+.3f}" + (" **w**" if at[n]["verdict"] == "worse" else "") for n in ns]
+        # NOTE: + 0.0 prints a regret of -0.0 (an exact tie) as +0.000
+        regrets = [f"{float(at[n]['regret']) + 0.0:+.3f}" + (" **w**" if at[n]["verdict"] == "worse" else "") for n in ns]
         body.append([c[0], num(c[1]), c[2], f"`{last['best_arm']}`", *regrets,
                      f"[{float(last['diff_low']):+.3f},&nbsp;{float(last['diff_high']):+.3f}]",
                      f"{float(last['best_arm_share']):.0%}"])
@@ -869,6 +870,18 @@ def standing_md(folder: Path, sub: str) -> str:
              r["verdict"]] for r in rows]
     return md_table((["prompts"] if sets else []) + ["T", f"`{focus}`" if ":" in focus else focus, "best other",
                                                      "its tau", "difference [95% CI]", "verdict"], body)
+
+
+def sets_speed_md(folder: Path, sub: str) -> str:
+    """Tokens per step, tokens/s and speed-up per prompt set and method of a bench over several sets."""
+    rows = read_csv(folder / sub / "curve.csv")
+    body = [[r["prompt_set"], num(r["temperature"]), f"`{r['method']}`", f"{float(r['tokens_per_step']):.3f}",
+             f"{float(r['tokens_per_second']):.1f}",
+             f"{float(r['speedup']):.2f}x [{float(r['speedup_low']):.2f}, {float(r['speedup_high']):.2f}]"]
+            for r in rows if r["method"] != "autoregressive"]
+    note = machine_note(folder / sub / "curve.csv")
+    out = md_table(["prompts", "T", "method", "tok/step", "tok/s", "speed-up over autoregressive [95% CI]"], body)
+    return out + (f"\n\nmeasured on: {note}" if note else "")
 
 
 def speed_md(folder: Path, sub: str) -> str:
@@ -1378,7 +1391,8 @@ RECIPES: list[Recipe] = [
                        "--out {out}/smollm2_online_greedy --no-progress"),),
            seconds=560, quick_seconds=6, seed=0,
            needs=SMOL_NEEDS + ", the sharegpt and humaneval extras and MT-Bench's questions",
-           tables={"smollm2_online_greedy": lambda f: standing_md(f, "smollm2_online_greedy")}),
+           tables={"smollm2_online_greedy": lambda f: standing_md(f, "smollm2_online_greedy"),
+                   "smollm2_online_greedy_speed": lambda f: sets_speed_md(f, "smollm2_online_greedy")}),
     Recipe("smollm2_speed", BENCH, tuple(f"smollm2_speed/{f}" for f in CURVE_FILES),
            steps=(fresh("{out}/smollm2_speed"), step("python -m rheotheory.cli bench --model smollm2 --prompts sharegpt:12 --temperatures 0,1 "
                        "--methods autoregressive,chain,static-wor,eagle,rheo-tuned,rheo-adaptive --max-new-tokens 64 "
