@@ -78,3 +78,15 @@ def test_runaway_enumeration_stops_with_one_line():
     r = run("certify", "--proxy", "true", "--max-branches", "10")
     assert r.returncode == 2 and "exceeded 10 construction branches" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_flag_families_share_takes_what_the_chosen_family_takes():
+    """--t-hat is > 0 for adaptive and >= 0 for online: 0 certifies rheo-online at T = 0 (where its
+    feedback=greedy and explore_t0 act) and is refused for rheo-adaptive, in one line, exit 2."""
+    ok = run("certify", "--preset", "rheo-online", "--feedback", "greedy", "--t-hat", "0", "--top-k", "2",
+             "--depth", "2", "--budget", "3", "--steps", "2", "--generate", "3,5,11")
+    assert ok.returncode == 0 and "LOSSLESS" in ok.stdout, ok.stderr
+    bad = run("certify", "--preset", "rheo-adaptive", "--t-hat", "0")
+    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "t_hat must be" in bad.stderr
+    neg = run("certify", "--preset", "rheo-online", "--t-hat", "-1")
+    assert neg.returncode == 2 and "must be a finite number" in neg.stderr

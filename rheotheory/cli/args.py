@@ -254,18 +254,23 @@ def threads_arg(text: str) -> int:
     return int_range(1, os.cpu_count() or 1)(text)
 
 
-def _flag_type(name: str, meta: dict):
-    """An argparse type from a family field's ``parse`` (its errors become usage errors)."""
-    parse = meta.get("parse")
-    if parse is None:
+def _flag_type(name: str, fams: list):
+    """An argparse type from the ``parse`` of a field the families ``fams`` share (its errors become
+    usage errors). A value one family's parser takes passes: the families' ranges may differ (``t_hat``
+    is > 0 for ``adaptive``, >= 0 for ``online``), and the chosen family checks it again when resolved."""
+    parsers = [p for p in dict.fromkeys(field_options(FAMILIES[f])[name].get("parse") for f in fams) if p is not None]
+    if not parsers:
         return None
 
     def conv(text):
-        try:
-            return parse(text)
-        except RheoError as e:  # NOTE: the family's message quotes the text; a long one is cut here
-            msg = str(e)
-            raise argparse.ArgumentTypeError(msg if len(msg) <= 200 else f"{show(text)} is not a valid value") from None
+        first = None
+        for parse in parsers:
+            try:
+                return parse(text)
+            except RheoError as e:  # NOTE: the family's message quotes the text; a long one is cut here
+                first = first or e
+        msg = str(first)
+        raise argparse.ArgumentTypeError(msg if len(msg) <= 200 else f"{show(text)} is not a valid value") from None
 
     conv.__name__ = name
     return conv
@@ -298,7 +303,7 @@ def add_method_arguments(ap: argparse.ArgumentParser, default: str = "rheo", siz
             g.add_argument(flag, default=None, choices=choices, help=f"{help} (every family)")
             continue
         extra = f"; default {sizes[name]} unless the preset sets it" if name in sizes else ""
-        kind = _flag_type(name, meta)
+        kind = _flag_type(name, fams)
         if name == "budget" and auto_budget:
             kind, extra = _or_auto(kind), extra + "; auto: the K, D, N of largest predicted speed-up on this " \
                 "device (at tau less one standard error), from pilot decodes timed against autoregressive " \
