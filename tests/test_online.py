@@ -307,3 +307,53 @@ def test_greedy_feedback_decodes_the_greedy_text_and_learns_every_arm():
     assert res.tokens == ref.tokens
     steps, seen = len(res.steps), [s[0] for s in res.policy.stats]
     assert all(steps - 3 <= n <= steps for n in seen), (steps, seen)
+
+
+def test_the_decoder_scores_a_tree_where_its_step_accepted(monkeypatch):
+    """The decoder's delayed scoring, checked against the steps themselves: with every arm scored at
+    every step (the arm that ran included), EAGLE's tree (deterministic at T = 0, so the scored tree
+    is the step's own) scores exactly what each step that ran it accepted; an off-by-one in the text
+    offsets or a tree drafted at the wrong prefix would not."""
+    import dataclasses
+
+    import torch
+
+    from rheotheory.decode import engine
+    from rheotheory.decode.backends.builtin import load_builtin_pair
+    from rheotheory.methods.online import OnlinePolicy, greedy_accepted
+
+    @dataclasses.dataclass(frozen=True)
+    class ScoreAll(OnlinePolicy):
+        def others(self, method):
+            return tuple(range(len(self.arms)))
+
+    scored = {}
+    real = engine._score_pending
+
+    def spy(policy, pending, text, depth):
+        for start, arm, paths in pending:
+            greedy = text[start:start + depth]
+            k = greedy_accepted(paths, greedy)
+            if k < len(greedy) or len(greedy) == depth:
+                scored[(start, arm)] = k
+        return real(policy, pending, text, depth)
+
+    monkeypatch.setattr(engine, "_score_pending", spy)
+    torch.set_num_threads(1)
+    pair = load_builtin_pair("cpu", dtype=torch.float64)
+    method = resolve(GREEDY + ":arms=eagle,static-wor", size=(2, 4, 8)).at_temperature(0.0)
+    base = method.policy(3)
+    policy = ScoreAll(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)})
+    for text in ("def fib(", "import "):
+        prompt = pair.encode(text)
+        res = engine.decode(pair.target, pair.draft, prompt, method, engine.DecodeConfig(temperature=0.0, max_new_tokens=60),
+                            torch.Generator().manual_seed(1), policy=policy)
+        start, checked = 0, 0
+        for step in res.steps:
+            if step.arm == 0 and (start, 0) in scored:
+                assert scored[(start, 0)] == step.accepted, (text, start)
+                checked += 1
+            start += step.accepted + 1
+        assert checked >= 5, (text, checked)
+        scored.clear()
+        policy = res.policy
