@@ -213,3 +213,36 @@ def test_the_focus_is_rheo_online_or_a_spec_of_it():
     assert focus_of(["eagle", "rheo-online", "rheo-online:explore=0"]) == "rheo-online"
     assert focus_of(["eagle", "rheo-online:explore_t0=0.3", "static-wor"]) == "rheo-online:explore_t0=0.3"
     assert focus_of(["eagle", "rheo-adaptive", "rheo-onliner"]) == FOCUS
+
+
+@pytest.mark.parametrize("temps", [(0.0,), (0.0, 1.0)])
+def test_the_plot_shows_every_interval_at_one_temperature_or_several(tmp_path, temps):
+    """A curve over several temperatures draws bands; at one temperature each method is a point with
+    its interval as an error bar (a band of zero width would not show), the methods set apart."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rheotheory.decode.evaluation import curve as mod
+
+    rows = [dict(prompt_set="p", temperature=t, method=m, tokens_per_step=tau, tau_low=tau - 0.2,
+                 tau_high=tau + 0.2, speedup=tau / 2, speedup_low=tau / 2 - 0.1, speedup_high=tau / 2 + 0.1, steps=50)
+            for t in temps for m, tau in (("autoregressive", 1.0), ("eagle", 2.0), ("rheo-online", 2.2))]
+    figs = []
+    real_close = plt.close
+    plt.close = lambda fig=None: figs.append(fig)  # keep the figure to look at it
+    try:
+        mod.plot_curve(rows, tmp_path / "c.png")
+    finally:
+        plt.close = real_close
+    assert (tmp_path / "c.png").stat().st_size > 10_000
+    ax = figs[0].axes[0]
+    if len(temps) == 1:
+        bars = [c for c in ax.containers if type(c).__name__ == "ErrorbarContainer"]
+        assert len(bars) == 3
+        xs = sorted(float(b.lines[0].get_xdata()[0]) for b in bars)
+        assert xs[0] < 0 < xs[-1] and len(set(xs)) == 3
+    else:
+        assert len(ax.collections) == 3 and not ax.containers  # one band per method
+    real_close(figs[0])

@@ -305,19 +305,28 @@ def plot_curve(curve: list[dict], path, title: str = "") -> None:
 
     sets = list(dict.fromkeys(r["prompt_set"] for r in curve))
     methods = list(dict.fromkeys(r["method"] for r in curve))
+    temps = sorted({r["temperature"] for r in curve})
+    # NOTE: one temperature has no curve: each method is a point with its interval as an error bar,
+    # set apart from the others along the axis
+    dodge = 0.0 if len(temps) > 1 else 0.08
     fig, axes = plt.subplots(2, len(sets), figsize=(5.4 * len(sets), 7.2), squeeze=False, sharex=True)
     for j, s in enumerate(sets):
-        for meth in methods:
+        for i, meth in enumerate(methods):
             sel = sorted((r for r in curve if r["prompt_set"] == s and r["method"] == meth),
                          key=lambda r: r["temperature"])
             if not sel:
                 continue
-            T = [r["temperature"] for r in sel]
+            T = [r["temperature"] + dodge * (i - (len(methods) - 1) / 2) for r in sel]
             style = "-" if meth.startswith("rheo") else "--"
             lw = 2.2 if meth in (FOCUS, "rheo-tuned") else 1.2
             for ax, key, lo, hi in ((axes[0, j], "tokens_per_step", "tau_low", "tau_high"),
                                     (axes[1, j], "speedup", "speedup_low", "speedup_high")):
-                line, = ax.plot(T, [r[key] for r in sel], style, marker="o", ms=3, lw=lw, label=meth)
+                y = [r[key] for r in sel]
+                if dodge:
+                    ax.errorbar(T, y, yerr=[[v - r[lo] for v, r in zip(y, sel)], [r[hi] - v for v, r in zip(y, sel)]],
+                                fmt="o", ms=4, capsize=3, lw=1.2, label=meth)
+                    continue
+                line, = ax.plot(T, y, style, marker="o", ms=3, lw=lw, label=meth)
                 ax.fill_between(T, [r[lo] for r in sel], [r[hi] for r in sel], color=line.get_color(), alpha=0.15)
         steps = min((r["steps"] for r in curve if r["prompt_set"] == s and r["method"] != methods[0]),
                     default=0)
@@ -326,6 +335,9 @@ def plot_curve(curve: list[dict], path, title: str = "") -> None:
         axes[1, j].set_ylabel("speed-up over autoregressive")
         axes[1, j].axhline(1.0, color="grey", lw=0.8)
         axes[1, j].set_xlabel("temperature T")
+        if dodge:
+            axes[1, j].set_xticks(temps)
+            axes[1, j].set_xlim(temps[0] - dodge * len(methods), temps[0] + dodge * len(methods))
         for ax in axes[:, j]:
             ax.grid(alpha=0.3)
     axes[0, 0].legend(fontsize=7, loc="best")
