@@ -406,7 +406,8 @@ def online_horizon_md(folder: Path, name: str = "online_horizon.csv", label: str
                                                     f"{r['top_k']},{r['depth']},{r['budget']}") == c}
         last = at[ns[-1]]
         # NOTE: + 0.0 prints a regret of -0.0 (an exact tie) as +0.000
-        regrets = [f"{float(at[n]['regret']) + 0.0:+.3f}" + (" **w**" if at[n]["verdict"] == "worse" else "") for n in ns]
+        regrets = [f"{float(at[n]['regret']) + 0.0:+.3f}" + (" **w**" if at[n]["verdict"] == "worse" else "")
+                   for n in ns]
         body.append([c[0], num(c[1]), c[2], f"`{last['best_arm']}`", *regrets,
                      f"[{float(last['diff_low']):+.3f},&nbsp;{float(last['diff_high']):+.3f}]",
                      f"{float(last['best_arm_share']):.0%}"])

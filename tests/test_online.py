@@ -303,7 +303,8 @@ def test_greedy_feedback_decodes_the_greedy_text_and_learns_every_arm():
     pair = load_builtin_pair("cpu", dtype=torch.float64)
     cfg, prompt = DecodeConfig(temperature=0.0, max_new_tokens=48), pair.encode("def fib(")
     ref = decode(pair.target, pair.draft, prompt, AUTOREGRESSIVE, cfg, torch.Generator().manual_seed(0))
-    res = decode(pair.target, pair.draft, prompt, resolve(GREEDY, size=(2, 4, 8)), cfg, torch.Generator().manual_seed(1))
+    res = decode(pair.target, pair.draft, prompt, resolve(GREEDY, size=(2, 4, 8)), cfg,
+                 torch.Generator().manual_seed(1))
     assert res.tokens == ref.tokens
     steps, seen = len(res.steps), [s[0] for s in res.policy.stats]
     assert all(steps - 3 <= n <= steps for n in seen), (steps, seen)
@@ -346,8 +347,8 @@ def test_the_decoder_scores_a_tree_where_its_step_accepted(monkeypatch):
     policy = ScoreAll(**{f.name: getattr(base, f.name) for f in dataclasses.fields(base)})
     for text in ("def fib(", "import "):
         prompt = pair.encode(text)
-        res = engine.decode(pair.target, pair.draft, prompt, method, engine.DecodeConfig(temperature=0.0, max_new_tokens=60),
-                            torch.Generator().manual_seed(1), policy=policy)
+        cfg = engine.DecodeConfig(temperature=0.0, max_new_tokens=60)
+        res = engine.decode(pair.target, pair.draft, prompt, method, cfg, torch.Generator().manual_seed(1), policy=policy)
         start, checked = 0, 0
         for step in res.steps:
             if step.arm == 0 and (start, 0) in scored:

@@ -43,8 +43,8 @@ decoder a step or two later from the text it emitted. Every arm is then observed
 nothing needs exploring: ``explore_t0`` defaults to 0 with it, the rule is then greedy on the arms'
 means (follow the leader, whose regret in a full-information stochastic problem stays bounded as
 the run grows), and no step is spent on an arm for its information (docs/guide/adaptive.md, "Full
-feedback at T = 0"). The cost is drafting every arm's tree at every step. At T > 0 ``greedy`` changes nothing (a sampled target's text says little about
-what another tree would have accepted).
+feedback at T = 0"). The cost is drafting every arm's tree at every step. At T > 0 ``greedy``
+changes nothing (a sampled target's text says little about what another tree would have accepted).
 
 The first step plays ``rheo-adaptive``'s choice at the temperature (the band rule of section 2.7;
 the arm order puts it first), so the policy starts where rheo-adaptive stays. The draws of ``thompson`` come
@@ -180,8 +180,9 @@ class OnlineMethod(Method):
                           "after one pull of each arm)", parse=_explore_value, metavar="C",
                           examples=("1", "0.3", "0"))
     explore_t0: str = option("", help="exploration scale at T = 0 (a greedy target), where every exploratory step "
-                             "shows in full; default: 0 with feedback=greedy (every arm observed), else explore's", parse=lambda v: "" if v in ("", None) else
-                             _explore_value(v), label="explore-T0", metavar="C", examples=("", "0.3", "0"))
+                             "shows in full; default: 0 with feedback=greedy (every arm observed), else explore's",
+                             parse=lambda v: "" if v in ("", None) else _explore_value(v), label="explore-T0",
+                             metavar="C", examples=("", "0.3", "0"))
     feedback: str = option("own", help="what a step teaches the policy: own (the arm it ran) or greedy (at T = 0 "
                            "every arm's, the others' trees drafted at the same prefix and scored against the greedy "
                            "text)", choices=FEEDBACK)
@@ -330,8 +331,8 @@ class OnlinePolicy(StepPolicy):
 
     # -- feedback=greedy: the arms a step did not run, scored against the greedy text --------------
     def others(self, method: Method) -> tuple[int, ...]:
-        """The arms (indices) to score after a step that ran ``method``: every other tree arm when
-        the feedback is counterfactual, none otherwise."""
+        """The arms (indices) to score after a step that ran ``method``: every other arm when the
+        feedback is counterfactual (an arm without a tree scores 0), none otherwise."""
         if not self.counterfactual:
             return ()
         ran = self.arms.index(method)
