@@ -14,10 +14,10 @@ The table (docs/guide/) is rendered from the CSV (recipe ``optimum_scaling`` of 
 from __future__ import annotations
 
 import argparse
-import csv
 import time
 
 from rheotheory import random_pair, resolve
+from rheotheory.checkpoint import write_rows
 from rheotheory.errors import RheoError
 from rheotheory.lp_optimum import tree_optimum
 
@@ -60,10 +60,7 @@ def main() -> None:
         print(f"{V:>2} {method.describe()[:48]:<48} {last.trees:>6} {last.variables:>7} {last.constraints:>6} "
               f"{exact:>2}/{args.seeds:<2} {worst:>7.2f}")
     if args.out:
-        with open(args.out, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        write_rows(rows, args.out)
 
 
 if __name__ == "__main__":

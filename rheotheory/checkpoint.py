@@ -34,7 +34,7 @@ from pathlib import Path
 
 from .errors import RheoError
 
-__all__ = ["atomic_path", "atomic_open", "RowLog", "PARTIAL_SUFFIX", "config_hash", "parse_cell", "run_logged"]
+__all__ = ["atomic_path", "atomic_open", "write_rows", "RowLog", "PARTIAL_SUFFIX", "config_hash", "parse_cell", "run_logged"]
 
 #: Suffix of a row log beside its final output (``sweep.csv`` -> ``sweep.csv.partial``).
 PARTIAL_SUFFIX = ".partial"
@@ -85,6 +85,18 @@ def atomic_open(path, mode: str = "w", **kwargs):
     with atomic_path(path) as tmp:
         with open(tmp, mode, **kwargs) as f:
             yield f
+
+
+def write_rows(rows: list[dict], path) -> None:
+    """The rows as a CSV whose columns are the first row's keys, atomically (its folder made if
+    missing): the results file of a script whose rows all have the same keys."""
+    folder = os.path.dirname(str(path))
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    with atomic_open(path, newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
 
 
 def config_hash(config: dict) -> str:

@@ -37,7 +37,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from rheotheory.checkpoint import HEADER_PREFIX
+from rheotheory.checkpoint import HEADER_PREFIX, write_rows
 from rheotheory.cli.args import format_seconds
 from rheotheory.montecarlo import Z_95, run_steps
 from rheotheory.sweep import read_csv, sweep_method
@@ -173,10 +173,7 @@ def main():
     print(f"\ncells: {len(out)}; significantly worse than the best other: {n_worse}; "
           f">= +5% over the best other among T >= 0.5: {n_win} of {len(hot)}")
     if args.out:
-        with open(args.out, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(out[0]))
-            w.writeheader()
-            w.writerows(out)
+        write_rows(out, args.out)
 
 
 if __name__ == "__main__":

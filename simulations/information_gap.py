@@ -26,7 +26,6 @@ smallest joint / (opt_A + opt_B) and its instance, how many fell below 1 - 1e-6)
 from __future__ import annotations
 
 import argparse
-import csv
 import itertools
 import os
 from fractions import Fraction
@@ -35,6 +34,7 @@ import numpy as np
 from tqdm import tqdm
 
 from rheotheory import random_pair, resolve
+from rheotheory.checkpoint import write_rows
 from rheotheory.lp_optimum import MAX_LP_CONSTRAINTS, _build_lp, _solve_float, concrete_trees
 from rheotheory.pairs import ToyPair
 
@@ -105,11 +105,7 @@ def main() -> int:
                          worst_tied_share=round(worst[4], 3)))
         print(rows[-1], flush=True)
     path = args.out + ".csv"
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_rows(rows, path)
     print(f"wrote {path}")
     return 0
 

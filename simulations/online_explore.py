@@ -25,7 +25,6 @@ the committed grid (recipe ``online_horizon_explore``).
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import os
 import sys
@@ -34,6 +33,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 from tqdm import tqdm
 
+from rheotheory.checkpoint import write_rows
 from rheotheory.montecarlo import Z_95, run_steps
 from rheotheory.sweep import read_csv, sweep_method
 
@@ -137,11 +137,7 @@ def main():
                   f"(T = 0: {row['worse_t0_mean']:.1f}, T > 0: {row['worse_tpos_mean']:.1f}; {row['worse_min']}-"
                   f"{row['worse_max']}; none below for {row['seeds_none_worse']} of {args.policy_seeds} seeds), "
                   f"regret {row['regret_mean']:+.3f}")
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    with open(args.out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(out[0]))
-        w.writeheader()
-        w.writerows(out)
+    write_rows(out, args.out)
 
 
 if __name__ == "__main__":

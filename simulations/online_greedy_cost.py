@@ -24,7 +24,6 @@ pair, contexts and seed, and reports per cell:
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import os
 import sys
@@ -32,6 +31,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
+from rheotheory.checkpoint import write_rows
 from rheotheory.montecarlo import Z_95
 from rheotheory.sweep import read_csv, sweep_method
 
@@ -87,11 +87,7 @@ def main():
               f"(nonzero on EAGLE steps: {row['nonzero_on_eagle']}), z {row['z_online']:+.2f}; k_detect "
               + ", ".join(f"{a} {row[a + '_k_detect']:.1f}" for a in SAMPLED)
               + f"; z at detection {row['z_at_detection']:.2f}")
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    with open(args.out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(out[0]))
-        w.writeheader()
-        w.writerows(out)
+    write_rows(out, args.out)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ recipe ``online_horizon_explore``), run on each cell's rheo-online row.
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import os
 import sys
@@ -35,6 +34,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 from tqdm import tqdm
 
+from rheotheory.checkpoint import write_rows
 from rheotheory.errors import RheoError
 from rheotheory.montecarlo import Z_95, run_steps
 from rheotheory.sweep import read_csv, sweep_method
@@ -153,11 +153,7 @@ def main():
             print(f"{c[0]:<5} T={c[1]:<4g} {','.join(map(str, c[2])):<8} n={n:<5} best {best:<12} "
                   f"{got[best][:n].mean():.3f} online {got[NEW][:n].mean():.3f} diff {m:+.3f} "
                   f"[{m - half:+.3f}, {m + half:+.3f}] {verdict}; ran it in {share:.0%} of steps {n // 2 + 1}-{n}")
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    with open(args.out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(out[0]))
-        w.writeheader()
-        w.writerows(out)
+    write_rows(out, args.out)
     for n in args.checkpoints:
         sub = [r for r in out if r["steps"] == n]
         print(f"n = {n}: worse in {sum(r['verdict'] == 'worse' for r in sub)} of {len(sub)} cells; "

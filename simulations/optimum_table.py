@@ -35,7 +35,6 @@ Writes ``simulations/results/optimum_table.csv`` (one row per V x family x verif
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -44,6 +43,7 @@ from fractions import Fraction
 from tqdm import tqdm
 
 from rheotheory import certify, random_pair, resolve
+from rheotheory.checkpoint import write_rows
 from rheotheory.errors import VerifierError
 from rheotheory.lp_optimum import tree_optimum
 from rheotheory.node_bound import NODE_BOUND_FAMILIES, per_node_bound
@@ -220,11 +220,7 @@ def main():
     with ProcessPoolExecutor(args.workers) as pool:
         rows = [r for rs in tqdm(pool.map(cell, jobs), total=len(jobs), desc="cells") for r in rs]
     rows.sort(key=lambda r: (r["V"], FAMILIES.index(r["family"]), r["verifier"]))
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    with open(args.out + ".csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_rows(rows, args.out + ".csv")
     write_md(rows, args.out + ".md", args.instances)
     plot(rows, args.out + ".png")
     with open(args.out + ".md") as f:

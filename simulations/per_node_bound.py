@@ -17,7 +17,6 @@ Writes ``simulations/results/per_node_bound.csv``.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -25,6 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 from tqdm import tqdm
 
 from rheotheory import random_pair, resolve
+from rheotheory.checkpoint import write_rows
 from rheotheory.lp_optimum import tree_optimum
 from rheotheory.node_bound import fixed_shape, per_node_bound
 
@@ -73,11 +73,7 @@ def main():
     jobs = [(label, spec, size, args.instances) for label, spec, size in ROWS]
     with ProcessPoolExecutor(args.workers) as ex:
         rows = list(tqdm(ex.map(row, jobs), total=len(jobs), desc="rows", file=sys.stderr))
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    with open(args.out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_rows(rows, args.out)
     for r in rows:
         print(f"{r['family']:<11} N={r['nodes']:<2} D={r['depth']}  {r['method']:<60} bound/optimum mean "
               f"{r['bound_mean']:.4f} min {r['bound_min']:.4f}  below 0.995: {r['below_0995']}/{r['instances']}  "

@@ -141,3 +141,15 @@ def test_atomic_open_keeps_the_old_file_on_error(tmp_path):
             f.write("half")
             1 / 0
     assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_write_rows_makes_the_folder_and_keeps_the_first_rows_columns(tmp_path):
+    import csv as _csv
+
+    from rheotheory.checkpoint import write_rows
+
+    path = tmp_path / "new" / "rows.csv"
+    write_rows([{"b": 1, "a": 0.5}, {"b": 2, "a": -0.0}], path)
+    with path.open() as f:
+        assert list(_csv.reader(f)) == [["b", "a"], ["1", "0.5"], ["2", "-0.0"]]
+    assert [p.name for p in path.parent.iterdir()] == ["rows.csv"]  # no temporary file left

@@ -87,8 +87,9 @@ def lossless_table(variants, test, alpha: float, out=None, width: int = 38, verd
     ``verdict=False`` (a run too small for its planted companion to be rejected says so instead
     of reporting "no rejection"), and never for a test with no degrees of freedom (every run in
     one pooled cell: nothing was tested). Such a row has ``rejected`` empty and says why."""
-    import csv
     import time
+
+    from ...checkpoint import write_rows
 
     rows = []
     for name, method, verifier in variants:
@@ -104,8 +105,5 @@ def lossless_table(variants, test, alpha: float, out=None, width: int = 38, verd
                          chi2=round(res.statistic, 4), df=res.df, p_value=f"{res.p_value:.6g}", runs=res.n,
                          alpha=alpha, rejected="" if why else res.rejects(alpha), seconds=round(seconds, 1)))
     if out:
-        with open(out, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        write_rows(rows, out)
     return rows
