@@ -1,0 +1,256 @@
+(* The sequential rule (rheotheory.verify.rules.sequential) and EAGLE's one-hot rule
+   (rules.onehot) as transition laws, and their losslessness for every vocabulary.
+
+   A candidate is deterministic (Python: Candidate(token), law None) or sampled from the
+   law it was actually drawn from (Candidate(token, law)). A transition is the list of
+   continue-into-candidate weights and the emit weights (rules.Transition). *)
+From mathcomp Require Import all_ssreflect ssralg ssrnum.
+From Rheo Require Import Laws.
+
+Set Implicit Arguments.
+Unset Strict Implicit.
+Unset Printing Implicit Defensive.
+
+Import Order.TTheory GRing.Theory Num.Theory.
+Local Open Scope ring_scope.
+
+Section Sequential.
+
+Variable R : realFieldType.
+Variable V : nat.
+
+Notation vec := ('I_V -> R).
+
+(* rules.Candidate *)
+Inductive cand := Det of 'I_V | Samp of 'I_V & vec.
+
+Definition token (c : cand) : 'I_V := match c with Det x => x | Samp x _ => x end.
+
+(* rules.Transition: cont[i] continues into candidate i, emit[y] emits y and stops *)
+Record transition := Transition { cont : seq R; emit : vec }.
+
+(* rules.acceptance *)
+Definition acceptance (t : transition) : R := \sum_(w <- cont t) w.
+
+(* rules.output_law: the law of the node's output token for fixed candidates *)
+Definition output_law (t : transition) (cs : seq cand) (y : 'I_V) : R :=
+  emit t y + \sum_(cw <- zip cs (cont t)) (if token cw.1 == y then cw.2 else 0).
+
+(* the acceptance probability of one candidate against the current target
+   (rules._min1 for a sampled candidate, the current p(x) for a deterministic one) *)
+Definition accept (p : vec) (c : cand) : R :=
+  match c with Det x => p x | Samp x L => Num.min 1 (p x / L x) end.
+
+(* the target after the candidate was rejected: p with x zeroed and renormalised, or the
+   residual norm((p - L)+) (laws.residual) *)
+Definition next_target (p : vec) (c : cand) : vec :=
+  match c with Det x => normalise (zero_at p x) | Samp _ L => residual p L end.
+
+(* rules.sequential, written as a recursion on the candidate list: the Python loop's
+   running product `rest` is the product of the (1 - a) factors taken here *)
+Fixpoint sequential (p : vec) (cs : seq cand) : transition :=
+  match cs with
+  | [::] => Transition [::] p
+  | c :: cs' =>
+      let a := accept p c in
+      let t := sequential (next_target p c) cs' in
+      Transition (a :: map ( *%R (1 - a)) (cont t)) (fun y => (1 - a) * emit t y)
+  end.
+
+(* rules.onehot: every candidate checked one-hot, whatever its drafting law *)
+Definition onehot (p : vec) (cs : seq cand) : transition :=
+  sequential p (map (fun c => Det (token c)) cs).
+
+Lemma sum_zip_scale (cs : seq cand) (ws : seq R) (k : R) (y : 'I_V) :
+  \sum_(cw <- zip cs (map ( *%R k) ws)) (if token cw.1 == y then cw.2 else 0) =
+  k * \sum_(cw <- zip cs ws) (if token cw.1 == y then cw.2 else 0).
+Proof.
+elim: cs ws => [|c cs IH] [|w ws] /=; rewrite ?big_nil ?mulr0 //.
+rewrite !big_cons IH mulrDr; congr (_ + _).
+by case: (token c == y); rewrite ?mulr0.
+Qed.
+
+Lemma output_sequential_cons p c cs y :
+  output_law (sequential p (c :: cs)) (c :: cs) y =
+  accept p c * (token c == y)%:R +
+  (1 - accept p c) * output_law (sequential (next_target p c) cs) cs y.
+Proof.
+rewrite /output_law /= big_cons /= sum_zip_scale mulrDr.
+case: (token c == y); rewrite ?mulr1 ?mulr0 ?add0r; last by [].
+by rewrite addrCA.
+Qed.
+
+(* A candidate scheme: how the candidates of a node are drawn, in creation order. A
+   deterministic candidate, or one drawn from a law L, after which the rest of the scheme
+   may depend on the drawn token (draws without replacement, RheoSampling's fillers). *)
+Inductive scheme :=
+  | Done
+  | DetThen of 'I_V & scheme
+  | SampThen of vec & ('I_V -> scheme).
+
+(* every sampling law of the scheme is a law *)
+Fixpoint wf (sc : scheme) : Prop :=
+  match sc with
+  | Done => True
+  | DetThen _ k => wf k
+  | SampThen L k => is_law L /\ forall s, wf (k s)
+  end.
+
+(* the expectation of f over the candidate lists the scheme draws; a sampled candidate
+   carries the law it was drawn from *)
+Fixpoint expect (sc : scheme) (f : seq cand -> R) : R :=
+  match sc with
+  | Done => f [::]
+  | DetThen x k => expect k (fun cs => f (Det x :: cs))
+  | SampThen L k => \sum_(s < V) L s * expect (k s) (fun cs => f (Samp s L :: cs))
+  end.
+
+Lemma expect_DetThen x k f : expect (DetThen x k) f = expect k (fun cs => f (Det x :: cs)).
+Proof. by []. Qed.
+
+Lemma expect_SampThen L k f :
+  expect (SampThen L k) f = \sum_(s < V) L s * expect (k s) (fun cs => f (Samp s L :: cs)).
+Proof. by []. Qed.
+
+Lemma eq_expect sc (f g : seq cand -> R) :
+  (forall cs, f cs = g cs) -> expect sc f = expect sc g.
+Proof.
+elim: sc f g => [|x k IH|L k IH] f g h //=; first exact: IH.
+by apply: eq_bigr => s _; congr (_ * _); apply: IH.
+Qed.
+
+Lemma expect_affine sc (a b : R) (f : seq cand -> R) :
+  wf sc -> expect sc (fun cs => a + b * f cs) = a + b * expect sc f.
+Proof.
+elim: sc a b f => [|x k IH|L k IH] a b f //= => [/IH //|[[L0 L1] hk]].
+transitivity (\sum_(s < V) (a * L s + b * (L s * expect (k s) (fun cs => f (Samp s L :: cs))))).
+  apply: eq_bigr => s _; rewrite (IH s a b (fun cs => f (Samp s L :: cs)) (hk s)).
+  by rewrite mulrDr mulrCA [L s * a]mulrC.
+by rewrite big_split /= -mulr_sumr -mulr_sumr -/(total L) L1 mulr1.
+Qed.
+
+(* The single-draft lemma: one candidate s ~ L, verified with min(1, p(s)/L(s)) and the
+   residual, outputs p: min(p, L) + (1 - overlap p L) norm((p - L)+) = p. *)
+Lemma accepted_mass (p L : vec) (s : 'I_V) :
+  0 <= L s -> 0 <= p s -> L s * accept p (Samp s L) = Num.min (p s) (L s).
+Proof.
+move=> Ls0 ps0; have [Ly0|Lypos] := eqVneq (L s) 0.
+  rewrite Ly0 mul0r; apply/esym/eqP; rewrite eq_le; apply/andP; split.
+    by rewrite le_minl lexx orbT.
+  by rewrite le_minr ps0 lexx.
+have Lygt : 0 < L s by rewrite lt_neqAle eq_sym Lypos Ls0.
+rewrite /accept mulrC; case: (lerP 1 (p s / L s)) => h.
+  rewrite mul1r; move: h; rewrite ler_pdivl_mulr // mul1r => h.
+  by apply/esym/min_idPr.
+rewrite divfK //; move: h; rewrite ltr_pdivr_mulr // mul1r => h.
+by apply/esym/min_idPl/ltW.
+Qed.
+
+Lemma single_draft_mass (p L : vec) (y : 'I_V) :
+  (forall x, 0 <= L x) -> 0 <= p y ->
+  \sum_(s < V) L s * (accept p (Samp s L) * (s == y)%:R) = Num.min (p y) (L y).
+Proof.
+move=> L0 py0.
+rewrite (bigD1 y) //= eqxx mulr1 big1 ?addr0 => [|s /negPf ->]; last by rewrite !mulr0.
+exact: accepted_mass.
+Qed.
+
+Lemma rejected_mass (p L : vec) :
+  is_law p -> is_law L ->
+  \sum_(s < V) L s * (1 - accept p (Samp s L)) = 1 - overlap p L.
+Proof.
+move=> [p0 p1] [L0 L1].
+transitivity (\sum_(s < V) (L s - Num.min (p s) (L s))).
+  apply: eq_bigr => s _; rewrite mulrBr mulr1.
+  by have := single_draft_mass (y:=s) L0 (p0 s); rewrite (bigD1 s) //= eqxx mulr1 big1 ?addr0
+    => [->|i /negPf ->]; rewrite ?mulr0.
+by rewrite sumrB -/(total L) L1.
+Qed.
+
+Theorem sequential_lossless (sc : scheme) :
+  wf sc -> forall p, is_law p -> forall y,
+  expect sc (fun cs => output_law (sequential p cs) cs y) = p y.
+Proof.
+elim: sc => [|x k IH|L k IH].
+- by move=> _ p _ y; rewrite /= /output_law big_nil addr0.
+- move=> hk p [p0 p1] y; rewrite expect_DetThen.
+  have {}hk : wf k by [].
+  transitivity (expect k (fun cs => p x * (x == y)%:R +
+      (1 - p x) * output_law (sequential (normalise (zero_at p x)) cs) cs y)).
+    by apply: eq_expect => cs; apply: output_sequential_cons.
+  rewrite expect_affine //.
+  have [px1|px1] := eqVneq (p x) 1.
+    rewrite px1 subrr mul0r addr0 mul1r.
+    have hz : forall z, z != x -> p z = 0.
+      move=> z zx; have : total p - p x = 0 by rewrite p1 px1 subrr.
+      rewrite /total (bigD1 x) //= addrC addKr => /eqP; rewrite psumr_eq0 => [|i _]; last exact: p0.
+      by move=> /allP /(_ z (mem_index_enum _)); rewrite zx implyTb => /eqP.
+    by case: eqP => [<-//|/eqP yx]; rewrite hz // eq_sym.
+  have hn : total (zero_at p x) != 0 by rewrite total_zero_at p1 subr_eq0 eq_sym.
+  rewrite IH //; last by apply: normalise_law => //; apply: zero_at_ge0.
+  have -> : 1 - p x = total (zero_at p x) by rewrite total_zero_at p1.
+  rewrite scale_normalise // /zero_at.
+  by case: eqP => [->|/eqP xy]; rewrite ?eqxx ?mulr1 ?addr0 // mulr0 add0r eq_sym (negPf xy).
+- move=> hLk p hp y; rewrite expect_SampThen.
+  have {hLk} [hL hk] : is_law L /\ forall s, wf (k s) by [].
+  transitivity (\sum_(s < V) L s * (accept p (Samp s L) * (s == y)%:R +
+      (1 - accept p (Samp s L)) * expect (k s) (fun cs => output_law (sequential (residual p L) cs) cs y))).
+    apply: eq_bigr => s _; congr (_ * _); rewrite -expect_affine //.
+    by apply: eq_expect => cs; apply: output_sequential_cons.
+  have [hz|hn] := eqVneq (total (pos (fun x => p x - L x))) 0.
+    have eqL := pos_total0_eq hp hL hz.
+    transitivity (\sum_(s < V) L s * (accept p (Samp s L) * (s == y)%:R)).
+      apply: eq_bigr => s _; have [Ls0|Lsn] := eqVneq (L s) 0; first by rewrite Ls0 !mul0r.
+      rewrite /accept eqL divff // minxx subrr mul0r addr0 //.
+    rewrite single_draft_mass //; [|by case: hL|by case: hp].
+    by rewrite eqL minxx.
+  have hr := residual_law hn.
+  under eq_bigr => s _ do rewrite IH // mulrDr [X in _ + X]mulrA.
+  rewrite big_split /= -mulr_suml rejected_mass // single_draft_mass; [|by case: hL|by case: hp].
+  rewrite -(total_pos_residual L (proj2 hp)) scale_normalise //.
+  by rewrite /pos min_add_pos.
+Qed.
+
+(* onehot is lossless for every fixed candidate list *)
+Fixpoint dets (G : seq 'I_V) : scheme :=
+  if G is x :: G' then DetThen x (dets G') else Done.
+
+Lemma expect_dets G f : expect (dets G) f = f (map Det G).
+Proof. by elim: G f => [|x G IH] f //=; rewrite IH. Qed.
+
+Lemma output_law_tokens t cs cs' y :
+  map token cs = map token cs' -> output_law t cs y = output_law t cs' y.
+Proof.
+rewrite /output_law => h; congr (_ + _).
+elim: cs cs' (cont t) h => [|c cs IH] [|c' cs'] [|w ws] //= [hc hcs].
+by rewrite !big_cons hc (IH cs').
+Qed.
+
+Theorem onehot_lossless (p : vec) (cs : seq cand) y :
+  is_law p -> output_law (onehot p cs) cs y = p y.
+Proof.
+move=> hp; rewrite (@output_law_tokens _ _ (map (fun c => Det (token c)) cs)); last first.
+  by elim: cs => //= c cs ->.
+have := sequential_lossless (sc:=dets (map token cs)) _ hp y.
+rewrite expect_dets /onehot -map_comp => -> //.
+by elim: (map token cs).
+Qed.
+
+(* one draft s ~ L under the sequential rule (speculative sampling) *)
+Theorem single_draft_lossless (p L : vec) y :
+  is_law p -> is_law L ->
+  \sum_(s < V) L s * output_law (sequential p [:: Samp s L]) [:: Samp s L] y = p y.
+Proof.
+move=> hp hL; have := sequential_lossless (sc:=SampThen L (fun _ => Done)) _ hp y.
+by apply; split.
+Qed.
+
+Theorem single_draft_acceptance (p L : vec) :
+  is_law p -> is_law L ->
+  \sum_(s < V) L s * acceptance (sequential p [:: Samp s L]) = overlap p L.
+Proof.
+move=> [p0 _] [L0 _]; rewrite /overlap /total; apply: eq_bigr => s _.
+by rewrite /acceptance /= big_cons big_nil addr0 accepted_mass.
+Qed.
+
+End Sequential.
