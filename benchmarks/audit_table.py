@@ -93,21 +93,25 @@ def imported(path: Path) -> dict:
 def render_md(folder: Path) -> str:
     """The docs' table (module docstring)."""
     rows = json.loads((Path(folder) / "audit_table.json").read_text())
-    lines = ["| audited | setting | N | p | TV detected (power 0.8) | verdict |", "|---|---|---:|---:|---:|---|"]
+    lines = ["| audited | setting | N | p | TV detected (power 0.8) | verdict | dtype |",
+             "|---|---|---:|---:|---:|---|---|"]
     for r in rows:
         if r["status"] != "run":
-            lines.append(f"| {r['label']} | | | | | not run: {r['error']} |")
+            lines.append(f"| {r['label']} | | | | | not run: {r['error']} | |")
             continue
         level = r["alpha"] / len(r["settings"])
         for s in r["settings"]:
             said = "rejected" if s["p_value"] < level else "not rejected"
+            by_design = s.get("detail", {}).get("by_design")
+            if by_design and said == "rejected":
+                said = f"rejected, lossy by design ({by_design})"
             lines.append(f"| {r['label']} | {s['name']} | {s['runs']} | {s['p_value']:.3g} | "
-                         f"{s['min_detectable_tv']:.3f} | {said} |")
+                         f"{s['min_detectable_tv']:.3f} | {said} | {s.get('detail', {}).get('dtype', '')} |")
         comp = r.get("companion")
-        verdict = "**lossy**" if r["verdict"] == "lossy" else "not rejected"
+        verdict = {"lossy": "**lossy**", "lossy-by-design": "**lossy-by-design**"}.get(r["verdict"], "not rejected")
         extra = f"; planted companion: {comp['verdict']}, p = {comp['p_value']:.3g}" if comp else ""
         lines.append(f"| **{r['label']}** | all {len(r['settings'])} (Bonferroni) | {r['runs']} | {r['p_value']:.3g} | "
-                     f"{r['min_detectable_tv']:.3f} | {verdict}{extra} |")
+                     f"{r['min_detectable_tv']:.3f} | {verdict}{extra} | |")
     return "\n".join(lines) + "\n"
 
 

@@ -85,6 +85,20 @@ def test_run_audit_rejects_a_biased_source_and_not_the_right_one():
     assert run_audit("right", [right], 4000, ALPHA, 0).verdict == LOSSLESS
 
 
+def test_a_setting_approximate_on_purpose_is_lossy_by_design_not_lossy():
+    """alpha 0.01, seed 0, N = 4000: the same biased source (TV 0.05) named ``by_design`` gives the
+    verdict ``lossy-by-design`` naming the option; beside a biased setting that is not, ``lossy``."""
+    from rheotheory.audit import LOSSY_BY_DESIGN
+
+    p = [0.5, 0.3, 0.2]
+    right = _flat_setting("right", p, lambda n, rng: rng.choice(3, size=n, p=p))
+    biased = _flat_setting("wrong", p, lambda n, rng: rng.choice(3, size=n, p=[0.55, 0.25, 0.2]))
+    on_purpose = Setting("mixed on purpose", 1, biased.laws, biased.sample, {"by_design": "ensemble_weight=0.5"})
+    res = run_audit("x", [right, on_purpose], 4000, ALPHA, 0)
+    assert res.verdict == LOSSY_BY_DESIGN and "ensemble_weight=0.5" in res.summary(), res.summary()
+    assert run_audit("x", [biased, on_purpose], 4000, ALPHA, 0).verdict == LOSSY
+
+
 def test_run_audit_refuses_bad_input():
     s = _flat_setting("a", [1.0], lambda n, rng: np.zeros(n, dtype=int))
     with pytest.raises(RheoError, match="no settings"):

@@ -7,6 +7,6 @@
 - :mod:`~rheotheory.audit.engines`: one adapter per engine.
 """
 
-from .core import LOSSLESS, LOSSY, AuditResult, Setting, SettingResult, detectable_tv, run_audit
+from .core import LOSSLESS, LOSSY, LOSSY_BY_DESIGN, AuditResult, Setting, SettingResult, detectable_tv, run_audit
 
-__all__ = ["LOSSLESS", "LOSSY", "AuditResult", "Setting", "SettingResult", "detectable_tv", "run_audit"]
+__all__ = ["LOSSLESS", "LOSSY", "LOSSY_BY_DESIGN", "AuditResult", "Setting", "SettingResult", "detectable_tv", "run_audit"]

@@ -24,6 +24,12 @@ not diluted by the others, and the stated power is per setting at level ``alpha 
 deviation of at least ``min_detectable_tv`` in **any one** setting is detected with probability
 at least 0.8 (chi-square approximation). The verdict is ``lossy`` iff ``p < alpha``
 (:func:`rheotheory.stats.rejects`); ``lossless`` means "not rejected at this N", never a proof.
+
+A setting whose ``detail`` names ``by_design`` (the option that makes the engine approximate on
+purpose, e.g. ``assistant_ensemble_weight=0.5``) is tested like any other, but when the only
+settings rejected at ``alpha / C`` are such settings the verdict is ``lossy-by-design``, naming
+them: the engine does what that option says, and it is not a bug. Every setting's ``detail``
+records the ``dtype`` the audited code computed its laws in, where the adapter knows it.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from ..errors import RheoError
 from ..stats import DEFAULT_MIN_EXPECTED, NextLaws, bonferroni, pool_cells, prefix_cells, rejects
 
 __all__ = ["Setting", "SettingResult", "AuditResult", "detectable_tv", "run_audit", "POWER", "DEFAULT_ALPHA",
-           "LOSSY", "LOSSLESS"]
+           "LOSSY", "LOSSLESS", "LOSSY_BY_DESIGN", "verdict_of"]
 
 #: Power at which the smallest detected deviation is stated.
 POWER = 0.8
@@ -47,6 +53,9 @@ DEFAULT_ALPHA = 0.01
 
 #: The two verdicts (``lossless`` = not rejected at the stated N and power).
 LOSSLESS, LOSSY = "lossless", "lossy"
+
+#: The verdict when the only rejected settings are approximate on purpose (module docstring).
+LOSSY_BY_DESIGN = "lossy-by-design"
 
 #: ``(n, seed) -> n`` generated sequences of at least ``length`` tokens each.
 Sampler = Callable[[int, int], Sequence[tuple]]
@@ -112,11 +121,29 @@ class AuditResult:
     def summary(self) -> str:
         """One line: the verdict as the docs phrase it."""
         w = self.worst
-        said = ("rejected" if self.verdict == LOSSY else "not rejected")
+        said = ("not rejected" if self.verdict == LOSSLESS else "rejected")
         return (f"{self.subject}: {self.verdict} ({said} at alpha = {self.alpha:g}: p = {self.p_value:.3g}, "
                 f"N = {self.runs} runs over {len(self.settings)} settings; detects TV >= "
                 f"{self.min_detectable_tv:.3g} in any one setting with power {self.power:g}; "
-                f"most deviating: {w.name!r}, p = {w.p_value:.3g})")
+                f"most deviating: {w.name!r}, p = {w.p_value:.3g})" + self._by_design())
+
+    def _by_design(self) -> str:
+        if self.verdict != LOSSY_BY_DESIGN:
+            return ""
+        level = self.alpha / len(self.settings)
+        named = sorted({f"{s.detail['by_design']} (setting {s.name!r})" for s in self.settings
+                        if s.p_value < level and s.detail.get("by_design")})
+        return "; approximate on purpose: " + ", ".join(named)
+
+
+def verdict_of(results: Sequence[SettingResult], p_value: float, alpha: float, level: float) -> str:
+    """``lossless``, ``lossy`` or ``lossy-by-design`` (module docstring): the audit rejects iff
+    ``p_value < alpha``; it is lossy by design iff every setting rejected at ``level`` names a
+    ``by_design`` option."""
+    if not rejects(p_value, alpha):
+        return LOSSLESS
+    hit = [r for r in results if rejects(r.p_value, level)]
+    return LOSSY_BY_DESIGN if hit and all(r.detail.get("by_design") for r in hit) else LOSSY
 
 
 def detectable_tv(df: int, n: int, level: float, power: float = POWER) -> float:
@@ -177,6 +204,6 @@ def run_audit(subject: str, settings: Sequence[Setting], runs: int, alpha: float
         if progress is not None:
             progress(s.name, runs)
     p = bonferroni([r.p_value for r in out])
-    verdict = LOSSY if rejects(p, alpha) else LOSSLESS
+    verdict = verdict_of(out, p, alpha, level)
     return AuditResult(subject, verdict, p, float(alpha), sum(r.runs for r in out),
                        max(r.min_detectable_tv for r in out), POWER, tuple(out), time.perf_counter() - t_all)

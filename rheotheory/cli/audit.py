@@ -179,4 +179,4 @@ def run(args) -> int:
     if comp is not None and comp.verdict != core.LOSSY:
         print(f"rheo audit: warning: the planted companion was not rejected at N = {runs} runs per setting: "
               "this test could not tell a known bug; raise --runs", file=sys.stderr)
-    return EXIT_LOSSY if res.verdict == core.LOSSY else EXIT_LOSSLESS
+    return EXIT_LOSSLESS if res.verdict == core.LOSSLESS else EXIT_LOSSY

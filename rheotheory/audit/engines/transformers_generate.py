@@ -562,7 +562,9 @@ def _build(table: dict, offset: int, planted: str | None, only) -> list[Setting]
         L = cfg.length
         detail = dict(engine="transformers", generator=cfg.generator, k=cfg.k, schedule=cfg.schedule,
                       threshold=cfg.threshold, lookup=cfg.lookup, assistant=cfg.assistant, ensemble=cfg.ensemble,
-                      **cfg.sampling.to_dict())
+                      dtype=str(_target(cfg).dtype).removeprefix("torch."), **cfg.sampling.to_dict())
+        if cfg.ensemble is not None:  # NOTE: DIVERSE mixes the assistant's law into p: biased on purpose
+            detail.update(by_design=f"assistant_ensemble_weight={cfg.ensemble:g}")
         if cfg.generator == "universal":
             detail.update(vocab_order=cfg.vocab_order)
         if cfg.repair is not None:
