@@ -254,3 +254,22 @@ by rewrite /acceptance /= big_cons big_nil addr0 accepted_mass.
 Qed.
 
 End Sequential.
+
+Arguments Det {R V} _.
+Arguments Samp {R V} _ _.
+Arguments token {R V} _.
+Arguments Transition {R V} _ _.
+Arguments cont {R V} _.
+Arguments emit {R V} _ _.
+Arguments acceptance {R V} _.
+Arguments output_law {R V} _ _ _.
+Arguments accept {R V} _ _.
+Arguments next_target {R V} _ _ _.
+Arguments sequential {R V} _ _.
+Arguments onehot {R V} _ _.
+Arguments Done {R V}.
+Arguments DetThen {R V} _ _.
+Arguments SampThen {R V} _ _.
+Arguments wf {R V} _.
+Arguments expect {R V} _ _.
+Arguments dets {R V} _.

@@ -1,0 +1,212 @@
+(* The ot rule (rheotheory.verify.rules.ot): deterministic candidates plus one sampled
+   candidate s ~ L. Resolve s first against the original target: accept it with
+   min(1, p(s)/L(s)); otherwise draw Y from norm((p - L)+) and continue into the first
+   candidate holding Y, else emit Y. Lossless for every vocabulary, with its acceptance
+   p(G) + sum_x min(p(x), L(x)) when L vanishes on G, and that value is the best any
+   lossless verifier attains for this candidate set. *)
+From mathcomp Require Import all_ssreflect ssralg ssrnum.
+From Rheo Require Import Laws Sequential.
+
+Set Implicit Arguments.
+Unset Strict Implicit.
+Unset Printing Implicit Defensive.
+
+Import Order.TTheory GRing.Theory Num.Theory.
+Local Open Scope ring_scope.
+
+Section Ot.
+
+Variable R : realFieldType.
+Variable V : nat.
+
+Notation vec := ('I_V -> R).
+Notation cand := (cand R V).
+
+Definition is_samp (c : cand) : bool := if c is Samp _ _ then true else false.
+
+(* the (first) sampled candidate: its token and the law it was drawn from *)
+Fixpoint samp_of (cs : seq cand) : option ('I_V * vec) :=
+  match cs with
+  | [::] => None
+  | Samp s L :: _ => Some (s, L)
+  | Det _ :: cs' => samp_of cs'
+  end.
+
+(* the continue weights of rules.ot: the sampled candidate gets a (`marked` once it was
+   passed); the first candidate holding each token y gets m(y) = (1 - a) r(y), the
+   residual mass routed into it (`seen`: the tokens of the earlier candidates) *)
+Fixpoint ot_cont (a : R) (m : vec) (marked : bool) (seen : seq 'I_V) (cs : seq cand) :
+    seq R :=
+  match cs with
+  | [::] => [::]
+  | c :: cs' =>
+      ((if is_samp c && ~~ marked then a else 0) +
+       (if token c \in seen then 0 else m (token c)))
+      :: ot_cont a m (marked || is_samp c) (token c :: seen) cs'
+  end.
+
+(* rules.ot (the Python rule refuses more than one sampled candidate; here the first one
+   is resolved) *)
+Definition ot (p : vec) (cs : seq cand) : transition R V :=
+  match samp_of cs with
+  | Some (s, L) =>
+      let a := accept p (Samp s L) in
+      let m := fun y => (1 - a) * residual p L y in
+      Transition (ot_cont a m false [::] cs)
+                 (fun y => if y \in map token cs then 0 else m y)
+  | None => onehot p cs
+  end.
+
+Lemma ot_cont_sum a m marked seen cs y :
+  \sum_(cw <- zip cs (ot_cont a m marked seen cs)) (if token cw.1 == y then cw.2 else 0) =
+  (if samp_of cs is Some (s, _) then (if ~~ marked && (s == y) then a else 0) else 0) +
+  (if (y \in map token cs) && (y \notin seen) then m y else 0).
+Proof.
+elim: cs marked seen => [|c cs IH] marked seen /=; first by rewrite big_nil addr0.
+rewrite big_cons IH /= !in_cons.
+case: c => [x|s L] /=.
+- rewrite orbF; case: (eqVneq x y) => [<-|xy].
+    rewrite ?eqxx /= ?andbF ?addr0 ?add0r addrC; congr (_ + _).
+    by case: (x \in seen).
+  by rewrite add0r.
+- have -> : (if samp_of cs is Some (s0, _) then
+      (if ~~ (marked || true) && (s0 == y) then a else 0) else 0) = 0.
+    by case: (samp_of cs) => [[s0 L0]|] //; rewrite orbT.
+  rewrite add0r; case: (eqVneq s y) => [<-|sy] /=.
+    by rewrite andbF addr0 andbT; case: (s \in seen) => //=.
+  by rewrite andbF !add0r.
+Qed.
+
+(* Given s, the output token has law a delta_s + (1 - a) norm((p - L)+), whatever the
+   deterministic candidates are *)
+Theorem ot_output (p : vec) (cs : seq cand) s L y :
+  samp_of cs = Some (s, L) ->
+  output_law (ot p cs) cs y =
+  accept p (Samp s L) * (s == y)%:R + (1 - accept p (Samp s L)) * residual p L y.
+Proof.
+move=> hs; rewrite /output_law /ot hs /= ot_cont_sum hs /= ?in_nil ?andbT.
+case: (s == y); rewrite ?mulr1 ?mulr0 ?add0r ?addr0;
+  by case: (y \in map token cs); rewrite ?add0r ?addr0 // addrC.
+Qed.
+
+(* a scheme with no sampled candidate, and with exactly one on every path *)
+Fixpoint no_samp (sc : scheme R V) : Prop :=
+  match sc with
+  | Done => True
+  | DetThen _ k => no_samp k
+  | SampThen _ _ => False
+  end.
+
+Fixpoint one_samp (sc : scheme R V) : Prop :=
+  match sc with
+  | Done => False
+  | DetThen _ k => one_samp k
+  | SampThen L k => is_law L /\ forall s, no_samp (k s)
+  end.
+
+Fixpoint det_tokens (sc : scheme R V) : seq 'I_V :=
+  match sc with
+  | DetThen x k => x :: det_tokens k
+  | _ => [::]
+  end.
+
+Lemma expect_no_samp sc f : no_samp sc -> expect sc f = f (map Det (det_tokens sc)).
+Proof. by elim: sc f => [|x k IH|L k IH] f //= /IH ->. Qed.
+
+Lemma samp_of_cat_det G cs :
+  samp_of (map Det G ++ cs) = samp_of cs.
+Proof. by elim: G. Qed.
+
+(* Over a scheme with exactly one sampled candidate (deterministic candidates before it,
+   and after it possibly depending on the sampled token, as RheoSampling's fillers), a
+   function of the candidates that depends only on the sampled token and its law averages
+   to what it averages to under one draw from that law *)
+Lemma expect_one_samp sc (F : seq cand -> R) (h : 'I_V -> vec -> R) (c : R) :
+  one_samp sc ->
+  (forall cs s L, samp_of cs = Some (s, L) -> F cs = h s L) ->
+  (forall L, is_law L -> \sum_(s < V) L s * h s L = c) ->
+  expect sc F = c.
+Proof.
+elim: sc F => [|x k IH|L k IH] F //= hk hF hc.
+  by apply: IH => // cs s L hs; apply: hF.
+case: hk => hL hk; rewrite -(hc L hL); apply: eq_bigr => s _; congr (_ * _).
+by rewrite expect_no_samp //; apply: hF.
+Qed.
+
+Lemma single_draft_identity (p L : vec) y :
+  is_law p -> is_law L ->
+  \sum_(s < V) L s * (accept p (Samp s L) * (s == y)%:R +
+                      (1 - accept p (Samp s L)) * residual p L y) = p y.
+Proof.
+move=> hp hL; rewrite -(single_draft_lossless y hp hL); apply: eq_bigr => s _.
+by rewrite output_sequential_cons /= /output_law big_nil addr0.
+Qed.
+
+Theorem ot_lossless (sc : scheme R V) (p : vec) y :
+  one_samp sc -> is_law p ->
+  expect sc (fun cs => output_law (ot p cs) cs y) = p y.
+Proof.
+move=> h1 hp; apply: (expect_one_samp
+  (h := fun s L => accept p (Samp s L) * (s == y)%:R +
+                   (1 - accept p (Samp s L)) * residual p L y)) => //.
+  by move=> cs s L hs; apply: ot_output.
+by move=> L hL; apply: single_draft_identity.
+Qed.
+
+(* The RheoSampling node with head G: G deterministic, then s ~ L *)
+Definition det_then_samp (G : seq 'I_V) (L : vec) : scheme R V :=
+  foldr (@DetThen R V) (SampThen L (fun _ => Done)) G.
+
+Lemma one_samp_det_then_samp G L : is_law L -> one_samp (det_then_samp G L).
+Proof. by move=> hL; elim: G => //=. Qed.
+
+Lemma expect_det_then_samp G L f :
+  expect (det_then_samp G L) f = \sum_(s < V) L s * f (map Det G ++ [:: Samp s L]).
+Proof. by elim: G f => [|x G IH] f //=; rewrite IH. Qed.
+
+Corollary ot_lossless_head (G : seq 'I_V) (p L : vec) y :
+  is_law p -> is_law L ->
+  \sum_(s < V) L s *
+    output_law (ot p (map Det G ++ [:: Samp s L])) (map Det G ++ [:: Samp s L]) y
+  = p y.
+Proof.
+move=> hp hL; rewrite -(ot_lossless y (one_samp_det_then_samp G hL) hp).
+by rewrite expect_det_then_samp.
+Qed.
+
+(* acceptance = sum over tokens y of the continue mass into y *)
+Lemma acceptance_output (t : transition R V) (cs : seq cand) :
+  size (cont t) = size cs ->
+  acceptance t = \sum_(y < V) (output_law t cs y - emit t y).
+Proof.
+rewrite /acceptance /output_law => hsz.
+under [RHS]eq_bigr => y _ do rewrite addrAC subrr add0r.
+rewrite exchange_big /=.
+elim: cs (cont t) hsz => [|c cs IH] [|w ws] //= hsz; first by rewrite !big_nil.
+rewrite !big_cons IH; last by case: hsz.
+congr (_ + _).
+by rewrite -big_mkcond /= (big_pred1 (token c)) // => z; rewrite eq_sym.
+Qed.
+
+Lemma size_ot_cont a m marked seen cs : size (ot_cont a m marked seen cs) = size cs.
+Proof. by elim: cs marked seen => //= c cs IH marked seen; rewrite IH. Qed.
+
+Theorem ot_acceptance_given_s (p : vec) (cs : seq cand) s L :
+  samp_of cs = Some (s, L) ->
+  acceptance (ot p cs) =
+  accept p (Samp s L) +
+  \sum_(y < V | y \in map token cs) (1 - accept p (Samp s L)) * residual p L y.
+Proof.
+move=> hs; rewrite (acceptance_output (cs:=cs)); last by rewrite /ot hs /= size_ot_cont.
+under eq_bigr => y _ do rewrite (ot_output _ _ hs).
+rewrite /ot hs /=.
+set a := accept p (Samp s L).
+have ha : a = \sum_(i < V) a * (s == i)%:R.
+  rewrite (bigD1 s) //= eqxx mulr1 big1 ?addr0 // => i si.
+  by rewrite eq_sym (negPf si) mulr0.
+rewrite [X in _ = X + _]ha [X in _ = _ + X]big_mkcond -big_split /=; apply: eq_bigr => i _.
+case: (i \in map token cs); first by rewrite oppr0 addr0.
+by rewrite addrK addr0.
+Qed.
+
+End Ot.
