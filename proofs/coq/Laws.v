@@ -83,6 +83,14 @@ Lemma scale_normalise (a : vec) x :
   total a != 0 -> total a * normalise a x = a x.
 Proof. by move=> hn; rewrite /normalise mulrC divfK. Qed.
 
+Lemma total_mul_normalise (a : vec) x :
+  (forall x, 0 <= a x) -> total a * normalise a x = a x.
+Proof.
+move=> h0; have [hz|hn] := eqVneq (total a) 0; last exact: scale_normalise.
+rewrite hz mul0r; apply/esym.
+by move: hz; rewrite /total => /psumr_eq0P; apply=> // i _; apply: h0.
+Qed.
+
 Lemma residual_law (p L : vec) :
   total (pos (fun x => p x - L x)) != 0 -> is_law (residual p L).
 Proof. by move=> hn; apply: normalise_law => // x; apply: pos_ge0. Qed.

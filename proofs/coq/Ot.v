@@ -209,4 +209,95 @@ case: (i \in map token cs); first by rewrite oppr0 addr0.
 by rewrite addrK addr0.
 Qed.
 
+(* after a rejection of s, the residual puts no mass on s *)
+Lemma rejected_residual_at_s (p L : vec) s :
+  0 <= L s -> 0 <= p s ->
+  L s * ((1 - accept p (Samp s L)) * residual p L s) = 0.
+Proof.
+move=> Ls0 ps0; rewrite mulrA mulrBr mulr1 accepted_mass //.
+case: (lerP (L s) (p s)) => h; first by rewrite subrr mul0r.
+rewrite /residual /normalise /pos.
+have -> : Num.max (p s - L s) 0 = 0 by apply/max_idPr; rewrite subr_le0 ltW.
+by rewrite mul0r mulr0.
+Qed.
+
+Lemma sum_mem_cons_split (f : 'I_V -> R) (G : seq 'I_V) s :
+  s \notin G ->
+  \sum_(y < V | (y \in G) || (y == s)) f y = \sum_(y < V | y \in G) f y + f s.
+Proof.
+move=> sG; rewrite (bigD1 s) ?eqxx ?orbT //= addrC; congr (_ + _).
+apply: eq_bigl => y; case: (eqVneq y s) => [->|ys]; first by rewrite (negPf sG).
+by rewrite orbF andbT.
+Qed.
+
+(* The acceptance of ot on the RheoSampling node with head G, when the sampled law
+   vanishes on G: p(G) + sum_x min(p(x), L(x)) *)
+Theorem ot_acceptance_head (G : seq 'I_V) (p L : vec) :
+  is_law p -> is_law L -> (forall x, x \in G -> L x = 0) ->
+  \sum_(s < V) L s * acceptance (ot p (map Det G ++ [:: Samp s L])) =
+  \sum_(x < V | x \in G) p x + overlap p L.
+Proof.
+move=> [p0 p1] [L0 L1] LG.
+have toks s : map token (map Det G ++ [:: Samp s L]) = G ++ [:: s].
+  by rewrite map_cat -map_comp map_id.
+pose rG := \sum_(y < V | y \in G) residual p L y.
+have step s : L s * acceptance (ot p (map Det G ++ [:: Samp s L])) =
+    L s * accept p (Samp s L) + L s * (1 - accept p (Samp s L)) * rG.
+  rewrite (ot_acceptance_given_s p (s:=s) (L:=L)); last by rewrite samp_of_cat_det.
+  have [sG|sG] := boolP (s \in G); first by rewrite LG // !mul0r addr0.
+  under eq_bigl => y do rewrite toks mem_cat mem_seq1.
+  rewrite sum_mem_cons_split // addrA.
+  have -> : forall u v t : R, L s * (u + v + t) = L s * u + L s * v + L s * t.
+    by move=> u v t; rewrite !mulrDr.
+  rewrite rejected_residual_at_s // addr0; congr (_ + _).
+  rewrite /rG mulr_sumr mulr_sumr; apply: eq_bigr => y _.
+  by rewrite mulrA.
+under eq_bigr => s _ do rewrite step.
+rewrite big_split /= -mulr_suml.
+under eq_bigr => s _ do rewrite accepted_mass //.
+rewrite (rejected_mass (conj p0 p1) (conj L0 L1)).
+rewrite -/(total (vmin p L)) -/(overlap p L) addrC; congr (_ + _).
+rewrite /rG mulr_sumr -(total_pos_residual L p1).
+apply: eq_bigr => y yG; rewrite total_mul_normalise; last by move=> x; apply: pos_ge0.
+by rewrite /pos LG // subr0; apply/max_idPl.
+Qed.
+
+(* No lossless verifier does better on this candidate set (optimal transport, weak
+   duality): w s is the law of the output token given s; the acceptance is the chance
+   that the output is one of the candidates G + {s}. *)
+Theorem ot_optimal (G : seq 'I_V) (p L : vec) (w : 'I_V -> vec) :
+  (forall x, 0 <= L x) -> (forall s y, 0 <= w s y) -> (forall s, total (w s) <= 1) ->
+  (forall y, \sum_(s < V) L s * w s y = p y) ->
+  \sum_(s < V) L s * (\sum_(y < V | (y \in G) || (y == s)) w s y) <=
+  \sum_(x < V | x \in G) p x + \sum_(x < V | x \notin G) Num.min (p x) (L x).
+Proof.
+move=> L0 w0 w1 hw.
+have split s : L s * (\sum_(y < V | (y \in G) || (y == s)) w s y) =
+    \sum_(y < V | y \in G) L s * w s y + (if s \in G then 0 else L s * w s s).
+  have [sG|sG] := boolP (s \in G).
+    rewrite addr0 mulr_sumr; apply: eq_bigl => y.
+    by case: (eqVneq y s) => [->|]; rewrite ?sG ?orbF.
+  by rewrite sum_mem_cons_split // mulrDr mulr_sumr.
+under eq_bigr => s _ do rewrite split.
+rewrite big_split /= exchange_big /=.
+under eq_bigr => y _ do rewrite hw.
+apply: ler_add; first by [].
+rewrite [X in _ <= X]big_mkcond /=; apply: ler_sum => s _.
+case: (s \in G) => //=; rewrite le_minr; apply/andP; split.
+  rewrite -hw (bigD1 s) //= ler_addl; apply: sumr_ge0 => i _.
+  exact: mulr_ge0.
+apply: ler_pimulr => //; apply: le_trans (w1 s).
+by rewrite /total (bigD1 s) //= ler_addl; apply: sumr_ge0.
+Qed.
+
+(* so ot attains the optimum: the bound above is its acceptance when L vanishes on G *)
+Lemma overlap_outside (G : seq 'I_V) (p L : vec) :
+  (forall x, 0 <= p x) -> (forall x, x \in G -> L x = 0) ->
+  \sum_(x < V | x \notin G) Num.min (p x) (L x) = overlap p L.
+Proof.
+move=> p0 LG; rewrite /overlap /total [in RHS](bigID (fun x => x \in G)) /=.
+rewrite [X in _ = X + _]big1 ?add0r // => x xG; rewrite /vmin LG //.
+by apply/min_idPr.
+Qed.
+
 End Ot.
