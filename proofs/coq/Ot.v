@@ -301,3 +301,12 @@ by apply/min_idPr.
 Qed.
 
 End Ot.
+
+Arguments is_samp {R V} _.
+Arguments samp_of {R V} _.
+Arguments ot_cont {R V} _ _ _ _ _.
+Arguments ot {R V} _ _.
+Arguments no_samp {R V} _.
+Arguments one_samp {R V} _.
+Arguments det_tokens {R V} _.
+Arguments det_then_samp {R V} _ _.

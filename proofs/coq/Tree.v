@@ -1,0 +1,151 @@
+(* The tree step (docs/theory.md sections 1.3 and 4): a walk whose every node's verifier
+   is lossless, given the law the node's candidates were drawn from, emits tokens whose
+   extended output law is the target's. Mirrors what rheotheory.exact.lossless_check
+   certifies on instances, for every vocabulary, depth and tree.
+
+   A node is given by the law of its candidate list given everything the walk has seen
+   (as an expectation operator, so a candidate scheme, a finite mixture, or any other
+   law of candidate lists fits), its verifier, and the walk below its i-th candidate
+   given the drawn candidates (the subtree may depend on every draw at the node: the
+   global prune, fillers). A node without candidates or a Bonus leaf emits the bonus
+   token y ~ p. *)
+From mathcomp Require Import all_ssreflect ssralg ssrnum.
+From Rheo Require Import Laws Sequential Ot.
+
+Set Implicit Arguments.
+Unset Strict Implicit.
+Unset Printing Implicit Defensive.
+
+Import Order.TTheory GRing.Theory Num.Theory.
+Local Open Scope ring_scope.
+
+Section Tree.
+
+Variable R : realFieldType.
+Variable V : nat.
+
+Notation vec := ('I_V -> R).
+Notation cand := (cand R V).
+
+(* the target law after each prefix, p(. | u) *)
+Variable target : seq 'I_V -> vec.
+Hypothesis target_law : forall u, is_law (target u).
+
+(* z continued by fresh target samples after u: p(z | u) *)
+Fixpoint fresh (u z : seq 'I_V) : R :=
+  if z is y :: z' then target u y * fresh (rcons u y) z' else 1.
+
+(* the expectation operator of a law of candidate lists *)
+Definition candlaw := (seq cand -> R) -> R.
+
+Inductive walk :=
+  | Bonus
+  | Node of candlaw & (vec -> seq cand -> transition R V) & (seq cand -> nat -> walk).
+
+(* the token of the i-th candidate *)
+Fixpoint tok_at (cs : seq cand) (i : nat) : option 'I_V :=
+  match cs, i with
+  | c :: _, 0 => Some (token c)
+  | _ :: cs', i'.+1 => tok_at cs' i'
+  | [::], _ => None
+  end.
+
+(* sum over the candidates holding y of (continue weight) * g(index) *)
+Fixpoint cont_into (g : nat -> R) (y : 'I_V) (cs : seq cand) (ws : seq R) : R :=
+  match cs, ws with
+  | c :: cs', w :: ws' =>
+      (if token c == y then w * g 0%N else 0) + cont_into (fun i => g i.+1) y cs' ws'
+  | _, _ => 0
+  end.
+
+(* the extended output law of section 4: the law of the step's output Z, completed to
+   any length by fresh target samples, evaluated at z after the prefix u *)
+Fixpoint ext (w : walk) (u z : seq 'I_V) : R :=
+  match z with
+  | [::] => 1
+  | y :: z' =>
+      match w with
+      | Bonus => target u y * fresh (rcons u y) z'
+      | Node E ver child =>
+          E (fun cs =>
+               emit (ver (target u) cs) y * fresh (rcons u y) z' +
+               cont_into (fun i => ext (child cs i) (rcons u y) z') y cs (cont (ver (target u) cs)))
+      end
+  end.
+
+(* the node's verifier is lossless given its candidates' law, and that law is an
+   expectation (extensional and linear in a constant factor) *)
+Definition node_ok (E : candlaw) (ver : vec -> seq cand -> transition R V) (u : seq 'I_V) :=
+  [/\ forall f g, (forall cs, f cs = g cs) -> E f = E g,
+      forall f c, E (fun cs => f cs * c) = E f * c &
+      forall y, E (fun cs => output_law (ver (target u) cs) cs y) = target u y].
+
+Fixpoint walk_ok (w : walk) (u : seq 'I_V) : Prop :=
+  match w with
+  | Bonus => True
+  | Node E ver child =>
+      node_ok E ver u /\ forall cs i x, tok_at cs i = Some x -> walk_ok (child cs i) (rcons u x)
+  end.
+
+Lemma cont_into_const F (g : nat -> R) y cs ws :
+  (forall i, tok_at cs i = Some y -> g i = F) ->
+  cont_into g y cs ws = F * \sum_(cw <- zip cs ws) (if token cw.1 == y then cw.2 else 0).
+Proof.
+elim: cs ws g => [|c cs IH] [|w ws] g hg /=; rewrite ?big_nil ?mulr0 //.
+rewrite big_cons /= (IH ws (fun i => g i.+1)) => [|i hi]; last exact: (hg i.+1 hi).
+rewrite mulrDr; congr (_ + _).
+case: eqP => [hy|]; last by rewrite mulr0.
+by rewrite (hg 0%N) /= ?hy // mulrC.
+Qed.
+
+Theorem tree_step_lossless (w : walk) (u : seq 'I_V) :
+  walk_ok w u -> forall z, ext w u z = fresh u z.
+Proof.
+move=> hw z; elim: z w u hw => [|y z IH] [|E ver child] u //=.
+move=> [[Eext Escale Eloss] hchild].
+rewrite -Eloss -Escale; apply: Eext => cs.
+rewrite (@cont_into_const (fresh (rcons u y) z)).
+  by rewrite /output_law mulrDl [fresh _ _ * _]mulrC.
+by move=> i hi; apply: IH; apply: hchild hi.
+Qed.
+
+(* a candidate scheme (Sequential.v) is such a law *)
+Lemma expect_scale (sc : scheme R V) f c : expect sc (fun cs => f cs * c) = expect sc f * c.
+Proof.
+elim: sc f => [|x k IH|L k IH] f //.
+  by rewrite !expect_DetThen (IH (fun cs => f (Det x :: cs))).
+rewrite !expect_SampThen mulr_suml; apply: eq_bigr => s _.
+by rewrite (IH s (fun cs => f (Samp s L :: cs))) mulrA.
+Qed.
+
+Lemma expect_const (sc : scheme R V) c : wf sc -> expect sc (fun _ => c) = c.
+Proof.
+elim: sc => [|x k IH|L k IH] //= [[L0 L1] hk].
+under eq_bigr => s _ do rewrite IH //.
+by rewrite -mulr_suml -/(total L) L1 mul1r.
+Qed.
+
+Lemma node_ok_sequential (sc : scheme R V) u :
+  wf sc -> node_ok (expect sc) sequential u.
+Proof.
+move=> h; split; [exact: eq_expect|exact: expect_scale|].
+by move=> y; apply: sequential_lossless.
+Qed.
+
+Lemma node_ok_ot (sc : scheme R V) u :
+  one_samp sc -> node_ok (expect sc) ot u.
+Proof.
+move=> h; split; [exact: eq_expect|exact: expect_scale|].
+by move=> y; apply: ot_lossless.
+Qed.
+
+Lemma node_ok_onehot (sc : scheme R V) u :
+  wf sc -> node_ok (expect sc) onehot u.
+Proof.
+move=> h; split; [exact: eq_expect|exact: expect_scale|] => y.
+transitivity (expect sc (fun _ => target u y)).
+  by apply: eq_expect => cs; rewrite onehot_lossless.
+exact: expect_const.
+Qed.
+
+End Tree.
