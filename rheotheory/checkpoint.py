@@ -2,24 +2,24 @@
 
 Two tools, used by ``rheo sweep`` and the long ``simulations/`` scripts:
 
-:func:`atomic_path` / :func:`atomic_open`
-    write an output to a temporary file beside it and rename it over the final name only
-    when complete (``os.replace`` is atomic on one file system): a reader never sees half a
-    file, and an exception leaves the previous file, if any, untouched.
+- :func:`atomic_path` / :func:`atomic_open` write an output to a temporary file beside it and
+  rename it over the final name only when complete (``os.replace`` is atomic on one file
+  system): a reader never sees half a file, and an exception leaves the previous file, if any,
+  untouched.
+- :class:`RowLog` keeps the finished rows of a run, appended one at a time to
+  ``<output>.partial``, each flushed and fsynced before the next starts, so a killed run loses
+  at most the rows in flight.
 
-:class:`RowLog`
-    the finished rows of a run, appended one at a time to ``<output>.partial``, each flushed
-    and fsynced before the next starts, so a killed run loses at most the rows in flight.
-    The file is a CSV preceded by one comment line holding the run's configuration::
+A row log is a CSV preceded by one comment line holding the run's configuration::
 
-        # rheo-partial {"config": {...}, "sha256": "..."}
-        task,field1,field2,...
-        0,...
+    # rheo-partial {"config": {...}, "sha256": "..."}
+    task,field1,field2,...
+    0,...
 
-    Numbers are written in full precision (``repr``), so a row read back is the row that was
-    computed. A run started with ``resume=True`` reads the finished rows back and runs only
-    the others; it refuses a log written by another configuration. When the run is complete
-    the caller writes the final output (atomically) and :meth:`RowLog.finish` removes the log.
+Numbers are written in full precision (``repr``), so a row read back is the row that was
+computed. A run started with ``resume=True`` reads the finished rows back and runs only the
+others; it refuses a log written by another configuration. When the run is complete the caller
+writes the final output (atomically) and :meth:`RowLog.finish` removes the log.
 """
 
 from __future__ import annotations
