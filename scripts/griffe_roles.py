@@ -15,6 +15,8 @@ every docstring of the package (outside code fences and inline code):
 - ``:math:`tex``` becomes inline math ``$tex$`` and a ``.. math::`` directive a display block
   ``$$ ... $$``, which ``pymdownx.arithmatex`` and ``scripts/site_math.py`` render;
 - any other role (``:ref:``, ``:doc:``, ``:envvar:``...) becomes its text as code;
+- a reST literal block (a line ending in ``::`` and the indented block after it) becomes a
+  fenced code block, its ``::`` a colon;
 - a prose line starting with ``#`` (a shape comment such as ``# [n, d]`` wrapped to the start of
   a line) keeps its ``#`` as text: reST has no such heading, Markdown would make one.
 
@@ -145,6 +147,26 @@ def convert(obj: griffe.Object, text: str) -> str:
             out.append(line)
             i += 1
             continue
+        if not fenced and line.rstrip().endswith("::") and not MATH_DIRECTIVE.match(line):
+            # A reST literal block ("text::", a blank line, an indented block): a fenced block,
+            # and the "::" becomes ":" (or goes, when it stands alone).
+            body, j = [], i + 1
+            while j < len(lines) and (not lines[j].strip() or _indent(lines[j]) > _indent(line)):
+                body.append(lines[j])
+                j += 1
+            while body and not body[-1].strip():
+                body.pop()
+            if body and not body[0].strip():
+                head = line.rstrip()[:-2].rstrip()
+                head = head + ":" if head.strip() and not head.endswith(":") else head
+                if head.strip():
+                    prose.append(head)
+                flush()
+                indent = " " * _indent(line)
+                cut = min(_indent(b) for b in body if b.strip())
+                out += ["", f"{indent}```text", *(indent + b[cut:] for b in body[1:]), f"{indent}```", ""]
+                i = j
+                continue
         directive = None if fenced else MATH_DIRECTIVE.match(line)
         if directive is None:
             (out if fenced else prose).append(line)
