@@ -197,3 +197,23 @@ def test_screenshots_refuse_without_a_site_or_a_browser(tmp_path, capsys):
     (tmp_path / "index.html").write_text("<p>home</p>")
     assert shots.main([str(tmp_path), str(tmp_path / "out"), "--chromium", "no-such-browser-here"]) == 2
     assert "no no-such-browser-here on PATH" in capsys.readouterr().err
+
+
+def test_the_cli_reference_lists_the_method_flags_once_with_an_example_per_command():
+    import shlex
+
+    from rheotheory.cli import build_parser
+
+    cli_reference = _load("cli_reference")
+    text = cli_reference.render()
+    names = list(cli_reference._subparsers(build_parser()))
+    assert set(cli_reference.EXAMPLES) == set(names)
+    for name, lines in cli_reference.EXAMPLES.items():
+        for line in lines:  # each example parses (a redirect is the shell's)
+            build_parser().parse_args(shlex.split(line.split(" > ")[0])[1:])
+            assert f"```bash\n" in text and line in text
+    differ = text.count("these read differently here")
+    assert text.count("## Method flags") == 1
+    # A flag every method command takes is described once, plus where a command's help differs.
+    assert 1 <= text.count("\n  --proxy {next,tail,min-best-tail,true}") <= 1 + differ
+    assert text.count("(#method-flags)") == 6
