@@ -216,4 +216,5 @@ def test_the_cli_reference_lists_the_method_flags_once_with_an_example_per_comma
     assert text.count("## Method flags") == 1
     # A flag every method command takes is described once, plus where a command's help differs.
     assert 1 <= text.count("\n  --proxy {next,tail,min-best-tail,true}") <= 1 + differ
-    assert text.count("(#method-flags)") == 6
+    taking = [n for n, sub in cli_reference._subparsers(build_parser()).items() if cli_reference._method_group(sub)]
+    assert len(taking) >= 2 and text.count("(#method-flags)") == len(taking)
