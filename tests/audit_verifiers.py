@@ -151,3 +151,97 @@ def python_random(draft_tokens, draft_probs, target_probs, generator):
 
 def three_arguments(draft_tokens, draft_probs, target_probs):
     return draft_tokens[:1]
+
+
+# -- ways to avoid being tested (each must be refused with one line, exit 2) -----------------------
+
+
+def _rejection(draft_tokens, draft_probs, target_probs, generator, coin):
+    """Rejection sampling whose acceptance coin comes from ``coin()`` (the rest from ``generator``)."""
+    k = draft_tokens.numel()
+    for i in range(k):
+        x = int(draft_tokens[i])
+        p = target_probs[i]
+        q = _one_hot(x, p) if draft_probs is None else draft_probs[i]
+        if not coin() * float(q[x]) < float(p[x]):
+            r = (p - q).clamp(min=0)
+            return torch.cat([draft_tokens[:i], torch.multinomial(r if r.sum() > 0 else p, 1, generator=generator)])
+    return torch.cat([draft_tokens, torch.multinomial(target_probs[k], 1, generator=generator)])
+
+
+def calls_sys_exit(draft_tokens, draft_probs, target_probs, generator):
+    import sys
+
+    sys.exit(0)
+
+
+def raises_keyboard_interrupt(draft_tokens, draft_probs, target_probs, generator):
+    raise KeyboardInterrupt
+
+
+def calls_os_exit(draft_tokens, draft_probs, target_probs, generator):
+    import os
+
+    os._exit(0)
+
+
+_CALLS = [0]
+
+
+def calls_os_exit_later(draft_tokens, draft_probs, target_probs, generator):
+    """Correct for its first 3,000 calls (past the probe), then ``os._exit(0)``."""
+    import os
+
+    _CALLS[0] += 1
+    if _CALLS[0] > 3000:
+        os._exit(0)
+    return _rejection(draft_tokens, draft_probs, target_probs, generator,
+                      lambda: float(torch.rand((), generator=generator)))
+
+
+def kills_itself(draft_tokens, draft_probs, target_probs, generator):
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def reseeds_torch_global(draft_tokens, draft_probs, target_probs, generator):
+    """Reseeds torch's global generator at every call and draws its coins from it: the same
+    outputs from the same inputs, so two runs from one seed agree."""
+    torch.manual_seed(1234)
+    return _rejection(draft_tokens, draft_probs, target_probs, generator, lambda: float(torch.rand(())))
+
+
+def reseeds_numpy_global(draft_tokens, draft_probs, target_probs, generator):
+    import numpy as np
+
+    np.random.seed(1234)
+    return _rejection(draft_tokens, draft_probs, target_probs, generator, lambda: float(np.random.rand()))
+
+
+def reseeds_its_generator(draft_tokens, draft_probs, target_probs, generator):
+    generator.manual_seed(1234)
+    return _rejection(draft_tokens, draft_probs, target_probs, generator,
+                      lambda: float(torch.rand((), generator=generator)))
+
+
+def never_draws(draft_tokens, draft_probs, target_probs, generator):
+    """Accepts every draft and returns the target's arg-max: no randomness at all."""
+    k = draft_tokens.numel()
+    return torch.cat([draft_tokens, target_probs[k].argmax().reshape(1)])
+
+
+def skip_residual_sometimes(draft_tokens, draft_probs, target_probs, generator, eps=0.05):
+    """Rejection sampling that skips the residual in a fraction ``eps`` of its rejections (draws the
+    correction from p instead of norm((p - q)+)): the mass-shifting bug, lossy by TV about eps / 3."""
+    k = draft_tokens.numel()
+    for i in range(k):
+        x = int(draft_tokens[i])
+        p = target_probs[i]
+        q = _one_hot(x, p) if draft_probs is None else draft_probs[i]
+        if not torch.rand((), generator=generator) * q[x] < p[x]:
+            r = (p - q).clamp(min=0)
+            skip = bool(torch.rand((), generator=generator) < eps) or not r.sum() > 0
+            return torch.cat([draft_tokens[:i], torch.multinomial(p if skip else r, 1, generator=generator)])
+    return torch.cat([draft_tokens, torch.multinomial(target_probs[k], 1, generator=generator)])

@@ -238,6 +238,55 @@ def test_a_verifier_that_breaks_its_contract_gets_one_line_and_exit_2(name, mess
     assert len(err.splitlines()) == 1 and message in err, err
 
 
+@pytest.mark.parametrize("name, message", [
+    ("calls_sys_exit", "the verifier called sys.exit(0) (setting 'chain k=1 generic')"),
+    ("raises_keyboard_interrupt", "the verifier raised KeyboardInterrupt (setting 'chain k=1 generic')"),
+    ("calls_os_exit", "the verifier ended the audit's worker process: it exited with code 0 (os._exit or a crash) "
+                      "during setting 'chain k=1 generic' (the probe)"),
+    ("kills_itself", "it was killed by signal SIGKILL during setting 'chain k=1 generic' (the probe)"),
+    ("reseeds_torch_global", "the verifier reseeds torch's global generator at each call (torch.manual_seed"),
+    ("reseeds_numpy_global", "the verifier reseeds numpy's global generator at each call (np.random.seed"),
+    ("reseeds_its_generator", "the verifier reseeds the generator it is handed"),
+    ("never_draws", "the verifier never draws from its generator (setting 'chain k=1 generic'"),
+])
+def test_a_verifier_that_avoids_being_tested_gets_one_line_exit_2_and_a_json_error(name, message, capsys):
+    """Never a silent pass: an exit, a crash or a global generator reseeded at every call (which
+    makes two runs from one seed agree) is named in one line, exit 2; with --json an error object."""
+    code = main(["audit", "--verifier", f"{VERIFIERS}:{name}", "--runs", "20", "--no-progress", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+    d = json.loads(out)
+    assert d["exit"] == 2 and message in d["error"] and d["verdict"] is None
+
+
+def test_an_exit_after_the_probe_still_fails_the_audit():
+    """os._exit(0) on the 3001st call, during the runs (the probe makes about 50 calls a setting)."""
+    code, out, err = rheo("audit", "--verifier", f"{VERIFIERS}:calls_os_exit_later", "--setting", "k=1 generic",
+                          "--runs", "2000", "--no-progress", "--no-companion")
+    assert code == 2 and "exited with code 0 (os._exit or a crash) during setting 'chain k=1 generic'" in err, err
+    assert len(err.strip().splitlines()) == 1 and out == ""
+
+
+def test_a_module_in_the_current_folder_is_found_or_the_file_form_suggested(tmp_path):
+    """As the ``rheo`` script runs (its own folder first on the import path, not the current one)."""
+    (tmp_path / "my_verify.py").write_text("from rheotheory.audit.examples import chain_rejection as verify\n")
+    script = tmp_path / "bin" / "rheo_script.py"
+    script.parent.mkdir()
+    script.write_text("import sys\nfrom rheotheory.cli import main\nsys.exit(main())\n")
+
+    def rheo_script(*argv):
+        p = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True, cwd=tmp_path,
+                           timeout=600)
+        return p.returncode, p.stdout, p.stderr
+
+    code, out, err = rheo_script("audit", "--verifier", "my_verify:verify", "--setting", "k=1 generic", "--runs",
+                                 "50", "--no-progress", "--json", "--rule", "any")
+    assert code == 0 and json.loads(out)["verdict"] == "lossless", err
+    code, _, err = rheo_script("audit", "--verifier", "not_here:verify", "--runs", "50", "--no-progress")
+    assert code == 2 and "for a file, give its path: path/to/not_here.py:verify" in err, err
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--verifier", "no_colon"], "MODULE:FUNCTION"),
     (["--verifier", "missing/file.py:f"], "no such file"),

@@ -34,6 +34,7 @@ records the ``dtype`` the audited code computed its laws in, where the adapter k
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -42,7 +43,7 @@ from typing import Callable, Sequence
 from ..errors import RheoError
 from ..stats import DEFAULT_MIN_EXPECTED, NextLaws, bonferroni, pool_cells, prefix_cells, rejects
 
-__all__ = ["Setting", "SettingResult", "AuditResult", "detectable_tv", "run_audit", "POWER", "DEFAULT_ALPHA",
+__all__ = ["Setting", "SettingResult", "AuditResult", "detectable_tv", "run_audit", "test_setting", "pooled_test", "POWER", "DEFAULT_ALPHA",
            "LOSSY", "LOSSLESS", "LOSSY_BY_DESIGN", "verdict_of"]
 
 #: Power at which the smallest detected deviation is stated.
@@ -70,6 +71,8 @@ class Setting:
     laws: NextLaws  # exact target laws: continuations u (tuples, one length) -> # [len(u), V]
     sample: Sampler  # the runs: (n, seed) -> n tuples of >= L tokens (the tokens after the prompt)
     detail: dict = field(default_factory=dict)  # plain data describing the setting (for the report)
+    # NOTE: the verifier harness's richer sampler (rheotheory.audit.user.Collected); None for engines
+    collect: Callable | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,8 @@ class SettingResult:
     expected: float
     seconds: float
     detail: dict
+    design_df: int = 0  # the cells (less one) the design built from the target and N
+    impossible: dict | None = None  # an outcome the target gives 0 (the cell, and the call where known)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -98,14 +103,19 @@ class AuditResult:
     """Verdict of :func:`run_audit` (plain data; :meth:`to_dict` is what ``--json`` prints)."""
 
     subject: str  # what was audited (a function spec, an engine and its version)
-    verdict: str  # LOSSLESS (not rejected) or LOSSY (rejected at alpha)
-    p_value: float  # Bonferroni over the settings
+    verdict: str  # LOSSLESS (not rejected), LOSSY (rejected at alpha), LOSSY_BY_DESIGN, or DIFFERS (user.py)
+    p_value: float  # Bonferroni over the settings (and the pooled test, when there is one)
     alpha: float
     runs: int  # runs in all
     min_detectable_tv: float  # largest per-setting value: any one setting off by this much is caught
     power: float
     settings: tuple  # SettingResult per setting
     seconds: float
+    level: float = 0.0  # the level of each setting's test (alpha / settings, halved beside a pooled test)
+    pooled: dict | None = None  # the pooled test over the settings (run_audit's pooled=True)
+    rule: dict | None = None  # the rule check of a verifier's calls (rheotheory.audit.api)
+    companion: "AuditResult | None" = None  # the planted companion's audit, run beside
+    calls: int = 0  # verifier calls (the user protocol)
 
     @property
     def worst(self) -> SettingResult:
@@ -113,24 +123,39 @@ class AuditResult:
         return min(self.settings, key=lambda s: s.p_value)
 
     def to_dict(self) -> dict:
-        return {"subject": self.subject, "verdict": self.verdict, "p_value": self.p_value, "alpha": self.alpha,
-                "runs": self.runs, "min_detectable_tv": self.min_detectable_tv, "power": self.power,
-                "worst_setting": self.worst.to_dict(), "seconds": round(self.seconds, 3),
-                "settings": [s.to_dict() for s in self.settings]}
+        d = {"subject": self.subject, "verdict": self.verdict, "p_value": self.p_value, "alpha": self.alpha,
+             "level": self.level, "runs": self.runs, "min_detectable_tv": self.min_detectable_tv, "power": self.power,
+             "tested": self.tested(), "worst_setting": self.worst.to_dict(), "seconds": round(self.seconds, 3),
+             "settings": [s.to_dict() for s in self.settings]}
+        if self.pooled is not None:
+            d["pooled"] = self.pooled
+        if self.rule is not None:
+            d["rule"] = self.rule
+        return d
+
+    def tested(self) -> str:
+        """What the stated power is about, exactly (one phrase)."""
+        lengths = sorted({s.length for s in self.settings})
+        L = str(lengths[0]) if len(lengths) == 1 else f"{lengths[0]}-{lengths[-1]}"
+        out = (f"detects, with power {self.power:g}, a TV >= {self.min_detectable_tv:.3g} in any one setting "
+               f"between the law of its first L = {L} tokens over the setting's pooled cells and the target's")
+        if self.pooled is not None:
+            out += (f", and a TV >= {self.pooled['min_detectable_tv']:.3g} averaged over the "
+                    f"{len(self.settings)} settings")
+        return out
 
     def summary(self) -> str:
         """One line: the verdict as the docs phrase it."""
         w = self.worst
         said = ("not rejected" if self.verdict == LOSSLESS else "rejected")
         return (f"{self.subject}: {self.verdict} ({said} at alpha = {self.alpha:g}: p = {self.p_value:.3g}, "
-                f"N = {self.runs} runs over {len(self.settings)} settings; detects TV >= "
-                f"{self.min_detectable_tv:.3g} in any one setting with power {self.power:g}; "
+                f"N = {self.runs} runs over {len(self.settings)} settings; {self.tested()}; "
                 f"most deviating: {w.name!r}, p = {w.p_value:.3g})" + self._by_design())
 
     def _by_design(self) -> str:
         if self.verdict != LOSSY_BY_DESIGN:
             return ""
-        level = self.alpha / len(self.settings)
+        level = self.level or self.alpha / len(self.settings)
         named = sorted({f"{s.detail['by_design']} (setting {s.name!r})" for s in self.settings
                         if s.p_value < level and s.detail.get("by_design")})
         return "; approximate on purpose: " + ", ".join(named)
@@ -172,12 +197,66 @@ def detectable_tv(df: int, n: int, level: float, power: float = POWER) -> float:
     return math.sqrt(lam / (4.0 * n))
 
 
+def _impossible(cells, seqs, length: int) -> dict | None:
+    """The first run whose first ``length`` tokens fall in a cell of probability 0: that cell's
+    prefix and the token the target gives 0 after it."""
+    keys, probs = cells.cells(length)
+    zero = {k for k, pr in zip(keys, probs) if pr <= 0.0}
+    for w in seqs:
+        kind, u = cells.cell_of(w, length)
+        if (kind, u) in zero:
+            return dict(prefix=list(u), token=int(w[len(u)]) if kind == "rare" else None, run=list(w[:length]))
+    return None
+
+
+def test_setting(s: Setting, seqs, runs: int, level: float, min_expected: float = DEFAULT_MIN_EXPECTED,
+                 seconds: float = 0.0, witness: dict | None = None) -> SettingResult:
+    """Pearson's test of setting ``s`` on its runs ``seqs`` (module docstring, steps 1-3).
+
+    ``witness``: a call of the verifier harness that emitted a token the target gives 0 within
+    the first ``L`` (:class:`rheotheory.audit.user.Collected`): an impossible outcome, p = 0.
+    """
+    cells = prefix_cells(s.laws, runs, s.length, min_expected)
+    test = cells.chi_square(seqs, s.length)
+    # NOTE: the power is the design's (cells from the target and N alone), whatever was observed
+    design_df = len(pool_cells(runs * cells.cells(s.length)[1], min_expected)) - 1
+    stat, p, worst, obs, exp = test.statistic, test.p_value, test.worst_cell, test.observed, test.expected
+    impossible = _impossible(cells, seqs, s.length) if (p <= 0.0 or witness is not None) else None
+    if witness is not None:
+        impossible = dict(prefix=witness["after"], token=witness["token"], call=witness)
+        if p > 0.0:  # NOTE: the token has probability 0 under the target: the law is off whatever the cells say
+            stat, p = math.inf, 0.0
+            worst = " ".join(map(str, witness["after"] + [witness["token"]])) + " (probability 0)"
+            obs, exp = 1, 0.0
+    return SettingResult(s.name, s.length, test.n, stat, test.df, p, detectable_tv(design_df, runs, level), worst, obs,
+                         exp, seconds, dict(s.detail), design_df, impossible)
+
+
+def pooled_test(results: Sequence[SettingResult], runs: int, level: float) -> dict:
+    """The settings' Pearson statistics summed (independent settings, degrees of freedom summed):
+    the test of the law of (setting, first L tokens) with the setting drawn uniformly. Its power
+    is stated for the TV averaged over the settings: with ``d_j`` each setting's TV, the
+    non-centrality is at least ``4 N sum_j d_j^2 >= 4 N C mean(d)^2``."""
+    from scipy import stats as sps
+
+    stat = sum(r.statistic for r in results)
+    df = sum(r.df for r in results)
+    p = 0.0 if math.isinf(stat) else (float(sps.chi2.sf(stat, df)) if df > 0 else 1.0)
+    design = sum(r.design_df for r in results)
+    return dict(statistic=stat, df=df, p_value=p, level=level,
+                min_detectable_tv=detectable_tv(design, runs * len(results), level))
+
+
 def run_audit(subject: str, settings: Sequence[Setting], runs: int, alpha: float = DEFAULT_ALPHA, seed: int = 0,
-              min_expected: float = DEFAULT_MIN_EXPECTED, progress=None) -> AuditResult:
+              min_expected: float = DEFAULT_MIN_EXPECTED, progress=None, samples=None,
+              pooled: bool = False) -> AuditResult:
     """Test every setting's law with ``runs`` runs each (module docstring).
 
     ``progress(setting_name, done_runs)`` is called after each setting. Setting ``j`` draws its
     runs from seed ``[seed, j]`` (through its sampler), so one setting can be rerun alone.
+    ``samples``: the runs already drawn, one :class:`rheotheory.audit.user.Collected` (or a list of
+    runs) per setting. ``pooled``: half of ``alpha`` goes to the settings' Bonferroni family, half
+    to :func:`pooled_test` over them; the p-value is the Bonferroni of the two.
     """
     if not settings:
         raise RheoError("nothing to audit: no settings")
@@ -188,22 +267,25 @@ def run_audit(subject: str, settings: Sequence[Setting], runs: int, alpha: float
     names = [s.name for s in settings]
     if len(set(names)) != len(names):
         raise RheoError(f"setting names must be unique, got {names}")
-    level = alpha / len(settings)
+    share = alpha / 2 if pooled and len(settings) > 1 else alpha
+    level = share / len(settings)
     t_all = time.perf_counter()
     out = []
-    for s in settings:
+    for j, s in enumerate(settings):
         t0 = time.perf_counter()
-        cells = prefix_cells(s.laws, runs, s.length, min_expected)
-        seqs = s.sample(runs, seed)
-        test = cells.chi_square(seqs, s.length)
-        # NOTE: the power is the design's (cells from the target and N alone), whatever was observed
-        design_df = len(pool_cells(runs * cells.cells(s.length)[1], min_expected)) - 1
-        out.append(SettingResult(s.name, s.length, test.n, test.statistic, test.df, test.p_value,
-                                 detectable_tv(design_df, runs, level), test.worst_cell, test.observed,
-                                 test.expected, time.perf_counter() - t0, dict(s.detail)))
+        got = s.sample(runs, seed) if samples is None else samples[j]
+        seqs, witness = (got.runs, got.witness) if hasattr(got, "runs") else (got, None)
+        secs = got.seconds if hasattr(got, "seconds") else 0.0
+        r = test_setting(s, seqs, runs, level, min_expected, 0.0, witness)
+        out.append(dataclasses.replace(r, seconds=secs + time.perf_counter() - t0))
         if progress is not None:
             progress(s.name, runs)
     p = bonferroni([r.p_value for r in out])
+    pool = None
+    if share != alpha:
+        pool = pooled_test(out, runs, share)
+        p = min(1.0, 2 * min(p, pool["p_value"]))
     verdict = verdict_of(out, p, alpha, level)
     return AuditResult(subject, verdict, p, float(alpha), sum(r.runs for r in out),
-                       max(r.min_detectable_tv for r in out), POWER, tuple(out), time.perf_counter() - t_all)
+                       max(r.min_detectable_tv for r in out), POWER, tuple(out), time.perf_counter() - t_all,
+                       level=level, pooled=pool)

@@ -17,10 +17,21 @@ at least two steps and tests the whole output of a step, bonus token included. T
 those ``L`` tokens must be the target's if the verifier is lossless; the core
 (:mod:`rheotheory.audit.core`) tests it per setting.
 
-Before testing, each setting is run twice from the same seeds: a verifier whose outputs then
-differ draws from something other than the generator it is handed (Python's ``random``, the
-global torch generator) and is refused, naming the setting. So is a function that raises or
-returns something other than the signature says.
+Before testing, each setting is run twice from the same seeds (the *probe*, :func:`probe`): a
+verifier whose outputs then differ draws from something other than the generator it is handed
+(Python's ``random``, the global torch generator) and is refused, naming the setting. So is a
+function that raises or returns something other than the signature says, and one that avoids
+being tested: it exits (``sys.exit``, ``KeyboardInterrupt``, or ``os._exit`` and crashes, which
+:mod:`rheotheory.audit.isolate` catches by running the calls in a worker process), touches
+torch's, numpy's or Python's global generator (before each probing call the harness sets them to
+states that differ between the two passes, and looks at them after the call: a verifier that
+reseeds one at every call passes the comparison of outputs but not this), reseeds the generator
+it is handed, or never draws from it.
+
+Every call is also checked as it is made: an output token the target gives probability 0 after
+its prefix is kept as the setting's *witness* (the call's inputs and output), and, for the rule
+check of :mod:`rheotheory.audit.rules`, the call's output is tallied against its exact law under
+each known rule.
 """
 
 from __future__ import annotations
@@ -28,9 +39,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import os
+import random
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -38,10 +51,12 @@ import numpy as np
 
 from ..errors import RheoError
 from .core import Setting
+from .rules import RULES, Tally, chain_law, tree_law
 from .toy import DEFAULT_VOCAB, FAMILIES, ToyLaws
 
 __all__ = ["KINDS", "load_verifier", "chain_settings", "tree_settings", "settings_for", "check_reproducible",
-           "DEFAULT_RUNS", "CHAIN_KS", "TREE_SHAPES", "TREE_DRAWS", "REPRO_RUNS", "VerifierCallError", "Counted"]
+           "DEFAULT_RUNS", "CHAIN_KS", "TREE_SHAPES", "TREE_DRAWS", "REPRO_RUNS", "VerifierCallError", "Counted",
+           "Collected", "probe_runs", "probe_verdict", "probe_all", "PROBE_CHECKS"]
 
 #: The two signatures (:mod:`rheotheory.audit.examples`).
 KINDS = ("chain", "tree")
@@ -86,15 +101,36 @@ def load_verifier(spec: str) -> Callable:
             sys.modules[mod_name] = module
             loader_spec.loader.exec_module(module)
         else:
-            module = importlib.import_module(where)
+            module = _import_here(where)
     except RheoError:
         raise
-    except Exception as e:  # NOTE: the user's module failed to import: say so in one line
+    except ModuleNotFoundError as e:
+        hint = ""
+        if e.name is not None and where.split(".")[0] == e.name.split(".")[0]:
+            hint = f"; for a file, give its path: path/to/{where.replace('.', '/')}.py:{name}"
+        raise RheoError(f"--verifier: importing {where!r} failed: {type(e).__name__}: {e}{hint}") from None
+    except BaseException as e:  # NOTE: the user's module failed to import (or exited): say so in one line
+        if isinstance(e, KeyboardInterrupt):
+            raise
         raise RheoError(f"--verifier: importing {where!r} failed: {type(e).__name__}: {e}") from None
     fn = getattr(module, name, None)
     if fn is None or not callable(fn):
         raise RheoError(f"--verifier: {where!r} has no function {name!r}")
     return fn
+
+
+def _import_here(where: str):
+    """``importlib.import_module(where)`` with the current folder on the import path (as
+    ``python -m`` has it; the ``rheo`` script's own folder is there instead)."""
+    here = os.getcwd()
+    added = here not in sys.path and "" not in sys.path
+    if added:
+        sys.path.insert(0, here)
+    try:
+        return importlib.import_module(where)
+    finally:
+        if added and here in sys.path:
+            sys.path.remove(here)
 
 
 def _check_arity(fn, kind: str) -> None:
@@ -115,6 +151,12 @@ def _call(fn, args, where: str):
         return fn(*args)
     except Exception as e:  # NOTE: any failure of the audited function is its contract broken
         raise VerifierCallError(f"the verifier raised {type(e).__name__}: {e} (setting {where!r})") from None
+    except SystemExit as e:  # NOTE: an exit inside the function must not end the audit (exit 0 would pass CI)
+        raise VerifierCallError(f"the verifier called sys.exit({e.code!r}) (setting {where!r}); a verifier must "
+                                "return its tokens, never exit") from None
+    except BaseException as e:  # NOTE: KeyboardInterrupt, GeneratorExit raised by the function itself
+        raise VerifierCallError(f"the verifier raised {type(e).__name__} (setting {where!r}); a verifier must "
+                                "return its tokens") from None
 
 
 def _as_tokens(out, where: str, vocab: int) -> list[int]:
@@ -171,18 +213,105 @@ class _Rows:
 
 
 def _streams(seed: int, index: int):
-    """The harness's draft generator and the verifier's torch generator of setting ``index``."""
+    """The harness's draft generator, the verifier's torch generator of setting ``index`` and
+    that generator's seed."""
     import torch
 
     ss = np.random.SeedSequence([int(seed), int(index)])
     draft, verify = ss.spawn(2)
-    return np.random.default_rng(draft), torch.Generator().manual_seed(int(verify.generate_state(1)[0]))
+    gseed = int(verify.generate_state(1)[0])
+    return np.random.default_rng(draft), torch.Generator().manual_seed(gseed), gseed
 
 
 def _argmax(w: np.ndarray, exclude=()) -> int:
     w = w.copy()
     w[list(exclude)] = -1.0
     return int(np.argmax(w))  # NOTE: the lowest id on a tie
+
+
+#: The global generators a verifier must not touch: (name in messages, how it is reseeded).
+_GLOBALS = (("torch's global generator", "torch.manual_seed"), ("numpy's global generator", "np.random.seed"),
+            ("Python's random", "random.seed"))
+
+
+@dataclass
+class Collected:
+    """What one :func:`collect` of a setting saw (plain, picklable data)."""
+
+    runs: list  # the runs: tuples of >= L tokens
+    calls: int = 0
+    tallies: dict = field(default_factory=dict)  # rule -> rules.Tally of the calls
+    witness: dict | None = None  # the first call with an output token the target gives 0 (first L positions)
+    drew: bool = False  # whether the verifier drew from its generator at all
+    touched: dict = field(default_factory=dict)  # global generator -> (call index, digest of its state after)
+    seconds: float = 0.0
+
+
+def _rounded(t) -> list:
+    return None if t is None else np.round(np.asarray(t, dtype=np.float64), 4).tolist()
+
+
+class _Call:
+    """One verifier call made by the harness: the checks every call gets (module docstring)."""
+
+    def __init__(self, fn, name: str, laws: ToyLaws, p_rows, L: int, rec: Collected, probe, rules, gseed: int,
+                 seed_key):
+        self.fn, self.name, self.laws, self.p_rows, self.L, self.rec = fn, name, laws, p_rows, L, rec
+        self.probe, self.rules, self.gseed, self.seed_key = probe, rules, gseed, seed_key
+
+    def _set_globals(self):
+        import torch
+
+        v = int(np.random.SeedSequence([*self.seed_key, int(self.probe), self.rec.calls]).generate_state(1)[0])
+        torch.manual_seed(v)
+        np.random.seed(v % 2**32)
+        random.seed(v)
+        return v, torch.random.get_rng_state(), np.random.get_state(), random.getstate()
+
+    def _check_globals(self, before) -> None:
+        import torch
+
+        v, ts, ns, rs = before
+        now = (torch.random.get_rng_state(), np.random.get_state(), random.getstate())
+        changed = (not torch.equal(now[0], ts),
+                   not (np.array_equal(now[1][1], ns[1]) and now[1][2] == ns[2]),
+                   now[2] != rs)
+        digests = (int(torch.initial_seed()) if torch.initial_seed() != v else hash(now[0].numpy().tobytes()),
+                   hash((now[1][1].tobytes(), now[1][2])), hash(now[2]))
+        for (what, _), hit, dig in zip(_GLOBALS, changed, digests):
+            if hit and what not in self.rec.touched:
+                self.rec.touched[what] = (self.rec.calls, dig, what.startswith("torch") and torch.initial_seed() != v)
+
+    def __call__(self, args, z: tuple, check, law_of, inputs) -> list[int]:
+        """Call the verifier with ``args`` after prefix ``z``; ``check(toks)`` raises on an answer
+        of the wrong form; ``law_of(rule)`` is the call's exact law under a known rule."""
+        before = self._set_globals() if self.probe is not None else None
+        toks = _as_tokens(_call(self.fn, args, self.name), self.name, self.laws.vocab)
+        if before is not None:
+            self._check_globals(before)
+        gen = args[-1]
+        if gen.initial_seed() != self.gseed:
+            raise VerifierCallError(f"the verifier reseeds the generator it is handed (generator.manual_seed; "
+                                    f"setting {self.name!r}); draw from it, never reseed it")
+        check(toks)
+        self.rec.calls += 1
+        got = tuple(toks)
+        for rule in self.rules:
+            self.rec.tallies[rule].add(law_of(rule), got, inputs)
+        if self.rec.witness is None:
+            for j, t in enumerate(toks):
+                if len(z) + j >= self.L:
+                    break
+                u = z + got[:j]
+                if self.p_rows.np(u)[t] <= 0.0:
+                    self.rec.witness = dict(inputs(), prefix=list(z), returned=list(got), position=len(z) + j,
+                                            token=int(t), after=list(u))
+                    break
+        return toks
+
+
+def _new_record(rules) -> Collected:
+    return Collected([], tallies={r: Tally() for r in rules})
 
 
 def chain_settings(fn, vocab: int = DEFAULT_VOCAB, seed: int = 0, ks=CHAIN_KS,
@@ -200,10 +329,14 @@ def chain_settings(fn, vocab: int = DEFAULT_VOCAB, seed: int = 0, ks=CHAIN_KS,
             p_rows, q_rows = _Rows(laws, "p"), _Rows(laws, "q")
             L = k + 2
 
-            def sample(n, s, k=k, laws=laws, p_rows=p_rows, q_rows=q_rows, L=L, name=name, index=index):
-                rng, gen = _streams(s, index)
+            def collect(n, s, probe=None, rules=(), k=k, laws=laws, p_rows=p_rows, q_rows=q_rows, L=L, name=name,
+                        index=index):
+                rng, gen, gseed = _streams(s, index)
+                g0 = gen.get_state()
+                rec = _new_record(rules)
+                call = _Call(fn, name, laws, p_rows, L, rec, probe, rules, gseed, (int(s), index))
                 det = laws.deterministic_draft
-                runs = []
+                t0 = time.process_time()
                 for _ in range(n):
                     z = ()
                     while len(z) < L:
@@ -215,18 +348,31 @@ def chain_settings(fn, vocab: int = DEFAULT_VOCAB, seed: int = 0, ks=CHAIN_KS,
                         dt = torch.tensor(drafts, dtype=torch.long)  # [k]
                         qs = None if det else torch.stack([q_rows.row(z + tuple(drafts[:j])) for j in range(k)])
                         ps = torch.stack([p_rows.row(z + tuple(drafts[:j])) for j in range(k + 1)])  # [k+1, V]
-                        toks = _as_tokens(_call(fn, (dt, qs, ps, gen), name), name, laws.vocab)
-                        if len(toks) > k + 1 or toks[:-1] != drafts[:len(toks) - 1]:
-                            raise VerifierCallError(
-                                f"the verifier returned {toks} for drafts {drafts}: expected an accepted prefix "
-                                f"of the drafts, then one token (1 to {k + 1} tokens; setting {name!r})")
-                        z = z + tuple(toks)
-                    runs.append(z[:L])
-                return runs
 
-            out.append(Setting(name, L, laws.next_laws, sample,
-                               dict(kind="chain", k=k, family=family, vocab=vocab,
-                                    draft="deterministic" if laws.deterministic_draft else "sampled")))
+                        def check(toks, drafts=drafts):
+                            if len(toks) > k + 1 or toks[:-1] != drafts[:len(toks) - 1]:
+                                raise VerifierCallError(
+                                    f"the verifier returned {toks} for drafts {drafts}: expected an accepted prefix "
+                                    f"of the drafts, then one token (1 to {k + 1} tokens; setting {name!r})")
+
+                        def law_of(rule, drafts=drafts, qs=qs, ps=ps):
+                            q64 = None if qs is None else qs.double().numpy()
+                            return chain_law(drafts, q64, ps.double().numpy(), rule)
+
+                        def inputs(drafts=drafts, qs=qs, ps=ps):
+                            return dict(draft_tokens=list(drafts), draft_probs=_rounded(qs), target_probs=_rounded(ps))
+
+                        toks = call((dt, qs, ps, gen), z, check, law_of, inputs)
+                        z = z + tuple(toks)
+                    rec.runs.append(z[:L])
+                rec.seconds = time.process_time() - t0
+                rec.drew = not torch.equal(gen.get_state(), g0)
+                return rec
+
+            out.append(Setting(name, L, laws.next_laws, lambda n, s, collect=collect: collect(n, s).runs,
+                               dict(kind="chain", k=k, family=family, vocab=vocab, dtype="float32",
+                                    draft="deterministic" if laws.deterministic_draft else "sampled"),
+                               collect=collect))
     return out
 
 
@@ -301,10 +447,13 @@ def tree_settings(fn, vocab: int = DEFAULT_VOCAB, seed: int = 0, shapes=TREE_SHA
             p_rows, q_rows = _Rows(laws, "p"), _Rows(laws, "q")
             L = depth + 2
 
-            def sample(n, s, laws=laws, p_rows=p_rows, q_rows=q_rows, L=L, name=name, index=index, width=width,
-                       depth=depth, draw=draw):
-                rng, gen = _streams(s, index)
-                runs = []
+            def collect(n, s, probe=None, rules=(), laws=laws, p_rows=p_rows, q_rows=q_rows, L=L, name=name,
+                        index=index, width=width, depth=depth, draw=draw):
+                rng, gen, gseed = _streams(s, index)
+                g0 = gen.get_state()
+                rec = _new_record(rules)
+                call = _Call(fn, name, laws, p_rows, L, rec, probe, rules, gseed, (int(s), index))
+                t0 = time.process_time()
                 for _ in range(n):
                     z = ()
                     while len(z) < L:
@@ -314,17 +463,30 @@ def tree_settings(fn, vocab: int = DEFAULT_VOCAB, seed: int = 0, shapes=TREE_SHA
                         qs = torch.from_numpy(np.stack(tree.rows).astype(np.float32))  # [n, V]
                         ps = torch.stack([p_rows.row(z)] + [p_rows.row(tree.paths[i])
                                                              for i in range(len(tree.tokens))])  # [n+1, V]
-                        toks = _as_tokens(_call(fn, (par, tok, qs, ps, gen), name), name, laws.vocab)
-                        if len(toks) > depth + 1 or not _root_path_ok(tree, toks[:-1]):
-                            raise VerifierCallError(
-                                f"the verifier returned {toks}: expected the tokens of a root path of the tree, then "
-                                f"one token (1 to {depth + 1} tokens; setting {name!r})")
-                        z = z + tuple(toks)
-                    runs.append(z[:L])
-                return runs
 
-            out.append(Setting(name, L, laws.next_laws, sample,
-                               dict(kind="tree", draw=draw, width=width, depth=depth, family=family, vocab=vocab)))
+                        def check(toks, tree=tree):
+                            if len(toks) > depth + 1 or not _root_path_ok(tree, toks[:-1]):
+                                raise VerifierCallError(
+                                    f"the verifier returned {toks}: expected the tokens of a root path of the tree, "
+                                    f"then one token (1 to {depth + 1} tokens; setting {name!r})")
+
+                        def law_of(rule, tree=tree, qs=qs, ps=ps):
+                            return tree_law(tree.parents, tree.tokens, qs.double().numpy(), ps.double().numpy(), rule)
+
+                        def inputs(tree=tree, qs=qs, ps=ps):
+                            return dict(parents=list(tree.parents), tokens=list(tree.tokens), draft_probs=_rounded(qs),
+                                        target_probs=_rounded(ps))
+
+                        toks = call((par, tok, qs, ps, gen), z, check, law_of, inputs)
+                        z = z + tuple(toks)
+                    rec.runs.append(z[:L])
+                rec.seconds = time.process_time() - t0
+                rec.drew = not torch.equal(gen.get_state(), g0)
+                return rec
+
+            out.append(Setting(name, L, laws.next_laws, lambda n, s, collect=collect: collect(n, s).runs,
+                               dict(kind="tree", draw=draw, width=width, depth=depth, family=family, vocab=vocab,
+                                    dtype="float32"), collect=collect))
     return out
 
 
@@ -351,20 +513,51 @@ def settings_for(fn, kind: str, vocab: int = DEFAULT_VOCAB, seed: int = 0) -> tu
     return (chain_settings if kind == "chain" else tree_settings)(counted, vocab, seed), counted
 
 
+def probe_runs(setting: Setting, seed: int, runs: int = REPRO_RUNS) -> tuple[Collected, Collected]:
+    """The two passes of the probe (module docstring): ``runs`` runs of ``setting`` from ``seed``,
+    twice, the global generators set differently before each call of each pass. A call that
+    breaks the contract raises :class:`VerifierCallError` here."""
+    return setting.collect(runs, seed, probe=0), setting.collect(runs, seed, probe=1)
+
+
+def probe_verdict(setting: Setting, a: Collected, b: Collected, check: str) -> None:
+    """Refuse, naming what the verifier did, when its two probe passes show ``check``:
+    ``"repro"`` (outputs differ), ``"globals"`` (a global generator touched) or ``"drew"`` (its
+    generator never drawn from)."""
+    s = setting.name
+    if check == "repro" and a.runs != b.runs:
+        j = next(i for i, (x, y) in enumerate(zip(a.runs, b.runs)) if x != y)
+        raise VerifierCallError(
+            f"the verifier ignores its generator: two runs of setting {s!r} from the same seed differ "
+            f"(run {j}: {list(a.runs[j])} then {list(b.runs[j])}); draw every random number from the generator argument")
+    if check == "globals":
+        for what, how in _GLOBALS:
+            if what in a.touched:
+                call, digest, reseeded = a.touched[what]
+                same = what in b.touched and b.touched[what][:2] == (call, digest)
+                verb = f"reseeds {what} at each call ({how})" if (reseeded or same) else f"draws from {what}"
+                raise VerifierCallError(f"the verifier {verb} (setting {s!r}, call {call + 1}); draw every random "
+                                        "number from the generator argument and leave the global ones alone")
+    if check == "drew" and not a.drew:
+        raise VerifierCallError(f"the verifier never draws from its generator (setting {s!r}: {a.calls} calls "
+                                "returned without sampling); a verifier at T > 0 draws its coins and tokens from the "
+                                "generator argument")
+
+
+#: The probe's checks, in the order they are reported (every setting's first, then the next).
+PROBE_CHECKS = ("repro", "globals", "drew")
+
+
+def probe_all(settings, pairs) -> float:
+    """Apply :data:`PROBE_CHECKS` to every setting's probe ``pairs``; the mean CPU seconds per run
+    of the second passes."""
+    for check in PROBE_CHECKS:
+        for s, (a, b) in zip(settings, pairs):
+            probe_verdict(s, a, b, check)
+    return sum(b.seconds / max(len(b.runs), 1) for _, b in pairs) / max(len(pairs), 1)
+
+
 def check_reproducible(settings, seed: int, runs: int = REPRO_RUNS) -> float:
-    """Run each setting twice from ``seed`` (:data:`REPRO_RUNS` runs); refuse a verifier whose
-    outputs differ (it draws from something other than its generator). Returns the seconds per
-    run measured on the first pass (the pilot the time estimate is made from)."""
-    spent, done = 0.0, 0
-    for s in settings:
-        a = s.sample(runs, seed)
-        t0 = time.perf_counter()  # NOTE: the second pass is timed: the first fills the law caches
-        b = s.sample(runs, seed)
-        spent += time.perf_counter() - t0
-        done += runs
-        if a != b:
-            j = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
-            raise VerifierCallError(
-                f"the verifier ignores its generator: two runs of setting {s.name!r} from the same seed differ "
-                f"(run {j}: {list(a[j])} then {list(b[j])}); draw every random number from the generator argument")
-    return spent / max(done, 1)
+    """The probe of every setting, in this process (:mod:`rheotheory.audit.isolate` runs it in a
+    worker); the mean CPU seconds per run."""
+    return probe_all(settings, [probe_runs(s, seed, runs) for s in settings])

@@ -8,7 +8,10 @@ import sys
 from .args import (EXIT_BAD_INPUT, EXIT_LOSSLESS, EXIT_LOSSY, add_progress, announce, float_range, int_range,
                    progress_bar, seed_arg)
 
-__all__ = ["register", "run", "PILOT_RUNS", "AUDIT_THREADS"]
+__all__ = ["register", "run", "PILOT_RUNS", "AUDIT_THREADS", "EXIT_DIFFERS"]
+
+#: Exit status of a verifier whose law is not rejected but whose calls follow no known rule.
+EXIT_DIFFERS = 3
 
 #: Runs of an engine's first setting timed before the audit, for its time estimate.
 PILOT_RUNS = 5
@@ -19,8 +22,10 @@ PILOT_RUNS = 5
 #: target is per core.
 AUDIT_THREADS = 1
 
-EPILOG = (f"exit status: {EXIT_LOSSLESS} not rejected (reported as lossless), {EXIT_LOSSY} rejected (lossy), "
-          f"{EXIT_BAD_INPUT} bad input or a verifier that breaks its contract")
+EPILOG = (f"exit status: {EXIT_LOSSLESS} not rejected (reported as lossless), {EXIT_LOSSY} rejected (lossy, or "
+          f"lossy-by-design), {EXIT_BAD_INPUT} bad input or a verifier that breaks its contract or avoids being "
+          f"tested, {EXIT_DIFFERS} law not rejected but the calls follow neither standard rejection sampling nor the "
+          "one-hot rule (--rule any: test the law alone)")
 
 
 def register(sub) -> None:
@@ -51,9 +56,26 @@ def register(sub) -> None:
     a.add_argument("--seed", type=seed_arg, default=0, help="seed of the toy laws and of every run (default 0)")
     a.add_argument("--no-companion", action="store_true",
                    help="do not run the planted companion beside the audited code")
+    a.add_argument("--rule", choices=("auto", "rejection", "one-hot", "any"), default=None,
+                   help="--verifier: the rule every call is checked against: auto (standard rejection sampling or "
+                   "the one-hot rule, the default), rejection, one-hot, or any (no check: the law alone)")
+    a.add_argument("--budget", type=_seconds, default=None, metavar="SECONDS",
+                   help="--verifier: CPU time for the runs (e.g. 60s, 2m); sizes --runs from the probe's timing")
+    a.add_argument("--jobs", type=int_range(1, 64), default=1, metavar="N",
+                   help="--verifier: worker processes at once (default 1)")
     a.add_argument("--json", action="store_true", help="print one JSON object")
     add_progress(a)
     a.set_defaults(func=run)
+
+
+def _seconds(text: str) -> float:
+    import argparse
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(s|m|min)?\s*", str(text))
+    if not m or float(m.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"expected a duration such as 60s or 2m, got {text!r}")
+    return float(m.group(1)) * (60.0 if m.group(2) in ("m", "min") else 1.0)
 
 
 def _select(settings, name):
@@ -88,20 +110,6 @@ def _list() -> int:
     return EXIT_LOSSLESS
 
 
-def _verifier_runs(args):
-    """(subject, settings, companion settings or None, runs) of --verifier."""
-    from ..audit import examples, toy, user
-
-    kind = args.kind or "chain"
-    fn = user.load_verifier(args.verifier)
-    vocab = args.vocab or toy.DEFAULT_VOCAB
-    settings, counted = user.settings_for(fn, kind, vocab, args.seed)
-    settings = _select(settings, args.setting)
-    companion = None if args.no_companion else _select(
-        user.settings_for(examples.COMPANIONS[kind], kind, vocab, args.seed)[0], args.setting)
-    return args.verifier, settings, companion, args.runs or user.DEFAULT_RUNS, counted
-
-
 def _engine_runs(args):
     from ..audit.engines import adapter
     from ..errors import RheoError
@@ -121,62 +129,107 @@ def _engine_runs(args):
     return subject, settings, companion, args.runs or mod.DEFAULT_RUNS, None
 
 
-def run(args) -> int:
+def _run_verifier(args):
+    """The audit of --verifier (rheotheory.audit.api.audit_verifier), with its bar and estimate."""
+    from ..audit import api
+
+    bar = {}
+
+    def estimate(seconds, total):
+        announce(args, seconds, f"{total} runs")
+        bar["bar"] = progress_bar(args, total, "audit", unit="run").__enter__()
+
+    try:
+        return api.audit_verifier(args.verifier, args.kind or "chain", runs=args.runs, budget=args.budget,
+                                  alpha=args.alpha, seed=args.seed, vocab=args.vocab or 5, rule=args.rule or "auto",
+                                  setting=args.setting, companion=not args.no_companion, jobs=args.jobs,
+                                  progress=lambda n: bar["bar"].update(n) if "bar" in bar else None,
+                                  on_estimate=estimate)
+    finally:
+        if "bar" in bar:
+            bar["bar"].__exit__(None, None, None)
+
+
+def _run_engine(args):
     import time
 
     from ..audit import core
+
+    subject, settings, companion, runs, _ = _engine_runs(args)
+    total = len(settings) * (1 + (companion is not None)) * runs
+    pilot = time.perf_counter()  # NOTE: an engine run costs what its first few runs cost: time them
+    settings[0].sample(PILOT_RUNS, args.seed)
+    announce(args, (time.perf_counter() - pilot) / PILOT_RUNS * total, f"{total} runs of {len(settings)} settings")
+    results = []
+    for name, sets in [(subject, settings)] + ([(f"planted companion of {subject}", companion)] if companion else []):
+        with progress_bar(args, len(sets) * runs, "audit", unit="run") as bar:
+            results.append(core.run_audit(name, sets, runs, args.alpha, args.seed,
+                                          progress=lambda _name, n: bar.update(n)))
+    import dataclasses
+
+    return dataclasses.replace(results[0], companion=results[1] if len(results) > 1 else None)
+
+
+def run(args) -> int:
+    import time
+
+    from ..audit import api, core
     from ..errors import RheoError
 
     if args.list:
         return _list()
-    if args.verifier is None and args.engine is None:
-        raise RheoError("give --verifier SPEC, --engine NAME or --list")
-    if args.engine is not None and (args.kind or args.vocab):
-        raise RheoError("--kind and --vocab apply to --verifier, not to --engine")
-    if args.verifier is not None and args.planted is not None:
-        raise RheoError("--planted applies to --engine; a verifier's companion runs unless --no-companion")
-    import torch
+    try:
+        if args.verifier is None and args.engine is None:
+            raise RheoError("give --verifier SPEC, --engine NAME or --list")
+        if args.engine is not None and (args.kind or args.vocab or args.rule or args.budget or args.jobs != 1):
+            raise RheoError("--kind, --vocab, --rule, --budget and --jobs apply to --verifier, not to --engine")
+        if args.verifier is not None and args.planted is not None:
+            raise RheoError("--planted applies to --engine; a verifier's companion runs unless --no-companion")
+        if args.runs is not None and args.budget is not None:
+            raise RheoError("give --runs or --budget, not both")
+        import torch
 
-    torch.set_num_threads(AUDIT_THREADS)
-    subject, settings, companion, runs, counted = (_verifier_runs if args.verifier else _engine_runs)(args)
-    total = len(settings) * (1 + (companion is not None)) * runs
-    if args.verifier is not None:
-        from ..audit import user
-
-        per_run = user.check_reproducible(settings, args.seed)
-        announce(args, per_run * total, f"{total} runs of {len(settings)} settings")
-    else:  # NOTE: an engine run costs what its first few runs cost: time them
-        pilot = time.perf_counter()
-        settings[0].sample(PILOT_RUNS, args.seed)
-        announce(args, (time.perf_counter() - pilot) / PILOT_RUNS * total, f"{total} runs of {len(settings)} settings")
-    t0 = time.perf_counter()
-    calls0 = counted.calls if counted is not None else 0
-    results = []
-    todo = [(subject, settings)] + ([(f"planted companion of {subject}", companion)] if companion else [])
-    for name, sets in todo:
-        with progress_bar(args, len(sets) * runs, "audit", unit="run") as bar:
-            results.append(core.run_audit(name, sets, runs, args.alpha, args.seed,
-                                          progress=lambda _name, n: bar.update(n)))
-        if counted is not None and name == subject:
-            calls, call_secs = counted.calls - calls0, results[0].seconds
-    res, comp = results[0], (results[1] if len(results) > 1 else None)
+        torch.set_num_threads(AUDIT_THREADS)
+        t0 = time.perf_counter()
+        res = (_run_verifier if args.verifier else _run_engine)(args)
+    except RheoError as e:
+        if args.json:  # NOTE: the error object on stdout; the one line on stderr and exit 2 follow (cli.main)
+            print(json.dumps({"error": str(e), "exit": EXIT_BAD_INPUT, "verdict": None}))
+        raise
     secs = time.perf_counter() - t0
+    comp = res.companion
+    runs = res.settings[0].runs
     if args.json:
         d = res.to_dict()
         d["companion"] = None if comp is None else dict(subject=comp.subject, verdict=comp.verdict,
                                                          p_value=comp.p_value, runs=comp.runs)
         d["wall_seconds"] = round(secs, 3)
-        if counted is not None:
-            d.update(verifier_calls=calls, calls_per_minute=round(60 * calls / max(call_secs, 1e-9)))
+        if args.verifier:
+            cpu = sum(s.seconds for s in res.settings)
+            d.update(verifier_calls=res.calls, calls_per_minute=round(60 * res.calls / max(cpu, 1e-9)))
         print(json.dumps(d))
     else:
         _print_table(res)
-        print(res.summary())
+        if res.verdict == core.LOSSLESS:
+            print(res.summary())
+        else:
+            print(api.explain(res))
+        if res.rule is not None and res.verdict != api.DIFFERS:
+            r = res.rule
+            said = (f"calls follow {r['rules'][r['follows']]['name']} (not rejected at alpha = {args.alpha:g}, "
+                    f"p = {r['rules'][r['follows']]['p_value']:.3g}, {r['rules'][r['follows']]['calls']} calls)"
+                    if r["follows"] else "calls follow neither known rule")
+            print(f"rule check: {said}")
         if comp is not None:
             print(comp.summary())
-        rate = f", {calls} verifier calls ({60 * calls / max(call_secs, 1e-9):,.0f} a minute)" if counted else ""
+        rate = ""
+        if args.verifier:
+            cpu = sum(s.seconds for s in res.settings)
+            rate = f", {res.calls} verifier calls ({60 * res.calls / max(cpu, 1e-9):,.0f} a CPU minute)"
         print(f"time: {secs:.1f} s{rate}")
-    if comp is not None and comp.verdict != core.LOSSY:
+    if comp is not None and comp.verdict == core.LOSSLESS:
         print(f"rheo audit: warning: the planted companion was not rejected at N = {runs} runs per setting: "
               "this test could not tell a known bug; raise --runs", file=sys.stderr)
-    return EXIT_LOSSLESS if res.verdict == core.LOSSLESS else EXIT_LOSSY
+    if res.verdict == core.LOSSLESS:
+        return EXIT_LOSSLESS
+    return EXIT_DIFFERS if res.verdict == api.DIFFERS else EXIT_LOSSY
