@@ -1,0 +1,92 @@
+"""The audit in a test suite: ``pytest --rheo-audit SPEC`` and the ``rheo_audit`` fixture.
+
+Registered through the ``pytest11`` entry point (pyproject.toml), so an environment with
+rheotheory installed has it in every pytest run; it imports nothing of the audit until it is used
+(the fixture is requested or ``--rheo-audit`` given). Elsewhere, ``pytest -p
+rheotheory.audit.pytest_plugin`` loads it.
+
+- ``pytest --rheo-audit path/to/file.py:verify [--rheo-audit-kind tree] [--rheo-audit-budget 60s]``
+  adds one test, ``rheo-audit[SPEC]``, that fails unless the verifier is lossless
+  (:func:`rheotheory.audit.api.assert_lossless`); it runs beside the suite's own tests.
+- the fixture ``rheo_audit`` is :func:`~rheotheory.audit.api.assert_lossless` with the command
+  line's ``--rheo-audit-budget``, ``--rheo-audit-runs`` and ``--rheo-audit-jobs`` as defaults::
+
+      def test_my_verifier(rheo_audit):
+          rheo_audit("my_engine/verify.py:verify", "chain")
+"""
+
+from __future__ import annotations
+
+import pytest
+
+__all__ = ["pytest_addoption", "pytest_collection_modifyitems", "rheo_audit", "AuditItem"]
+
+
+def _budget(text: str) -> float:
+    from rheotheory.cli.audit import _seconds
+
+    return _seconds(text)
+
+
+def pytest_addoption(parser) -> None:
+    g = parser.getgroup("rheo-audit", "rheotheory's audit of a speculative-decoding verifier")
+    g.addoption("--rheo-audit", action="append", default=[], metavar="SPEC",
+                help="audit this verifier (MODULE:FUNCTION or path/to/file.py:FUNCTION) as one more test")
+    g.addoption("--rheo-audit-kind", default="chain", choices=("chain", "tree"), help="its signature (default chain)")
+    g.addoption("--rheo-audit-budget", default=None, type=_budget, metavar="SECONDS",
+                help="CPU time of each audit (e.g. 60s); default: the audit's default size")
+    g.addoption("--rheo-audit-runs", default=None, type=int, metavar="N", help="runs per setting")
+    g.addoption("--rheo-audit-jobs", default=1, type=int, metavar="N", help="worker processes at once")
+    g.addoption("--rheo-audit-rule", default="auto", choices=("auto", "rejection", "one-hot", "any"),
+                help="the rule the calls are checked against (default auto)")
+
+
+def _options(config) -> dict:
+    kw = dict(budget=config.getoption("rheo_audit_budget"), runs=config.getoption("rheo_audit_runs"),
+              jobs=config.getoption("rheo_audit_jobs"), rule=config.getoption("rheo_audit_rule"))
+    return {k: v for k, v in kw.items() if v is not None}
+
+
+class AuditItem(pytest.Item):
+    """The test ``rheo-audit[SPEC]`` of ``--rheo-audit SPEC``."""
+
+    def __init__(self, *, spec: str, kind: str, **kw):
+        super().__init__(**kw)
+        self.spec, self.kind = spec, kind
+
+    def runtest(self) -> None:
+        from rheotheory.audit.api import assert_lossless
+
+        assert_lossless(self.spec, self.kind, **_options(self.config))
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, AssertionError):
+            return str(excinfo.value)
+        from rheotheory.errors import RheoError
+
+        if isinstance(excinfo.value, RheoError):
+            return f"rheo audit: {excinfo.value}"
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.spec, None, f"rheo-audit[{self.spec}]"
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    for spec in config.getoption("rheo_audit") or ():
+        items.append(AuditItem.from_parent(session, name=f"rheo-audit[{spec}]", spec=spec,
+                                           kind=config.getoption("rheo_audit_kind")))
+
+
+@pytest.fixture
+def rheo_audit(request):
+    """:func:`rheotheory.audit.api.assert_lossless` with the command line's audit options as
+    defaults (module docstring); returns the :class:`~rheotheory.audit.core.AuditResult`."""
+    from rheotheory.audit.api import assert_lossless
+
+    defaults = _options(request.config)
+
+    def audit(fn, kind: str = "chain", **kw):
+        return assert_lossless(fn, kind, **{**defaults, **kw})
+
+    return audit
