@@ -84,7 +84,7 @@ Theorem ot_output (p : vec) (cs : seq cand) s L y :
   output_law (ot p cs) cs y =
   accept p (Samp s L) * (s == y)%:R + (1 - accept p (Samp s L)) * residual p L y.
 Proof.
-move=> hs; rewrite /output_law /ot hs /= ot_cont_sum hs /= ?in_nil ?andbT.
+move=> hs; rewrite output_lawE /ot hs /= ot_cont_sum hs /= ?in_nil ?andbT.
 case: (s == y); rewrite ?mulr1 ?mulr0 ?add0r ?addr0;
   by case: (y \in map token cs); rewrite ?add0r ?addr0 // addrC.
 Qed.
@@ -139,7 +139,7 @@ Lemma single_draft_identity (p L : vec) y :
                       (1 - accept p (Samp s L)) * residual p L y) = p y.
 Proof.
 move=> hp hL; rewrite -(single_draft_lossless y hp hL); apply: eq_bigr => s _.
-by rewrite output_sequential_cons /= /output_law big_nil addr0.
+by rewrite output_sequential_cons /= output_lawE big_nil addr0.
 Qed.
 
 Theorem ot_lossless (sc : scheme R V) (p : vec) y :
@@ -179,7 +179,8 @@ Lemma acceptance_output (t : transition R V) (cs : seq cand) :
   size (cont t) = size cs ->
   acceptance t = \sum_(y < V) (output_law t cs y - emit t y).
 Proof.
-rewrite /acceptance /output_law => hsz.
+rewrite acceptanceE => hsz.
+under [RHS]eq_bigr => y _ do rewrite output_lawE.
 under [RHS]eq_bigr => y _ do rewrite addrAC subrr add0r.
 rewrite exchange_big /=.
 elim: cs (cont t) hsz => [|c cs IH] [|w ws] //= hsz; first by rewrite !big_nil.
@@ -256,7 +257,7 @@ under eq_bigr => s _ do rewrite step.
 rewrite big_split /= -mulr_suml.
 under eq_bigr => s _ do rewrite accepted_mass //.
 rewrite (rejected_mass (conj p0 p1) (conj L0 L1)).
-rewrite -/(total (vmin p L)) -/(overlap p L) addrC; congr (_ + _).
+rewrite -total_big -/(overlap p L) addrC; congr (_ + _).
 rewrite /rG mulr_sumr -(total_pos_residual L p1).
 apply: eq_bigr => y yG; rewrite total_mul_normalise; last by move=> x; apply: pos_ge0.
 by rewrite /pos LG // subr0; apply/max_idPl.
@@ -287,7 +288,7 @@ case: (s \in G) => //=; rewrite le_minr; apply/andP; split.
   rewrite -hw (bigD1 s) //= ler_addl; apply: sumr_ge0 => i _.
   exact: mulr_ge0.
 apply: ler_pimulr => //; apply: le_trans (w1 s).
-by rewrite /total (bigD1 s) //= ler_addl; apply: sumr_ge0.
+by rewrite total_big (bigD1 s) //= ler_addl; apply: sumr_ge0.
 Qed.
 
 (* so ot attains the optimum: the bound above is its acceptance when L vanishes on G *)
@@ -295,7 +296,7 @@ Lemma overlap_outside (G : seq 'I_V) (p L : vec) :
   (forall x, 0 <= p x) -> (forall x, x \in G -> L x = 0) ->
   \sum_(x < V | x \notin G) Num.min (p x) (L x) = overlap p L.
 Proof.
-move=> p0 LG; rewrite /overlap /total [in RHS](bigID (fun x => x \in G)) /=.
+move=> p0 LG; rewrite /overlap total_big [in RHS](bigID (fun x => x \in G)) /=.
 rewrite [X in _ = X + _]big1 ?add0r // => x xG; rewrite /vmin LG //.
 by apply/min_idPr.
 Qed.

@@ -30,11 +30,19 @@ Definition token (c : cand) : 'I_V := match c with Det x => x | Samp x _ => x en
 Record transition := Transition { cont : seq R; emit : vec }.
 
 (* rules.acceptance *)
-Definition acceptance (t : transition) : R := \sum_(w <- cont t) w.
+Definition acceptance (t : transition) : R := sum_seq id (cont t).
+
+Lemma acceptanceE t : acceptance t = \sum_(w <- cont t) w.
+Proof. exact: sum_seqE. Qed.
 
 (* rules.output_law: the law of the node's output token for fixed candidates *)
 Definition output_law (t : transition) (cs : seq cand) (y : 'I_V) : R :=
+  emit t y + sum_seq (fun cw => if token cw.1 == y then cw.2 else 0) (zip cs (cont t)).
+
+Lemma output_lawE t cs y :
+  output_law t cs y =
   emit t y + \sum_(cw <- zip cs (cont t)) (if token cw.1 == y then cw.2 else 0).
+Proof. by rewrite /output_law sum_seqE. Qed.
 
 (* the acceptance probability of one candidate against the current target
    (rules._min1 for a sampled candidate, the current p(x) for a deterministic one) *)
@@ -75,7 +83,7 @@ Lemma output_sequential_cons p c cs y :
   accept p c * (token c == y)%:R +
   (1 - accept p c) * output_law (sequential (next_target p c) cs) cs y.
 Proof.
-rewrite /output_law /= big_cons /= sum_zip_scale mulrDr.
+rewrite !output_lawE /= big_cons /= sum_zip_scale mulrDr.
 case: (token c == y); rewrite ?mulr1 ?mulr0 ?add0r; last by [].
 by rewrite addrCA.
 Qed.
@@ -126,7 +134,7 @@ elim: sc a b f => [|x k IH|L k IH] a b f //= => [/IH //|[[L0 L1] hk]].
 transitivity (\sum_(s < V) (a * L s + b * (L s * expect (k s) (fun cs => f (Samp s L :: cs))))).
   apply: eq_bigr => s _; rewrite (IH s a b (fun cs => f (Samp s L :: cs)) (hk s)).
   by rewrite mulrDr mulrCA [L s * a]mulrC.
-by rewrite big_split /= -mulr_sumr -mulr_sumr -/(total L) L1 mulr1.
+by rewrite big_split /= -mulr_sumr -mulr_sumr -total_big L1 mulr1.
 Qed.
 
 (* The single-draft lemma: one candidate s ~ L, verified with min(1, p(s)/L(s)) and the
@@ -164,7 +172,7 @@ transitivity (\sum_(s < V) (L s - Num.min (p s) (L s))).
   apply: eq_bigr => s _; rewrite mulrBr mulr1.
   by have := single_draft_mass (y:=s) L0 (p0 s); rewrite (bigD1 s) //= eqxx mulr1 big1 ?addr0
     => [->|i /negPf ->]; rewrite ?mulr0.
-by rewrite sumrB -/(total L) L1.
+by rewrite sumrB -(total_big L) L1 /overlap total_big.
 Qed.
 
 Theorem sequential_lossless (sc : scheme) :
@@ -172,7 +180,7 @@ Theorem sequential_lossless (sc : scheme) :
   expect sc (fun cs => output_law (sequential p cs) cs y) = p y.
 Proof.
 elim: sc => [|x k IH|L k IH].
-- by move=> _ p _ y; rewrite /= /output_law big_nil addr0.
+- by move=> _ p _ y; rewrite /= output_lawE big_nil addr0.
 - move=> hk p [p0 p1] y; rewrite expect_DetThen.
   have {}hk : wf k by [].
   transitivity (expect k (fun cs => p x * (x == y)%:R +
@@ -183,7 +191,7 @@ elim: sc => [|x k IH|L k IH].
     rewrite px1 subrr mul0r addr0 mul1r.
     have hz : forall z, z != x -> p z = 0.
       move=> z zx; have : total p - p x = 0 by rewrite p1 px1 subrr.
-      rewrite /total (bigD1 x) //= addrC addKr => /eqP; rewrite psumr_eq0 => [|i _]; last exact: p0.
+      rewrite total_big (bigD1 x) //= addrC addKr => /eqP; rewrite psumr_eq0 => [|i _]; last exact: p0.
       by move=> /allP /(_ z (mem_index_enum _)); rewrite zx implyTb => /eqP.
     by case: eqP => [<-//|/eqP yx]; rewrite hz // eq_sym.
   have hn : total (zero_at p x) != 0 by rewrite total_zero_at p1 subr_eq0 eq_sym.
@@ -221,7 +229,7 @@ Proof. by elim: G f => [|x G IH] f //=; rewrite IH. Qed.
 Lemma output_law_tokens t cs cs' y :
   map token cs = map token cs' -> output_law t cs y = output_law t cs' y.
 Proof.
-rewrite /output_law => h; congr (_ + _).
+rewrite !output_lawE => h; congr (_ + _).
 elim: cs cs' (cont t) h => [|c cs IH] [|c' cs'] [|w ws] //= [hc hcs].
 by rewrite !big_cons hc (IH cs').
 Qed.
@@ -249,8 +257,8 @@ Theorem single_draft_acceptance (p L : vec) :
   is_law p -> is_law L ->
   \sum_(s < V) L s * acceptance (sequential p [:: Samp s L]) = overlap p L.
 Proof.
-move=> [p0 _] [L0 _]; rewrite /overlap /total; apply: eq_bigr => s _.
-by rewrite /acceptance /= big_cons big_nil addr0 accepted_mass.
+move=> [p0 _] [L0 _]; rewrite /overlap total_big; apply: eq_bigr => s _.
+by rewrite acceptanceE /= big_cons big_nil addr0 accepted_mass.
 Qed.
 
 End Sequential.

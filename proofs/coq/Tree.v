@@ -105,7 +105,7 @@ move=> hw z; elim: z w u hw => [|y z IH] [|E ver child] u //=.
 move=> [[Eext Escale Eloss] hchild].
 rewrite -Eloss -Escale; apply: Eext => cs.
 rewrite (@cont_into_const (fresh (rcons u y) z)).
-  by rewrite /output_law mulrDl [fresh _ _ * _]mulrC.
+  by rewrite output_lawE mulrDl [fresh _ _ * _]mulrC.
 by move=> i hi; apply: IH; apply: hchild hi.
 Qed.
 
@@ -122,7 +122,7 @@ Lemma expect_const (sc : scheme R V) c : wf sc -> expect sc (fun _ => c) = c.
 Proof.
 elim: sc => [|x k IH|L k IH] //= [[L0 L1] hk].
 under eq_bigr => s _ do rewrite IH //.
-by rewrite -mulr_suml -/(total L) L1 mul1r.
+by rewrite -mulr_suml -total_big L1 mul1r.
 Qed.
 
 Lemma node_ok_sequential (sc : scheme R V) u :
