@@ -38,7 +38,7 @@ from .methods.registry import next_policy, step_policy
 from .trees import NeedChoice, ReplayChooser, Tree
 from .verify.walk import EnumerateBranch, method_tree_verifier
 
-__all__ = ["TreeClass", "Enumeration", "Certificate", "CostEstimate", "enumerate_classes", "estimate_branches",
+__all__ = ["TreeClass", "Enumeration", "Certificate", "ContractError", "ungrouped_step_law", "check_ungrouped", "CostEstimate", "enumerate_classes", "estimate_branches",
            "estimate_cost", "step_law",
            "lossless_check", "prepare_pair", "certify", "certify_steps", "PrefixView", "FLOAT_LOSSLESS_TOL"]
 
@@ -62,10 +62,18 @@ class Enumeration:
     outcomes: int  # raw construction outcomes (product of supports of every draw made)
     branches: int  # lazily enumerated construction branches (builder runs that finished)
     total_weight: object  # sum of class weights (exactly 1)
+    #: strict mode only: every finished construction branch as (tree, weight), unmerged
+    members: list | None = None
+
+
+class ContractError(RheoError):
+    """A method broke the contract the certifier relies on (docs/theory.md section 5.3): trees it
+    merged into one class differ in what a verifier reads, or the grouped enumeration differs from
+    the ungrouped one. Raised by the strict mode, never silently ignored."""
 
 
 def enumerate_classes(pair, method: Method, progress=None, eager: bool = False,
-                      max_branches: int | None = None, reduce: bool = True) -> Enumeration:
+                      max_branches: int | None = None, reduce: bool = True, strict: bool = False) -> Enumeration:
     """Enumerate every construction outcome of ``method`` on ``pair`` and group them.
 
     ``eager=True`` also branches over every draw left unresolved at the end (no analytic
@@ -75,6 +83,14 @@ def enumerate_classes(pair, method: Method, progress=None, eager: bool = False,
     branched over as they are made; the classes, their weights and the outcome count are the
     same, the branches more. ``max_branches`` stops with a
     :class:`~rheotheory.errors.RheoError` once that many builder runs were made.
+
+    ``strict=True`` checks the merging instead of trusting it (docs/theory.md section 5.3): every
+    tree merged into a class must show the verifier exactly what the class's representative shows
+    (:meth:`~rheotheory.trees.Tree.verifier_view`: tokens, kinds, laws, group members), or a
+    :class:`ContractError` names the first difference; the unmerged trees are kept in
+    :attr:`Enumeration.members` so that :func:`certify` can compare the grouped law with the
+    ungrouped one. A builder run twice on the same answers must build the same tree (a builder
+    that draws outside its chooser fails here).
     """
     build = method.builder(pair)
     if eager:
@@ -88,6 +104,7 @@ def enumerate_classes(pair, method: Method, progress=None, eager: bool = False,
             return tree
     one = laws.parse_number(1, pair.exact)
     classes: dict = {}
+    members: list | None = [] if strict else None
     outcomes = branches = 0
     total = one * 0
     stack = [((), one)]
@@ -114,13 +131,40 @@ def enumerate_classes(pair, method: Method, progress=None, eager: bool = False,
         total = total + w
         key = tree.canonical_key()
         c = classes.get(key)
+        if strict:
+            _strict_member(build, script, reduce and not eager, tree, w, c, members)
         if c is None:
             classes[key] = TreeClass(tree, w, n, 1)
         else:
             c.weight = c.weight + w
             c.outcomes += n
             c.branches += 1
-    return Enumeration(classes, outcomes, branches, total)
+    return Enumeration(classes, outcomes, branches, total, members)
+
+
+def _strict_member(build, script, skip_doomed, tree, w, cls, members: list) -> None:
+    """The strict checks of one finished construction branch (see :func:`enumerate_classes`)."""
+    again = build(ReplayChooser(script, skip_doomed=skip_doomed))
+    if again.verifier_view() != tree.verifier_view():
+        raise ContractError(f"the builder built two different trees from the same answers {list(script)}: it draws "
+                            "outside the chooser it is given (global random state, time, or state kept between "
+                            "calls); every random choice must go through chooser.draw (docs/theory.md section 5.3)")
+    if cls is not None:
+        mine, theirs = tree.verifier_view(), cls.tree.verifier_view()
+        if mine != theirs:
+            raise ContractError(f"two construction outcomes merged into one class show the verifier different trees "
+                                f"(answers {list(script)}: {_first_difference(mine, theirs)}); the certifier's "
+                                "equivalence key misses something the verifier reads (docs/theory.md section 5.3)")
+    members.append((tree, w))
+
+
+def _first_difference(a, b, path="root") -> str:
+    """Where two nested view tuples first differ, in words."""
+    if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return _first_difference(x, y, f"{path}[{i}]")
+    return f"{path}: {str(a)[:80]} vs {str(b)[:80]}"
 
 
 #: Seconds of one enumeration builder run over one probe builder run of :func:`estimate_cost`:
@@ -247,6 +291,36 @@ def step_law(pair, method: Method, enum: Enumeration, progress=None) -> dict:
         if progress is not None:
             progress.update(1)
     return out
+
+
+def ungrouped_step_law(pair, method: Method, enum: Enumeration) -> dict:
+    """The law of Z verified branch by branch, nothing merged (needs a strict enumeration's members)."""
+    if enum.members is None:
+        raise RheoError("ungrouped_step_law needs an enumeration made with strict=True")
+    verifier = method_tree_verifier(method)
+    branch = EnumerateBranch()
+    branch.memo = None  # NOTE: no cache either: every tree is verified from scratch
+
+    def target(node, prefix):
+        return pair.p(prefix)
+
+    out: dict = {}
+    for tree, w in enum.members:
+        for o in verifier.outcomes(tree, target, branch, weight=w):
+            out[o.z] = out.get(o.z, 0) + o.weight
+    return out
+
+
+def check_ungrouped(pair, method: Method, enum: Enumeration, z_law: dict) -> None:
+    """A :class:`ContractError` unless the grouped law of Z equals the ungrouped one exactly."""
+    flat = ungrouped_step_law(pair, method, enum)
+    zero = laws.parse_number(0, pair.exact)
+    for z in sorted(set(flat) | set(z_law)):
+        a, b = z_law.get(z, zero), flat.get(z, zero)
+        if (a != b) if pair.exact else abs(a - b) > FLOAT_LOSSLESS_TOL:
+            raise ContractError(f"grouping changed the law of Z: P(Z={list(z)}) is {laws.format_number(a)} over the "
+                                f"classes but {laws.format_number(b)} branch by branch; the equivalence key merges "
+                                "trees the verifier tells apart (docs/theory.md section 5.3)")
 
 
 @dataclass
@@ -403,7 +477,8 @@ def prepare_pair(pair, method: Method, exact: bool | None = None):
 
 
 def certify(pair, method: Method, exact: bool | None = None, progress=False,
-            eager: bool = False, max_branches: int | None = None, reduce: bool = True) -> Certificate:
+            eager: bool = False, max_branches: int | None = None, reduce: bool = True,
+            strict: bool = False) -> Certificate:
     """Exhaustively certify ``method`` on ``pair``.
 
     ``exact`` converts the pair to exact rationals (True) or float64 (False); None keeps its
@@ -411,7 +486,10 @@ def certify(pair, method: Method, exact: bool | None = None, progress=False,
     bar) is told of every builder run, the unit of ``max_branches`` and of
     :func:`estimate_branches`. ``eager`` disables the analytic integration of sampled leaves and
     the skipped doomed expansions, ``reduce=False`` only the latter (for checks);
-    ``max_branches`` bounds the enumeration (see :func:`enumerate_classes`).
+    ``max_branches`` bounds the enumeration (see :func:`enumerate_classes`). ``strict`` checks
+    the equivalence classes instead of trusting them (:func:`enumerate_classes`), and verifies
+    every construction branch on its own too: the law of Z from the merged classes must equal the
+    ungrouped law exactly (a :class:`ContractError` otherwise).
     """
     t0 = time.perf_counter()
     pair = prepare_pair(pair, method, exact)
@@ -421,7 +499,8 @@ def certify(pair, method: Method, exact: bool | None = None, progress=False,
 
         bar = tqdm(desc="construction branches", unit="br", leave=False)
     runs_bar = bar if progress is True else (None if progress is False or progress is None else progress)
-    enum = enumerate_classes(pair, method, progress=runs_bar, eager=eager, max_branches=max_branches, reduce=reduce)
+    enum = enumerate_classes(pair, method, progress=runs_bar, eager=eager, max_branches=max_branches, reduce=reduce,
+                             strict=strict)
     if bar is not None:
         bar.close()
         from tqdm import tqdm
@@ -430,6 +509,8 @@ def certify(pair, method: Method, exact: bool | None = None, progress=False,
     z_law = step_law(pair, method, enum, progress=bar)
     if bar is not None:
         bar.close()
+    if strict:
+        check_ungrouped(pair, method, enum, z_law)
     chk = lossless_check(pair, z_law, method.depth + 1)
     tau = sum((len(z) * w for z, w in z_law.items()), laws.parse_number(0, pair.exact))
     ok = chk.max_deviation == 0 if pair.exact else chk.max_deviation <= FLOAT_LOSSLESS_TOL

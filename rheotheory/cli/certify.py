@@ -38,6 +38,11 @@ def register(sub) -> None:
                    help="certify S consecutive steps at once, each step's method chosen by the method's policy "
                    "from the earlier steps' outputs (an online method's bandit; docs/theory.md section 2.8); the "
                    f"instance's horizon must reach S*(D+1)-1; at most {MAX_STEPS} (default 1)")
+    c.add_argument("--strict", action="store_true",
+                   help="check the equivalence classes instead of trusting them: every tree merged into a class "
+                   "shows the verifier the same things, the builder builds the same tree from the same answers, and "
+                   "the law of Z over the classes equals the law verified branch by branch (docs/theory.md section "
+                   "5.3; slower: every branch is built twice and verified)")
     c.add_argument("--policy-seed", type=int, default=0, metavar="SEED",
                    help="seed of an online policy's own draws (with --steps; default 0)")
     add_progress(c)
@@ -70,7 +75,8 @@ def size_enumeration(args, pair, method, what: str):
 
     t0 = time.perf_counter()
     try:
-        return certify(pair, method, max_branches=min(PROBE_BRANCHES, args.max_branches)), None, None
+        return certify(pair, method, max_branches=min(PROBE_BRANCHES, args.max_branches),
+                       strict=getattr(args, "strict", False)), None, None
     except RheoError as e:
         if "construction branches" not in str(e):
             raise
@@ -95,7 +101,8 @@ def sized_certify(args, pair, method, what: str = "the enumeration"):
         return cert, None
     with progress_bar(args, round(cost.runs), "construction branches (estimated total)", "br") as bar:
         try:
-            return certify(pair, method, progress=bar, max_branches=args.max_branches), seconds
+            return certify(pair, method, progress=bar, max_branches=args.max_branches,
+                           strict=getattr(args, "strict", False)), seconds
         except RheoError as e:
             raise _cap_error(e, args.max_branches) from None
 
@@ -127,6 +134,10 @@ def run(args) -> int:
     exact = not args.use_float
     pair = toy_pair_from_args(args, method, exact)
     if args.steps > 1:
+        if args.strict:
+            from ..errors import RheoError
+
+            raise RheoError("--strict checks one step's classes; certify the method with --steps 1 --strict")
         cert, estimated = _certify_steps(args, pair, method)
     else:
         cert, estimated = sized_certify(args, pair, method)

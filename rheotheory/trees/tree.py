@@ -42,6 +42,17 @@ __all__ = [
 ROOT, DET, SAMPLED, FILLER = "root", "det", "sampled", "filler"
 
 
+def _law_values(law, seen: dict):
+    """A law's values as a hashable object (None stays None), converted once per law object."""
+    if law is None:
+        return None
+    key = seen.get(id(law))
+    if key is None:
+        arr = np.asarray(law)
+        key = seen[id(law)] = (tuple(arr.tolist()) if arr.dtype == object else (str(arr.dtype), arr.tobytes()))
+    return key
+
+
 @dataclass(frozen=True)
 class Candidate:
     """One child presented to a verifier (docs/theory.md section 3.1): its token, and the member
@@ -105,7 +116,9 @@ class SampleGroup:
 
     base: object  # law of the first member, # [vocab]
     mode: str  # "iid" or "wor"
-    key: tuple  # canonical identity of the base law (e.g. the parent's path and the rule)
+    #: A label for readers (e.g. the parent's path and the rule). NOTE: never used to merge trees:
+    #: the certifier keys a sampled node on its law's values (Tree.canonical_key).
+    key: tuple = ()
     members: list = field(default_factory=list)  # node indices in slot order
 
 
@@ -259,14 +272,65 @@ class Tree:
         node = self.nodes[idx]
         return Candidate(self.token(idx, known), self.member_law(idx, known) if node.kind == SAMPLED else None)
 
-    def canonical_key(self, idx: int = 0):
-        """What the verifier sees below ``idx``: tokens (None if unresolved), kinds, group
-        positions and, recursively, the kept children in order. Equal keys = one class."""
+    def canonical_key(self, idx: int = 0, _laws: dict | None = None):
+        """What the verifier sees below ``idx``: tokens (None if unresolved), kinds, and for a
+        SAMPLED node the law it was drawn from (docs/theory.md section 5.3): the sampling mode,
+        the group's base law *by value*, which kept siblings share its group, the earlier members a
+        without-replacement draw depends on (resolved tokens, or the laws of unresolved ones), and
+        the block law of a coarse draw; then, recursively, the kept children in order.
+
+        Equal keys = one class. Because the laws enter by value, two construction outcomes are
+        merged only when every law a verifier can read is the same, however the builder drew them
+        (a builder that picks the law itself at random gets one class per law, never a mixture).
+        """
+        laws_seen = {} if _laws is None else _laws  # id(law) -> its hashable values (one conversion)
         node = self.nodes[idx]
         kind = "s" if node.kind == SAMPLED else "d"
-        if node.token is None and node.draw is not None:
-            kind = "s-rest"  # unresolved, known to lie outside a block of its law
-        return (node.token, kind, node.pos, tuple(self.canonical_key(c) for c in self.kept_children(idx)))
+        law = None
+        if node.kind == SAMPLED:
+            if node.token is None and node.draw is not None:
+                kind = "s-rest"  # unresolved, known to lie outside a block of its law
+            law = self._law_view(idx, laws_seen)
+        kids = self.kept_children(idx)
+        groups: list = []  # sampling groups of the kept children, in order of first appearance
+        for c in kids:
+            g = self.nodes[c].group
+            if g is not None and not any(g is h for h in groups):
+                groups.append(g)
+        kid_keys = tuple(self.canonical_key(c, laws_seen)
+                         + (next((i for i, h in enumerate(groups) if h is self.nodes[c].group), None),)
+                         for c in kids)
+        return (node.token, kind, node.pos, law, kid_keys)
+
+    def _law_view(self, idx: int, laws_seen: dict) -> tuple:
+        """The hashable identity of the law SAMPLED node ``idx`` is verified with (see
+        :meth:`canonical_key`): mode, base law values, the earlier members a without-replacement
+        draw is conditioned on, and a pending block law."""
+        node = self.nodes[idx]
+        g = node.group
+        earlier = ()
+        if g.mode != "iid":
+            earlier = tuple(self.nodes[j].token if self.nodes[j].token is not None
+                            else ("?", _law_values(self.nodes[j].draw, laws_seen)) for j in g.members[:node.pos])
+        return (g.mode, _law_values(g.base, laws_seen), earlier, _law_values(node.draw, laws_seen))
+
+    def verifier_view(self, idx: int = 0) -> tuple:
+        """Everything a verifier can read below ``idx`` (the strict mode of
+        :func:`rheotheory.exact.enumerate_classes` compares it across merged trees): the
+        :meth:`canonical_key` with each node's exact kind (FILLER and DET apart) and
+        the members of its sampling group up to the last kept one (kept or pruned, with their
+        tokens: a later member's law depends on them)."""
+        laws_seen: dict = {}
+
+        def view(i):
+            node = self.nodes[i]
+            g = node.group
+            # the members a verifier reads: every kept one and those drawn before a kept one
+            last = -1 if g is None else max((k for k, j in enumerate(g.members) if self.kept[j]), default=-1)
+            members = None if g is None else tuple((self.nodes[j].token, self.kept[j]) for j in g.members[:last + 1])
+            return (node.kind, members, tuple(view(c) for c in self.kept_children(i)))
+
+        return (self.canonical_key(idx, laws_seen), view(idx))
 
     def unresolved_count(self) -> int:
         """Number of raw construction outcomes this tree stands for (product of the support

@@ -383,7 +383,7 @@ def test_resolve_coarse():
     assert tree.resolve_coarse(a, ch, [0, 1], 3) is None and tree.nodes[a].token is None
     tree.finish()
     assert list(tree.draw_law(a)) == [0, 0, F(1, 2), F(1, 2)]
-    assert tree.canonical_key()[3][0][1] == "s-rest"
+    assert tree.canonical_key()[4][0][1] == "s-rest"  # the kept children, then a child's kind
     assert tree.resolve(a, ReplayChooser([2])) == 2 and tree.nodes[a].draw is None
     b = tree.add(0, SAMPLED, F(1), group=g)
     seen = []
