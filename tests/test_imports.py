@@ -28,13 +28,13 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1] / PACKAGE
 #: (hypothesis strategies and planted bugs for the tests) sits on top: nothing in the package
 #: may depend on it.
 FLOORS = (
-    ("base", ("errors", "laws", "executors", "checkpoint", "provenance", "loadcheck")),
+    ("base", ("errors", "laws", "executors", "checkpoint", "provenance", "loadcheck", "plugin_loader")),
     ("instances and trees", ("pairs", "synthetic", "prompts", "trees")),
     ("verifiers", ("verify",)),
     ("methods", ("methods",)),
     ("evaluations", ("exact", "montecarlo")),
     ("analyses", ("lp_optimum", "node_bound", "counterexample", "sweep", "stats")),
-    ("public API", ("",)),
+    ("public API", ("", "plugin")),
     ("real models", ("decode", "hf")),
     ("commands and test helpers", ("cli", "testing", "audit")),
 )

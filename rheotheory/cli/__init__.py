@@ -28,21 +28,49 @@ def command_module(name: str):
     return importlib.import_module(f"{__name__}.{name}")
 
 
+#: Help of ``--plugin``, on ``rheo`` and on every subcommand.
+PLUGIN_HELP = ("load a plugin first: a file.py or a module that registers tree families, verifiers or presets "
+               "(rheotheory.plugin); repeatable; also RHEO_PLUGINS and installed entry points")
+
+
+def _add_plugin_flag(parser) -> None:
+    parser.add_argument("--plugin", action="append", default=None, metavar="FILE.py|MODULE", help=PLUGIN_HELP)
+
+
 def build_parser(only: str | None = None) -> Parser:
     """The ``rheo`` parser with every subcommand, or with subcommand ``only`` alone (what ``main``
     builds when the command line names one, so that a command imports no other command's library)."""
     ap = Parser(prog="rheo", description="Prove, measure and run stochastic dynamic-tree speculative decoding "
                 "(p = target, q = draft).")
     ap.add_argument("--version", action="version", version=f"rheo {__version__}")
+    _add_plugin_flag(ap)
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name in COMMANDS if only is None else (only,):
         command_module(name).register(sub)
+    for parser in sub.choices.values():
+        _add_plugin_flag(parser)
     return ap
 
 
+def plugin_args(argv: list[str]) -> list[str]:
+    """The values of every ``--plugin X`` / ``--plugin=X`` on the command line (loaded before the
+    parser is built, so that a plugin's families have their flags and its names their choices)."""
+    out = []
+    for i, a in enumerate(argv):
+        if a == "--":
+            break
+        if a == "--plugin" and i + 1 < len(argv):
+            out.append(argv[i + 1])
+        elif a.startswith("--plugin="):
+            out.append(a.partition("=")[2])
+    return out
+
+
 def _named_command(argv: list[str]) -> str | None:
-    """The subcommand the command line names (its first word that is not an option), if it is one."""
-    first = next((a for a in argv if not a.startswith("-")), None)
+    """The subcommand the command line names (its first word that is neither an option nor the
+    value of ``--plugin``), if it is one."""
+    words = [a for i, a in enumerate(argv) if not a.startswith("-") and (i == 0 or argv[i - 1] != "--plugin")]
+    first = next(iter(words), None)
     return first if first in COMMANDS else None
 
 
@@ -50,7 +78,15 @@ def main(argv=None) -> int:
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
         # NOTE: inside the try: building the parser imports modules, and Ctrl-C can land there
-        ap = build_parser(_named_command(argv))
+        named = _named_command(argv)
+        wanted = plugin_args(argv)
+        if wanted or (named is not None and named != "head"):
+            from ..plugin_loader import ensure_plugins, load_plugin  # NOTE: `rheo --help` loads no plugin
+
+            for where in wanted:
+                load_plugin(where)
+            ensure_plugins()
+        ap = build_parser(named)
         try:
             args = ap.parse_args(argv)
         except SystemExit as e:  # NOTE: usage errors and --help return their code to a caller of main()

@@ -276,6 +276,19 @@ def _flag_type(name: str, fams: list):
     return conv
 
 
+def verifier_arg(text: str) -> str:
+    """A verifier name: registered (built-in or by a loaded plugin) or a reference ``WHERE:NAME``
+    (loaded and registered here); an unknown name is a usage error listing the registered ones."""
+    from ..errors import VerifierError
+    from ..verify import tree_verifier
+
+    try:
+        tree_verifier(text)
+    except VerifierError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def method_fields() -> dict:
     """Field name -> (metadata, families having it), over every registered family."""
     out: dict = {}
@@ -300,7 +313,9 @@ def add_method_arguments(ap: argparse.ArgumentParser, default: str = "rheo", siz
         help = meta.get("help", "")
         if name == "verifier":
             choices = sorted({v for cls in FAMILIES.values() for v in cls.admitted_verifiers()} - {"arms"})
-            g.add_argument(flag, default=None, choices=choices, help=f"{help} (every family)")
+            g.add_argument(flag, default=None, type=verifier_arg, metavar="NAME",
+                           help=f"{help}: one of {', '.join(choices)}, or a plugin's rule as FILE.py:NAME or "
+                           "MODULE:NAME (every family)")
             continue
         extra = f"; default {sizes[name]} unless the preset sets it" if name in sizes else ""
         kind = _flag_type(name, fams)

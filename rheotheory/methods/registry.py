@@ -111,8 +111,14 @@ class Method:
 
     @classmethod
     def admitted_verifiers(cls) -> tuple[str, ...]:
-        """The family's per-node verifiers, then the tree-level verifiers that name this family."""
-        return cls.verifiers + tuple(n for n, tv in TREE_VERIFIERS.items() if cls.family in tv.families)
+        """The family's per-node verifiers, the per-node rules registered for it (or for every family:
+        :func:`~rheotheory.verify.rules.register_rule`), then the tree-level verifiers that name it."""
+        from ..verify.rules import RULE_FAMILIES
+
+        rules = tuple(n for n, fams in RULE_FAMILIES.items()
+                      if n not in cls.verifiers and (fams is None or cls.family in fams))
+        trees = tuple(n for n, tv in TREE_VERIFIERS.items() if tv.families is None or cls.family in tv.families)
+        return cls.verifiers + rules + trees
 
     # -- what a family provides -------------------------------------------------------------
     def default_verifier(self) -> str:
@@ -394,9 +400,24 @@ def resolve(spec, size: str | tuple | None = None, **overrides) -> Method:
         if not isinstance(name, str):
             raise TreeError(f"a method object needs a 'family' name, got {name!r}")
         opts = spec
+        if name not in FAMILIES:
+            from ..plugin_loader import ensure_plugins
+
+            ensure_plugins()
         if name not in FAMILIES:  # NOTE: a method object names a family, never a preset
             raise TreeError(f"unknown method family {name!r}; choose from {', '.join(FAMILIES)}")
     elif isinstance(spec, str) and spec:
+        from ..plugin_loader import ensure_plugins, is_reference  # NOTE: plugins load lazily
+
+        if is_reference(spec):  # FILE.py:NAME or MODULE:NAME, then options
+            target, extra = method_by_reference(spec)
+            if isinstance(target, Method):
+                _, given = _split_spec(":".join(["x"] + extra))
+                return resolve(target, size=size, **{SPEC_ALIASES.get(k, k): _parse_value(type(target),
+                               SPEC_ALIASES.get(k, k), v) for k, v in given.items()}, **overrides)
+            spec = ":".join([target] + extra)
+        elif spec.split(":")[0] not in PRESETS and spec.split(":")[0] not in FAMILIES:
+            ensure_plugins()
         name, opts = _split_spec(spec)
         written = {SPEC_ALIASES.get(k, k): k for k in opts}  # field -> as the spec wrote it
         opts = {SPEC_ALIASES.get(k, k): v for k, v in opts.items()}
@@ -427,6 +448,27 @@ def resolve(spec, size: str | tuple | None = None, **overrides) -> Method:
             if k in names and k not in fields:
                 fields[k] = v
     return cls(**fields)
+
+
+def method_by_reference(spec: str):
+    """``(name, options)`` for a spec ``WHERE:NAME[:field=value...]``: the family or preset name the
+    object registers as (a :class:`Method` subclass not registered yet is registered here), or a
+    :class:`Method` object itself, and the option texts that follow."""
+    from ..plugin_loader import PluginError, load_object
+
+    obj = load_object(spec)
+    opts = spec.split(":")[2:]
+    if isinstance(obj, type) and issubclass(obj, Method):
+        if FAMILIES.get(obj.family) is not obj:
+            register(obj)
+        return obj.family, opts
+    if isinstance(obj, Preset):
+        return obj.name, opts
+    if isinstance(obj, (Method, str)):
+        return obj, opts
+    where, name = spec.split(":")[:2]
+    raise PluginError(f"{where}:{name} is a {type(obj).__name__}; a method reference names a Method subclass "
+                      "(a family), a preset or a method object")
 
 
 def presets_table() -> list[dict]:

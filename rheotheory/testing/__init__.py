@@ -1,5 +1,6 @@
 """Hypothesis strategies for laws, toy pairs and candidate sets (shipped with the library so that
-users can property-test their own verifiers against the same generators).
+users can property-test their own verifiers against the same generators), and
+:func:`check_method`, the contract a method from outside the package runs in its own tests.
 
 Requires ``hypothesis`` (in the ``dev`` extra).
 """
@@ -17,9 +18,10 @@ from hypothesis import strategies as st
 from .. import laws
 from ..pairs import ToyPair, prefixes
 from ..verify import Candidate
+from .contract import MethodCheck, check_method
 
 __all__ = ["hang_guard", "exact_laws", "law_pairs", "toy_pairs", "det_plus_sample", "iid_candidates", "wor_candidates",
-           "methods"]
+           "methods", "check_method", "MethodCheck"]
 
 @contextlib.contextmanager
 def hang_guard(seconds: float, what: str = "the call"):

@@ -56,6 +56,9 @@ __all__ = [
     "ot",
     "ot_wor",
     "VERIFIERS",
+    "RULE_FAMILIES",
+    "register_rule",
+    "rule_by_name",
     "get_verifier",
     "kseq_rho",
     "acceptance",
@@ -334,23 +337,93 @@ def ot_wor(p, cands: Sequence[Candidate], residual=laws.residual) -> Transition:
 
 
 #: Verifier name -> transition rule. ``rrs`` and ``rrs-wor`` are the sequential rule applied to
-#: i.i.d. and without-replacement candidates respectively.
-VERIFIERS: dict[str, Callable[..., Transition]] = {
-    "onehot": onehot,
-    "sequential": sequential,
-    "rrs": sequential,
-    "rrs-wor": sequential,
-    "kseq": kseq,
-    "ot": ot,
-    "ot-wor": ot_wor,  # deterministic + several sampled candidates (docs/theory.md section 2.7)
-}
+#: i.i.d. and without-replacement candidates respectively. Filled by :func:`register_rule`.
+VERIFIERS: dict[str, Callable[..., Transition]] = {}
+
+#: Per-node rule name -> the families that admit it beyond their own ``verifiers`` list: ``None``
+#: for every family (a rule registered from outside the package), ``()`` for the built-in rules,
+#: which each family lists itself.
+RULE_FAMILIES: dict[str, tuple[str, ...] | None] = {}
+
+
+def register_rule(name: str, rule: Callable[..., Transition] | None = None, families=None):
+    """Register the per-node rule ``rule(p, candidates) -> Transition`` under ``name``.
+
+    The rule is then a ``--verifier`` choice of the ``families`` named (``None``: every family),
+    in every command, walked over the tree by :class:`~rheotheory.verify.walk.PerNodeWalk`. Used
+    as a decorator when ``rule`` is left out. The built-in rules register here too.
+
+    Parameters
+    ----------
+    name : str
+        The verifier's name, as commands and results write it.
+    rule : callable, optional
+        ``rule(p, candidates) -> Transition``; pure, evaluated on exact (Fraction) and float64
+        numpy laws alike (docs/theory.md section 3.1).
+    families : sequence of str, optional
+        The method families that admit it; ``None`` (the default): every family.
+
+    Raises
+    ------
+    ValueError
+        ``name`` is already a verifier.
+    """
+    if rule is None:
+        return lambda fn: register_rule(name, fn, families)
+    if not isinstance(name, str) or not name or not callable(rule):
+        raise TypeError("register_rule takes a name and a rule (p, candidates) -> Transition")
+    import sys
+
+    walk = sys.modules.get(__name__.rpartition(".")[0] + ".walk")  # NOTE: walk imports this module
+    if name in VERIFIERS or (walk is not None and name in walk.TREE_VERIFIERS):
+        raise ValueError(f"verifier {name!r} is registered twice")
+    VERIFIERS[name] = rule
+    RULE_FAMILIES[name] = None if families is None else tuple(families)
+    return rule
+
+
+for _name, _rule in (("onehot", onehot), ("sequential", sequential), ("rrs", sequential), ("rrs-wor", sequential),
+                     ("kseq", kseq), ("ot", ot),
+                     ("ot-wor", ot_wor)):  # ot-wor: deterministic + several sampled candidates (theory 2.7)
+    register_rule(_name, _rule, families=())
+
+
+def rule_by_name(name: str, obj=None) -> None:
+    """Register the per-node rule a reference ``WHERE:NAME`` names (loaded by
+    :mod:`rheotheory.plugin_loader`, or ``obj`` when the caller loaded it), under ``name``; for any
+    other unknown name, load the installed plugins. A reference to something that is not a rule
+    is left alone (the caller refuses the name)."""
+    from ..plugin_loader import ensure_plugins, is_reference, load_object  # NOTE: plugins load only when asked for
+
+    if name in VERIFIERS:
+        return
+    if not is_reference(name):
+        ensure_plugins()
+        return
+    obj = load_object(name) if obj is None else obj
+    if callable(obj) and not isinstance(obj, type) and not hasattr(obj, "outcomes"):
+        register_rule(name, obj)
 
 
 def get_verifier(name: str) -> Callable[..., Transition]:
-    try:
-        return VERIFIERS[name]
-    except KeyError:
-        raise VerifierError(f"unknown verifier {name!r}; choose from {', '.join(VERIFIERS)}") from None
+    """The per-node rule registered as ``name``.
+
+    A name written ``FILE.py:NAME`` or ``MODULE:NAME`` loads that object first (a plugin's rule,
+    :mod:`rheotheory.plugin`); an unknown name loads the installed plugins once before it is
+    refused.
+
+    Raises
+    ------
+    VerifierError
+        No rule has that name (the message lists the registered ones).
+    """
+    rule = VERIFIERS.get(name)
+    if rule is None:
+        rule_by_name(name)
+        rule = VERIFIERS.get(name)
+    if rule is None:
+        raise VerifierError(f"unknown verifier {name!r}; choose from {', '.join(VERIFIERS)}")
+    return rule
 
 
 def acceptance(tr: Transition):

@@ -62,6 +62,7 @@ __all__ = [
     "TREE_VERIFIERS",
     "register_tree_verifier",
     "verifier_families",
+    "verifier_by_name",
     "as_tree_verifier",
     "method_tree_verifier",
     "sample_outcome",
@@ -241,8 +242,9 @@ def draw_pending(tree, pending: list[int], branch, i: int = 0, known: dict | Non
 TREE_VERIFIERS: dict[str, TreeVerifier] = {}
 
 
-def register_tree_verifier(verifier: TreeVerifier, families: Sequence[str] = ()) -> TreeVerifier:
-    """Register a tree-level verifier under its ``name``, admitted by the method ``families``.
+def register_tree_verifier(verifier: TreeVerifier, families: Sequence[str] | None = ()) -> TreeVerifier:
+    """Register a tree-level verifier under its ``name``, admitted by the method ``families``
+    (``None``: every family).
 
     A new tree-level verifier is one module that builds its :class:`TreeVerifier` and calls this,
     plus its import line in :mod:`rheotheory.verify`; the families it names admit it (their
@@ -254,7 +256,7 @@ def register_tree_verifier(verifier: TreeVerifier, families: Sequence[str] = ())
         raise TypeError("register_tree_verifier takes a TreeVerifier with a name")
     if verifier.name in TREE_VERIFIERS or verifier.name in VERIFIERS:
         raise ValueError(f"verifier {verifier.name!r} is registered twice")
-    verifier.families = tuple(families)
+    verifier.families = None if families is None else tuple(families)
     TREE_VERIFIERS[verifier.name] = verifier
     return verifier
 
@@ -265,7 +267,33 @@ def tree_verifier(name: str) -> TreeVerifier:
     tv = TREE_VERIFIERS.get(name)
     if tv is not None:
         return tv
+    verifier_by_name(name)  # a FILE.py:NAME reference, or a name an installed plugin registers
+    tv = TREE_VERIFIERS.get(name)
+    if tv is not None:
+        return tv
     return PerNodeWalk(get_verifier(name), name)
+
+
+def verifier_by_name(name: str) -> None:
+    """Make the verifier ``name`` known if a plugin provides it: a reference ``WHERE:NAME``
+    (:mod:`rheotheory.plugin_loader`) to a :class:`TreeVerifier` is registered under ``name``,
+    admitted by every family; one to a per-node rule goes to
+    :func:`~rheotheory.verify.rules.rule_by_name`; any other unknown name loads the installed
+    plugins. Does nothing when nothing applies (the caller refuses the name)."""
+    from ..plugin_loader import PluginError, is_reference, load_object
+    from .rules import VERIFIERS, rule_by_name
+
+    if name in VERIFIERS or name in TREE_VERIFIERS:
+        return
+    obj = load_object(name) if is_reference(name) else None
+    if isinstance(obj, TreeVerifier):
+        obj.name = name
+        register_tree_verifier(obj, families=getattr(obj, "families", None) or None)
+        return
+    if obj is not None and not (callable(obj) and not isinstance(obj, type)):
+        raise PluginError(f"{name} is a {type(obj).__name__}; a verifier reference names a per-node rule "
+                          "(p, candidates) -> Transition or a TreeVerifier")
+    rule_by_name(name, obj)
 
 
 def verifier_families(name: str) -> tuple[str, ...] | None:

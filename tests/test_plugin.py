@@ -1,0 +1,199 @@
+"""Bring your own method (rheotheory.plugin): loading from outside the package, certificates that
+no builder can change by how it draws, the strict mode and check_method (docs/theory.md 5.3)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from rheotheory.exact import ContractError, certify
+from rheotheory.methods import FAMILIES, PRESETS, resolve
+from rheotheory.pairs import example_pair
+from rheotheory.plugin import PluginError, load_plugin
+import rheotheory.plugin_loader as plugin_loader
+from rheotheory.testing import check_method
+
+HERE = Path(__file__).parent
+COIN = str(HERE / "plugins" / "coin.py")
+PEEK = str(HERE / "plugins" / "peek.py")
+FORK = str(HERE.parent / "docs" / "examples" / "fork_method.py")
+
+
+@pytest.fixture(autouse=True)
+def _registries_restored(monkeypatch):
+    """Each test's plugins leave the registries as they found them (other test files draw methods
+    from the registry: a plugin family left behind would join their draws)."""
+    from rheotheory.verify.rules import RULE_FAMILIES, VERIFIERS
+    from rheotheory.verify.walk import TREE_VERIFIERS
+
+    saved = [(d, dict(d)) for d in (FAMILIES, PRESETS, VERIFIERS, RULE_FAMILIES, TREE_VERIFIERS, plugin_loader._LOADED)]
+    monkeypatch.delenv("RHEO_PLUGINS", raising=False)
+    yield
+    for d, copy in saved:
+        d.clear()
+        d.update(copy)
+    for name in [m for m in sys.modules if m.startswith("rheo_plugin_")]:
+        del sys.modules[name]
+
+
+def rheo(*args, cwd=None, env=None):
+    """``rheo ARGS`` in a fresh process: (exit code, stdout, stderr)."""
+    e = dict(os.environ, **(env or {}))
+    r = subprocess.run([sys.executable, "-m", "rheotheory.cli", *args], capture_output=True, text=True, cwd=cwd,
+                       env=e, timeout=300)
+    return r.returncode, r.stdout, r.stderr
+
+
+# -- certificates no builder can change by how it draws ------------------------------------------
+
+def test_the_coin_builder_is_certified_lossless_and_its_hiding_twin_lossy():
+    load_plugin(COIN)
+    honest = certify(example_pair(), resolve("coin"))
+    assert honest.lossless and honest.max_deviation == 0
+    assert honest.classes == 2  # one class per law the child was drawn from (its token integrated)
+    lying = certify(example_pair(), resolve("coin:hide=yes"))
+    assert not lying.lossless
+    assert lying.max_deviation == Fraction(41441, 1310400)  # what a token-only key certified the honest one at
+
+
+def test_the_equivalence_key_carries_the_law_a_sampled_node_was_drawn_from():
+    load_plugin(COIN)
+    from rheotheory.exact import enumerate_classes
+
+    enum = enumerate_classes(example_pair(), resolve("coin"))
+    (a, b) = [c.tree for c in enum.classes.values()]
+    strip = lambda key: (key[0], key[1], key[2], [k[:3] for k in key[4]])  # noqa: E731  (the key without laws)
+    assert strip(a.canonical_key()) == strip(b.canonical_key())  # same tokens, kinds and positions
+    assert a.canonical_key() != b.canonical_key()  # told apart by the law alone
+
+
+@pytest.mark.parametrize("family", sorted(set(FAMILIES) - {"coin", "coin-global", "peek", "fork"}))
+def test_strict_mode_passes_every_registered_family(family):
+    """Strict certification (classes checked, grouped law = ungrouped law) of every family at a
+    small size on the example pair; the presets of the family ride along."""
+    specs = [family] + [name for name, p in PRESETS.items() if p.family == family]
+    for spec in specs:
+        cert = certify(example_pair(), resolve(spec, size=(2, 2, 3)), strict=True)
+        assert cert.classes >= 1 and cert.max_deviation is not None
+
+
+def test_strict_mode_checks_merged_trees_at_a_size_where_classes_merge():
+    m = resolve("rheo-tuned", size="toy")
+    cert = certify(example_pair(), m, strict=True)
+    assert cert.classes < cert.branches  # merging happened, and was checked
+    assert cert.lossless
+
+
+def test_strict_mode_catches_a_builder_that_draws_outside_its_chooser():
+    load_plugin(COIN)
+    with pytest.raises(ContractError, match="draws outside the chooser"):
+        for _ in range(20):  # NOTE: two runs agree by chance with probability 1/2 each time
+            certify(example_pair(), resolve("coin-global"), strict=True)
+
+
+def test_strict_mode_catches_a_verifier_that_reads_what_the_key_leaves_out():
+    load_plugin(PEEK)
+    m = resolve("peek", verifier="peek-score")
+    plain = certify(example_pair(), m)  # merged by tokens and laws: wrong, and it cannot know
+    assert plain.classes == 1
+    with pytest.raises(ContractError, match="grouping changed the law of Z"):
+        certify(example_pair(), m, strict=True)
+
+
+# -- check_method, the contract a plugin author runs ---------------------------------------------
+
+@pytest.mark.parametrize("spec", ["eagle", "rheo", "chain", "static-wor", "multichain"])
+def test_check_method_passes_built_in_families(spec):
+    report = check_method(spec, pairs=(None,), samples=2000)
+    assert report.pairs and all(r["lossless"] for r in report.pairs)
+    assert len(report.mc) == len(report.pairs)
+
+
+def test_check_method_passes_the_honest_coin_and_measures_the_lying_one_faithfully():
+    load_plugin(COIN)
+    assert all(r["lossless"] for r in check_method("coin", samples=2000).pairs)
+    lying = check_method("coin:hide=yes", samples=2000)  # the contract holds: it is measured as it is
+    assert not any(r["lossless"] for r in lying.pairs)
+    with pytest.raises(AssertionError, match="LOSSY, max deviation 41441/1310400"):
+        check_method("coin:hide=yes", samples=0, lossless=True)
+
+
+def test_check_method_fails_a_builder_that_draws_outside_its_chooser():
+    load_plugin(COIN)
+    with pytest.raises(AssertionError, match=r"check_method\(coin-global .*draws outside the chooser"):
+        for _ in range(20):
+            check_method("coin-global", samples=0)
+
+
+def test_check_method_fails_a_verifier_that_reads_a_score():
+    load_plugin(PEEK)
+    with pytest.raises(AssertionError, match="grouping changed the law of Z"):
+        check_method({"family": "peek", "verifier": "peek-score"}, samples=0)
+
+
+def test_check_method_refuses_a_spec_that_does_not_resolve():
+    with pytest.raises(AssertionError, match="does not resolve"):
+        check_method("no-such-method")
+
+
+# -- the door: files, modules, references, the environment ---------------------------------------
+
+def test_a_reference_resolves_a_family_from_a_file_with_options():
+    m = resolve(f"{FORK}:ForkMethod:width=3", size="toy")
+    assert (m.family, m.width, m.depth, m.verifier) == ("fork", 3, 3, "my-rrs")
+
+
+def test_a_verifier_reference_registers_a_rule_every_family_admits(tmp_path):
+    rule = tmp_path / "rules.py"
+    rule.write_text("from rheotheory.verify.rules import sequential\n\ndef mine(p, cands):\n"
+                    "    return sequential(p, cands)\n")
+    m = resolve("chain", size="toy", verifier=f"{rule}:mine")
+    assert m.verifier == f"{rule}:mine"
+    assert certify(example_pair(), m).lossless
+
+
+def test_bad_plugins_are_one_line_errors(tmp_path):
+    with pytest.raises(PluginError, match="does not exist"):
+        load_plugin(str(tmp_path / "missing.py"))
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise ValueError('boom')\n")
+    with pytest.raises(PluginError, match="loading plugin .* failed: ValueError: boom"):
+        load_plugin(str(broken))
+    with pytest.raises(PluginError, match="has no 'Nope'"):
+        resolve(f"{FORK}:Nope")
+
+
+def test_every_command_takes_a_plugin_from_the_command_line(tmp_path):
+    shutil.copy(FORK, tmp_path / "fork_method.py")
+    rc, out, err = rheo("certify", "--plugin", "fork_method.py", "--preset", "fork", cwd=tmp_path)
+    assert rc == 0 and "LOSSLESS" in out and "method          : fork width=2 D=3 verifier=my-rrs" in out, err
+    rc, out, err = rheo("certify", "--preset", "fork_method.py:ForkMethod", "--verifier", "sequential", cwd=tmp_path)
+    assert rc == 0 and "verifier=sequential" in out, err
+    rc, out, err = rheo("certify", "--plugin", "fork_method", "--preset", "fork", "--width", "1", cwd=tmp_path)
+    assert rc == 0 and "width=1" in out, err  # a module in the current folder
+    rc, out, err = rheo("methods", cwd=tmp_path, env={"RHEO_PLUGINS": "fork_method.py"})
+    assert rc == 0 and "fork" in out, err
+
+
+@pytest.mark.parametrize("args,message", [
+    (("certify", "--plugin", "missing.py"), "plugin file 'missing.py' does not exist"),
+    (("certify", "--plugin", "no_such_module_here"), "cannot import plugin module 'no_such_module_here'"),
+    (("certify", "--preset", "missing.py:Fork"), "plugin file 'missing.py' does not exist"),
+    (("certify", "--verifier", "nope"), "unknown verifier 'nope'"),
+])
+def test_bad_plugin_arguments_exit_2_with_one_line(tmp_path, args, message):
+    rc, out, err = rheo(*args, cwd=tmp_path)
+    assert rc == 2 and message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_the_lying_coin_is_lossy_from_the_command_line(tmp_path):
+    rc, out, err = rheo("certify", "--plugin", COIN, "--preset", "coin:hide=yes", "--json", cwd=tmp_path)
+    assert rc == 1 and '"max_deviation": "41441/1310400"' in out, err
+    rc, out, err = rheo("certify", "--plugin", COIN, "--preset", "coin", "--strict", cwd=tmp_path)
+    assert rc == 0 and "LOSSLESS" in out, err
