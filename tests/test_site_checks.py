@@ -218,3 +218,21 @@ def test_the_cli_reference_lists_the_method_flags_once_with_an_example_per_comma
     assert 1 <= text.count("\n  --proxy {next,tail,min-best-tail,true}") <= 1 + differ
     taking = [n for n, sub in cli_reference._subparsers(build_parser()).items() if cli_reference._method_group(sub)]
     assert len(taking) >= 2 and text.count("(#method-flags)") == len(taking)
+
+
+def test_a_long_exact_fraction_in_a_table_shows_as_a_decimal_with_the_exact_value_on_demand():
+    fractions = _load("site_fractions")
+    long = "6009154610163229142466953947392072133802391857020/9007199254740992"
+    html = (f"<table><tr><td>{long}</td><td><code>{long}</code></td><td>2202077/846300</td><td>1/3</td></tr>"
+            f"</table><p>{long}</p>")
+    out = fractions.shorten(html)
+    from fractions import Fraction
+
+    shown = f"{float(Fraction(long)):.6g}"
+    assert out.count(f'<abbr class="exact" title="exact: {long}">~{shown}</abbr>') == 2
+    assert "<td>2202077/846300</td><td>1/3</td>" in out and f"<p>{long}</p>" in out  # short, or prose
+    assert fractions.decimal("1/4") == "0.25" and fractions.decimal("1/3") == "~0.333333"
+    # The table check passes the shortened table and fails the raw one.
+    row = "<tr>" + "".join(f"<td>{x}</td>" for x in ("spectr-gbv", "yes", "0 / 96", long)) + "</tr>"
+    assert problems("guide/t/index.html", f"<table>{row}</table>") != []
+    assert problems("guide/t/index.html", fractions.shorten(f"<table>{row}</table>")) == []
