@@ -277,7 +277,7 @@ def test_a_module_in_the_current_folder_is_found_or_the_file_form_suggested(tmp_
 
     def rheo_script(*argv):
         p = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True, cwd=tmp_path,
-                           timeout=600)
+                           timeout=600, env=_this_package())
         return p.returncode, p.stdout, p.stderr
 
     code, out, err = rheo_script("audit", "--verifier", "my_verify:verify", "--setting", "k=1 generic", "--runs",
@@ -368,3 +368,90 @@ def test_transformers_assisted_generation_at_one_setting():
     d = json.loads(out)
     assert d["companion"]["verdict"] == "lossy", d
     assert code == 0, (d["p_value"], err)
+
+
+# -- the audit in someone else's test suite -----------------------------------------------------------
+
+EXAMPLE = ROOT / "docs" / "examples" / "test_my_engine_audit.py"
+
+#: A planted bug of an engine of one's own: rejection sampling that skips the residual in 20% of
+#: its rejections (the mass-shifting bug).
+MY_ENGINE = """
+import torch
+
+def verify(draft_tokens, draft_probs, target_probs, generator):
+    k = draft_tokens.numel()
+    for i in range(k):
+        x = int(draft_tokens[i])
+        p = target_probs[i]
+        q = draft_probs[i] if draft_probs is not None else torch.nn.functional.one_hot(
+            draft_tokens[i], p.numel()).to(p.dtype)
+        if not torch.rand((), generator=generator) * q[x] < p[x]:
+            r = (p - q).clamp(min=0)
+            skip = bool(torch.rand((), generator=generator) < SKIP) or not r.sum() > 0
+            return torch.cat([draft_tokens[:i], torch.multinomial(p if skip else r, 1, generator=generator)])
+    return torch.cat([draft_tokens, torch.multinomial(target_probs[k], 1, generator=generator)])
+"""
+
+
+def _plugin_args() -> list:
+    """``-p`` the plugin unless its entry point is installed (then pytest loads it already)."""
+    from importlib import metadata
+
+    names = {e.name for e in metadata.entry_points(group="pytest11")}
+    return [] if "rheo_audit" in names else ["-p", "rheotheory.audit.pytest_plugin"]
+
+
+def _this_package() -> dict:
+    """The environment of a subprocess run outside the repository that imports this checkout."""
+    import os
+
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+
+
+def _run_pytest(folder, *argv):
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *_plugin_args(), *argv],
+                       capture_output=True, text=True, cwd=folder, timeout=900, env=_this_package())
+    return p.returncode, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("skip, passes", [(0.0, True), (0.2, False)])
+def test_the_example_test_file_fails_on_a_planted_bug_outside_the_package(tmp_path, skip, passes):
+    """docs/examples/test_my_engine_audit.py copied into a folder of its own with an engine
+    module beside it, run by pytest there: a correct verifier passes, the same verifier skipping
+    the residual in 20% of its rejections fails with the worst setting, expected against
+    observed, one offending call and the command to reproduce. The size is cut to the k = 1
+    generic setting at N = 1500 runs (alpha 0.01, seed 0)."""
+    (tmp_path / "my_engine.py").write_text(f"SKIP = {skip}\n" + MY_ENGINE)
+    text = EXAMPLE.read_text()
+    assert 'VERIFIER = "rheotheory.audit.examples:chain_rejection"' in text and "budget=BUDGET" in text
+    text = text.replace('VERIFIER = "rheotheory.audit.examples:chain_rejection"', 'VERIFIER = "my_engine.py:verify"')
+    text = text.replace("budget=BUDGET", 'runs=1500, setting="k=1 generic"')
+    (tmp_path / "test_engine_audit.py").write_text(text)
+    code, out = _run_pytest(tmp_path)
+    if passes:
+        assert code == 0, out
+        return
+    assert code == 1, out
+    for needed in ("worst setting 'chain k=1 generic'", "expected", "observed", "one offending call",
+                   "reproduce: rheo audit --verifier my_engine.py:verify --kind chain"):
+        assert needed in out, out
+
+
+def test_pytest_rheo_audit_adds_one_test_that_fails_on_a_planted_bug(tmp_path):
+    (tmp_path / "my_engine.py").write_text("SKIP = 1.0\n" + MY_ENGINE)
+    code, out = _run_pytest(tmp_path, "--rheo-audit", "my_engine.py:verify", "--rheo-audit-runs", "300")
+    assert code == 1 and "rheo-audit[my_engine.py:verify]" in out, out
+    assert "1 failed" in out
+
+
+def test_the_plugin_is_registered_and_imports_nothing_heavy():
+    import tomllib
+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert meta["project"]["entry-points"]["pytest11"]["rheo_audit"] == "rheotheory.audit.pytest_plugin"
+    code = ("import sys; import rheotheory.audit.pytest_plugin; "
+            "print(any(m in sys.modules for m in ('rheotheory.audit.core', 'scipy', 'torch')))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert p.stdout.strip() == "False", p.stdout + p.stderr
+
