@@ -29,7 +29,6 @@ Notation cand := (cand R V).
 
 (* the target law after each prefix, p(. | u) *)
 Variable target : seq 'I_V -> vec.
-Hypothesis target_law : forall u, is_law (target u).
 
 (* z continued by fresh target samples after u: p(z | u) *)
 Fixpoint fresh (u z : seq 'I_V) : R :=
@@ -126,23 +125,23 @@ by rewrite -mulr_suml -total_big L1 mul1r.
 Qed.
 
 Lemma node_ok_sequential (sc : scheme R V) u :
-  wf sc -> node_ok (expect sc) sequential u.
+  is_law (target u) -> wf sc -> node_ok (expect sc) sequential u.
 Proof.
-move=> h; split; [exact: eq_expect|exact: expect_scale|].
+move=> hp h; split; [exact: eq_expect|exact: expect_scale|].
 by move=> y; apply: sequential_lossless.
 Qed.
 
 Lemma node_ok_ot (sc : scheme R V) u :
-  one_samp sc -> node_ok (expect sc) ot u.
+  is_law (target u) -> one_samp sc -> node_ok (expect sc) ot u.
 Proof.
-move=> h; split; [exact: eq_expect|exact: expect_scale|].
+move=> hp h; split; [exact: eq_expect|exact: expect_scale|].
 by move=> y; apply: ot_lossless.
 Qed.
 
 Lemma node_ok_onehot (sc : scheme R V) u :
-  wf sc -> node_ok (expect sc) onehot u.
+  is_law (target u) -> wf sc -> node_ok (expect sc) onehot u.
 Proof.
-move=> h; split; [exact: eq_expect|exact: expect_scale|] => y.
+move=> hp h; split; [exact: eq_expect|exact: expect_scale|] => y.
 transitivity (expect sc (fun _ => target u y)).
   by apply: eq_expect => cs; rewrite onehot_lossless.
 exact: expect_const.
