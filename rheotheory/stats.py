@@ -67,7 +67,7 @@ from .trees import RandomChooser
 
 __all__ = ["ChiSquare", "LengthTest", "LosslessTest", "PrefixCells", "prefix_cells", "pair_laws", "chi_square",
            "chi_square_law", "pool_cells", "pooled_law", "rejects", "combine", "bonferroni", "extend_outputs",
-           "chi_square_by_length", "lossless_test", "DEFAULT_MIN_EXPECTED", "DEFAULT_ALPHA"]
+           "chi_square_by_length", "lossless_test", "DEFAULT_MIN_EXPECTED", "DEFAULT_ALPHA", "POWER", "detectable_tv"]
 
 #: Smallest expected count of a chi-square cell (Cochran's rule of thumb for the chi-square
 #: approximation); rarer cells are pooled (module docstring, steps 1-3).
@@ -75,6 +75,9 @@ DEFAULT_MIN_EXPECTED = 5.0
 
 #: Default significance level of the lossless test of ``rheo mc``.
 DEFAULT_ALPHA = 0.01
+
+#: The power at which a test states the smallest deviation it detects.
+POWER = 0.8
 
 #: Largest |sum of the cell probabilities - 1| accepted by :func:`chi_square`. The cells of
 #: :class:`PrefixCells` sum to 1 within the conditional laws' own tolerance
@@ -153,12 +156,46 @@ class LosslessTest:
     tau_high: float
     per_length: tuple = field(default_factory=tuple)  # LengthTest for l = 1..D+1
 
+    def detectable(self, power: float = POWER) -> list[float]:
+        """Per length l, the smallest total variation of the law of the first l tokens, over the
+        test's pooled cells, that its chi-square (at level alpha / lengths) detects with probability
+        ``power`` (:func:`detectable_tv`): what a "not rejected" could have caught."""
+        level = self.alpha / max(1, len(self.per_length))
+        return [detectable_tv(t.df, self.samples, level, power) for t in self.per_length]
+
     def to_dict(self) -> dict:
         return {
             "lossless": self.lossless, "p_value": self.p_value, "alpha": self.alpha, "samples": self.samples,
             "tokens_per_step": self.tokens_per_step, "tokens_per_step_ci95": [self.tau_low, self.tau_high],
             "per_length": [t.to_dict() for t in self.per_length],
+            "power": POWER, "min_detectable_tv_by_length": self.detectable(),
         }
+
+
+def detectable_tv(df: int, n: int, level: float, power: float = POWER) -> float:
+    r"""Smallest total variation ``d`` of a cell law that Pearson's test of ``n`` observations
+    with ``df`` degrees of freedom at level ``level`` detects with probability ``power``.
+
+    Under a deviation :math:`\delta` of the cell law :math:`\pi`, Pearson's statistic is
+    asymptotically non-central chi-square with non-centrality
+    :math:`\lambda = n \sum_c \delta_c^2 / \pi_c \ge 4 n d^2` (Cauchy-Schwarz;
+    docs/theory.md section 6.5). With :math:`\lambda^*` the non-centrality at which the power is
+    ``power``, every deviation with :math:`d \ge \sqrt{\lambda^* / (4n)}` is detected with at
+    least that probability. With no degree of freedom nothing is detected: ``inf``.
+
+    >>> round(detectable_tv(1, 1000, 0.05), 4)
+    0.0443
+    >>> detectable_tv(0, 1000, 0.05)
+    inf
+    """
+    if df < 1 or n < 1:
+        return math.inf
+    from scipy import optimize
+    from scipy import stats as sps
+
+    crit = sps.chi2.isf(level, df)
+    lam = optimize.brentq(lambda x: sps.ncx2.sf(crit, df, x) - power, 1e-9, 1e7)
+    return math.sqrt(lam / (4.0 * n))
 
 
 def _chi2_sf(stat: float, df: int) -> float:

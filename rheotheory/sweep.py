@@ -56,17 +56,23 @@ GAIN_BASELINE = "eagle"
 CSV_FIELDS = ("vocab_size", "draft_top_k", "mismatch", "mismatch_value", "single_accept", "temperature",
               "top_k", "depth", "budget", "method", "description", "resolved", "steps", "tau", "tau_low", "tau_high",
               "gain_vs_eagle", "gain_low", "gain_high", "node_accept", "node_opt", "nodes", "steps_per_second",
-              "seed")
+              "seed", "lossless")
 
-#: Columns computed from all rows at the end (paired gains), not logged per row.
-GAIN_FIELDS = ("gain_vs_eagle", "gain_low", "gain_high")
+#: Columns computed from all rows at the end (paired gains, the lossless column), not logged per row.
+GAIN_FIELDS = ("gain_vs_eagle", "gain_low", "gain_high", "lossless")
+
+#: The exact certificate behind a row's ``lossless`` column (:func:`certify_rows`): the row's method
+#: spec resolved at this tree size (K, D, N) and at the row's temperature, on the built-in example
+#: pair (V = 4, horizon 3), capped at this many construction branches.
+LOSSLESS_SIZE = (3, 3, 8)
+LOSSLESS_MAX_BRANCHES = 20_000
 
 #: Columns of the row log (``<stem>.csv.partial``): a row's own columns and its per-step
 #: accepted lengths (space-separated), from which the gains are computed when all rows are in.
 LOG_FIELDS = tuple(f for f in CSV_FIELDS if f not in GAIN_FIELDS) + ("lengths",)
 
 #: Text columns, read back as text even when they look like numbers (mismatch "0.3").
-TEXT_FIELDS = ("mismatch", "method", "description", "resolved")
+TEXT_FIELDS = ("mismatch", "method", "description", "resolved", "lossless")
 
 
 @dataclass(frozen=True)
@@ -114,6 +120,44 @@ class SweepConfig:
 def sweep_method(spec, tree: tuple, temperature: float) -> Method:
     """The method a sweep row runs: ``spec`` resolved at tree size (K, D, N), then at T."""
     return resolve(spec, size=tuple(tree)).at_temperature(temperature)
+
+
+def size_mismatches(cfg) -> list[str]:
+    """One line per (method spec, tree size) whose trees hold a number of nodes other than the
+    row's budget N (a chain's size is its depth alone); a family that takes no size at all from
+    K, D, N is refused. The rows still run: their ``nodes`` column says what they used."""
+    from .methods.registry import SIZE_FIELDS, field_options
+
+    out = []
+    for tree in cfg.trees:
+        for spec in cfg.methods:
+            m = sweep_method(spec, tree, 1.0)
+            if m.nodes and not set(SIZE_FIELDS) & set(field_options(type(m))):
+                raise RheoError(f"{spec} ({m.family}) takes no tree size from K, D, N; it cannot run at a sweep's "
+                                "--trees (give its size in the spec)")
+            if m.nodes and m.nodes != tree[2]:
+                out.append(f"{spec} holds {m.nodes} nodes at K,D,N={','.join(map(str, tree))}, not N={tree[2]} "
+                           "(compare its row at its own node count)")
+    return out
+
+
+def certify_rows(rows: list[dict]) -> None:
+    """Fill each row's ``lossless`` column from an exact certificate of the same method (see
+    :data:`LOSSLESS_SIZE`): ``yes`` (deviation exactly 0), ``LOSSY``, or ``not certified`` (the
+    enumeration is over :data:`LOSSLESS_MAX_BRANCHES` or the method does not fit the pair)."""
+    from .exact import certify
+    from .pairs import example_pair
+
+    pair, done = example_pair(), {}
+    for r in rows:
+        m = sweep_method(r["method"], LOSSLESS_SIZE, float(r["temperature"]))
+        key = m.run_key()
+        if key not in done:
+            try:
+                done[key] = "yes" if certify(pair, m, max_branches=LOSSLESS_MAX_BRANCHES).lossless else "LOSSY"
+            except RheoError:
+                done[key] = "not certified"
+        r["lossless"] = done[key]
 
 
 def _run_task(args) -> dict:
@@ -382,6 +426,12 @@ NO_NODE_OPT = ("n/a", "node opt n/a: the per-node optimum is not computed at a n
                "rheotheory.montecarlo.node_optimum), nor where node acc is -")
 
 
+#: The footnote of the table's ``lossless`` column.
+LOSSLESS_NOTE = (f"lossless: an exact certificate of the row's method spec at K,D,N={','.join(map(str, LOSSLESS_SIZE))} "
+                 "and the row's T on the built-in example pair (yes: deviation exactly 0), not of the sampled row; "
+                 "nodes: mean draft nodes per step")
+
+
 def format_table(rows: list[dict]) -> str:
     """A fixed-width text table of the main columns.
 
@@ -389,7 +439,8 @@ def format_table(rows: list[dict]) -> str:
     ``nan``, and a footnote under the table says why (:data:`NO_NODE_ACCEPT`,
     :data:`NO_NODE_OPT`).
     """
-    head = ("mismatch", "T", "K", "D", "N", "method", "tau", "95% CI", "vs eagle", "node acc", "node opt", "steps/s")
+    head = ("mismatch", "T", "K", "D", "N", "nodes", "method", "tau", "95% CI", "vs eagle", "node acc", "node opt",
+            "lossless", "steps/s")
     lines, notes = [], []
     for r in rows:
         g = r.get("gain_vs_eagle", "")
@@ -403,14 +454,15 @@ def format_table(rows: list[dict]) -> str:
             else:
                 cells.append(f"{value:.3f}")
         lines.append((str(r["mismatch"]), f"{float(r['temperature']):g}", str(int(r["top_k"])), str(int(r["depth"])),
-                      str(int(r["budget"])), r["method"], f"{float(r['tau']):.3f}",
+                      str(int(r["budget"])), f"{float(r['nodes']):.3g}", r["method"], f"{float(r['tau']):.3f}",
                       f"[{float(r['tau_low']):.3f},{float(r['tau_high']):.3f}]", gain, *cells,
-                      f"{float(r['steps_per_second']):.1f}"))
+                      str(r.get("lossless", "") or "-"), f"{float(r['steps_per_second']):.1f}"))
     widths = [max(len(h), *(len(l[i]) for l in lines)) if lines else len(h) for i, h in enumerate(head)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     table = [fmt.format(*head), fmt.format(*("-" * w for w in widths))] + [fmt.format(*l) for l in lines]
     notes = [note for _, note in (NO_NODE_ACCEPT, NO_NODE_OPT) if note in notes]  # NOTE: a fixed order
-    return "\n".join(table + ([""] + notes if notes else []))
+    notes.append(LOSSLESS_NOTE)
+    return "\n".join(table + [""] + notes)
 
 
 @dataclass(frozen=True)
@@ -450,6 +502,7 @@ def sweep_to_files(cfg: SweepConfig, out_dir, stem: str = "sweep", progress: boo
                                "to continue") from None
     finally:
         log.close()
+    certify_rows(rows)
     write_csv(rows, csv_path)
     png_path = ""
     if plot:

@@ -7,8 +7,8 @@ import pytest
 from rheotheory.cli import main
 from rheotheory.errors import RheoError
 from rheotheory.methods import resolve
-from rheotheory.sweep import (CSV_FIELDS, NO_NODE_ACCEPT, NO_NODE_OPT, SweepConfig, format_table, read_csv, run_sweep,
-                              sweep_method, sweep_to_files)
+from rheotheory.sweep import (CSV_FIELDS, LOSSLESS_NOTE, NO_NODE_ACCEPT, NO_NODE_OPT, SweepConfig, format_table,
+                              read_csv, run_sweep, size_mismatches, sweep_method, sweep_to_files)
 from rheotheory.trees import parse_shape
 
 
@@ -101,13 +101,28 @@ def test_table_says_why_a_node_cell_is_empty():
     by = {r["method"]: r for r in rows}
     text = format_table(rows)
     assert "nan" not in text
-    cells = {line.split()[5]: line.split()[-3:-1] for line in text.splitlines()[2:] if len(line.split()) > 8}
+    cells = {line.split()[6]: line.split()[-4:-2] for line in text.splitlines()[2:] if len(line.split()) > 8}
     assert cells["autoregressive"] == [NO_NODE_ACCEPT[0], NO_NODE_OPT[0]]
     assert cells["static-wor"] == [f"{float(by['static-wor']['node_accept']):.3f}", NO_NODE_OPT[0]]
     assert cells["eagle"] == [f"{float(by['eagle']['node_accept']):.3f}", f"{float(by['eagle']['node_opt']):.3f}"]
-    assert text.splitlines()[-2:] == [NO_NODE_ACCEPT[1], NO_NODE_OPT[1]]
+    assert text.splitlines()[-3:] == [NO_NODE_ACCEPT[1], NO_NODE_OPT[1], LOSSLESS_NOTE]
     plain = format_table([by["eagle"]])
     assert NO_NODE_ACCEPT[1] not in plain and NO_NODE_OPT[1] not in plain
+
+def test_rows_carry_their_node_count_and_an_exact_lossless_column(tmp_path):
+    """The lossless column is the exact certificate of each row's method (a lossy control says
+    LOSSY), the nodes column what the trees held; a chain under a larger budget is warned of."""
+    cfg = SweepConfig(**{**TINY.__dict__, "methods": ("eagle", "chain", "rheo:proxy=true:verifier=sequential"),
+                         "temperatures": (1.0,), "trees": ((3, 2, 6),)})
+    out = sweep_to_files(cfg, tmp_path, progress=False, plot=False)
+    by = {r["method"]: r for r in out.rows}
+    assert by["eagle"]["lossless"] == "yes" and by["chain"]["lossless"] == "yes"
+    assert by["rheo:proxy=true:verifier=sequential"]["lossless"] == "LOSSY"
+    assert float(by["chain"]["nodes"]) == 2 and float(by["eagle"]["nodes"]) == 6
+    assert {r["lossless"] for r in read_csv(out.csv_path)} == {"yes", "LOSSY"}
+    assert size_mismatches(cfg) == ["chain holds 2 nodes at K,D,N=3,2,6, not N=6 (compare its row at its own node "
+                                    "count)"]
+
 
 def test_cli_sweep_and_mc(tmp_path, capsys):
     rc = main(["sweep", "--vocab", "50", "--no-sparse", "--mismatch", "low", "--temperatures", "1",
@@ -316,3 +331,29 @@ def test_cli_missing_extra_is_one_line(tmp_path, capsys, monkeypatch):
     assert main(SWEEP_ARGV + ["--executor", "dask", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "pip install 'rheotheory[dask]'" in err
+
+
+def test_mc_states_what_its_test_could_detect(capsys):
+    """A "not rejected" comes with the smallest TV the test detects at power 0.8 per length (it
+    shrinks as 1/sqrt(N)); --contexts fresh adds tokens per step over fresh contexts."""
+    args = ["mc", "--vocab", "50", "--top-k", "3", "--depth", "2", "--budget", "5", "--no-progress"]
+    assert main(args + ["--samples", "400", "--contexts", "fresh"]) == 0
+    out = capsys.readouterr().out
+    assert "verdict         : LOSSLESS (not rejected at N = 400)" in out
+    assert "detects         : with power 0.8, a TV >= " in out and "fresh context, as rheo sweep" in out
+    tvs = {}
+    for n in (400, 1600):
+        assert main(args + ["--samples", str(n), "--json"]) == 0
+        d = json.loads(capsys.readouterr().out)
+        tvs[n] = d["min_detectable_tv_by_length"]
+        assert len(tvs[n]) == 3 and d["power"] == 0.8 and d["contexts"] == "single"
+    assert all(b < a for a, b in zip(tvs[400], tvs[1600]))  # four times N: about half the TV
+
+
+def test_mc_fresh_contexts_need_the_synthetic_pair(tmp_path, capsys):
+    from rheotheory.pairs import random_pair
+
+    inst = tmp_path / "inst.json"
+    random_pair(3, 2, seed=1).save(inst)
+    assert main(["mc", str(inst), "--samples", "10", "--depth", "1", "--contexts", "fresh"]) == 2
+    assert "--contexts fresh needs the synthetic pair" in capsys.readouterr().err

@@ -76,6 +76,11 @@ def register(sub) -> None:
     m.add_argument("--min-expected", type=float_range(lo=1.0), default=DEFAULT_MIN_EXPECTED,
                    help=f"smallest expected count of a cell, >= 1 (default {DEFAULT_MIN_EXPECTED:g})")
     m.add_argument("--seed", type=seed_arg, default=0, help="sampling seed (0..2^63-1, default 0)")
+    m.add_argument("--contexts", choices=("single", "fresh"), default="single",
+                   help="where the tokens per step are measured: single (default), every step from the pair's "
+                   "root prefix, the context the lossless test needs; fresh, every step from a new random context "
+                   "as `rheo sweep` does (synthetic pairs; the test still runs at the root, so the steps are "
+                   "sampled twice). One context can accept far more or fewer tokens than the average context")
     m.add_argument("--json", action="store_true", help="print one JSON object")
     add_progress(m)
     add_max_entries(m)
@@ -107,7 +112,7 @@ def pair_from_args(args):
 def run(args) -> int:
     import time
 
-    from ..stats import lossless_test
+    from ..stats import POWER, lossless_test
 
     method = method_from_args(args, size="toy")
     pair, name, temperature = pair_from_args(args)
@@ -129,14 +134,28 @@ def run(args) -> int:
         now = time.perf_counter()
         estimated = now - t0 + (now - t1) / n * args.samples
     announce(args, estimated, what)
+    if args.contexts == "fresh" and not hasattr(pair, "at"):
+        from ..errors import RheoError
+
+        raise RheoError("--contexts fresh needs the synthetic pair (an instance file has one context)")
     with progress_bar(args, args.samples, "mc") as bar:
         res = lossless_test(pair, method, samples=args.samples, alpha=args.alpha, seed=args.seed,
                             min_expected=args.min_expected, progress=bar.update)
+    fresh = None
+    if args.contexts == "fresh":
+        from ..montecarlo import run_steps
+
+        fresh = run_steps(pair, method, args.samples, seed=args.seed, contexts=True)
+    detect = res.detectable()
     secs = time.perf_counter() - t0
     if args.json:
         d = res.to_dict()
         d.update(instance=name, method=method.to_dict(), preset=args.preset, seed=args.seed, seconds=round(secs, 3),
-                 estimated_seconds=round(estimated, 3))
+                 estimated_seconds=round(estimated, 3), contexts=args.contexts)
+        d["min_detectable_tv_by_length"] = [None if x == float("inf") else x for x in detect]
+        if fresh is not None:
+            d["tokens_per_step_fresh"] = fresh.tau
+            d["tokens_per_step_fresh_ci95"] = [fresh.tau_low, fresh.tau_high]
         print(json.dumps(d))
         return EXIT_LOSSLESS if res.lossless else EXIT_LOSSY
     worst = min(res.per_length, key=lambda t: t.p_value)
@@ -145,13 +164,25 @@ def run(args) -> int:
     print(f"samples         : {res.samples} steps, seed {args.seed}")
     print(f"test            : Pearson chi-square per length l=1..{len(res.per_length)}, pooled rare cells "
           f"(expected >= {args.min_expected:g}), Bonferroni")
-    for t in res.per_length:
-        print(f"  l={t.length}: X2={t.statistic:.2f} df={t.df} p={t.p_value:.4g} cells={t.cells}")
+    for t, d in zip(res.per_length, detect):
+        print(f"  l={t.length}: X2={t.statistic:.2f} df={t.df} p={t.p_value:.4g} cells={t.cells}  detects TV>={d:.3g}")
     print(f"p-value         : {res.p_value:.4g} (alpha {res.alpha:g})")
-    print(f"verdict         : {'LOSSLESS (not rejected)' if res.lossless else 'LOSSY (rejected)'}")
+    if res.lossless:
+        best = min(range(len(detect)), key=lambda i: detect[i])
+        first = "first token" if best == 0 else f"first {best + 1} tokens"
+        print(f"verdict         : LOSSLESS (not rejected at N = {res.samples})")
+        print(f"detects         : with power {POWER:g}, a TV >= {detect[best]:.3g} in the law of the {first}, "
+              f">= {detect[-1]:.3g} in the law of all {len(detect)} (over the pooled cells); smaller deviations "
+              "can pass")
+    else:
+        print("verdict         : LOSSY (rejected)")
     if not res.lossless:
         print(f"worst cell      : l={worst.length} '{worst.worst_cell}': observed {worst.observed}, "
               f"expected {worst.expected:.1f}")
-    print(f"tokens per step : {res.tokens_per_step:.4f}  (95% CI [{res.tau_low:.4f}, {res.tau_high:.4f}])")
+    print(f"tokens per step : {res.tokens_per_step:.4f}  (95% CI [{res.tau_low:.4f}, {res.tau_high:.4f}]; every step at "
+          "the root context)")
+    if fresh is not None:
+        print(f"tokens per step : {fresh.tau:.4f}  (95% CI [{fresh.tau_low:.4f}, {fresh.tau_high:.4f}]; every step at a "
+              "fresh context, as rheo sweep)")
     print(f"time            : {secs:.2f} s")
     return EXIT_LOSSLESS if res.lossless else EXIT_LOSSY

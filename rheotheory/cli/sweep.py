@@ -103,7 +103,11 @@ def run(args) -> int:
                       mismatch=tuple(args.mismatch), temperatures=tuple(args.temperatures), trees=tuple(args.trees),
                       methods=tuple(args.methods), steps=args.steps, seed=args.seed, workers=args.workers,
                       temper_draft=args.temper_draft)
+    from ..sweep import size_mismatches
+
     work = check_sweep_work(cfg, args.max_work)
+    for line in size_mismatches(cfg):
+        print(f"rheo sweep: warning: {line}", file=sys.stderr)
     check_out_dir(args.out)
     seconds = work / WORK_PER_SECOND / cfg.workers
     if wants_pilot(args, seconds):

@@ -409,14 +409,15 @@ def resolve(spec, size: str | tuple | None = None, **overrides) -> Method:
     elif isinstance(spec, str) and spec:
         from ..plugin_loader import ensure_plugins, is_reference  # NOTE: plugins load lazily
 
-        if is_reference(spec):  # FILE.py:NAME or MODULE:NAME, then options
+        head = spec.split(":")[0]
+        if is_reference(spec) and head not in PRESETS and head not in FAMILIES:  # FILE.py:NAME or MODULE:NAME
             target, extra = method_by_reference(spec)
             if isinstance(target, Method):
                 _, given = _split_spec(":".join(["x"] + extra))
                 return resolve(target, size=size, **{SPEC_ALIASES.get(k, k): _parse_value(type(target),
                                SPEC_ALIASES.get(k, k), v) for k, v in given.items()}, **overrides)
             spec = ":".join([target] + extra)
-        elif spec.split(":")[0] not in PRESETS and spec.split(":")[0] not in FAMILIES:
+        elif head not in PRESETS and head not in FAMILIES:
             ensure_plugins()
         name, opts = _split_spec(spec)
         written = {SPEC_ALIASES.get(k, k): k for k in opts}  # field -> as the spec wrote it
