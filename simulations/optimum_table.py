@@ -164,6 +164,21 @@ def write_md(rows, path, n):
         f.write("\n".join(lines) + "\n")
 
 
+def read_rows(path):
+    """The rows of a written ``optimum_table.csv``, with the numbers ``plot`` reads as numbers."""
+    import csv
+
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        for k in ("V", "instances", "lossless", "attained"):
+            r[k] = int(r[k])
+        for k in ("ratio_mean", "ratio_min", "per_node_best_mean"):
+            if r.get(k, "") != "":
+                r[k] = float(r[k])
+    return rows
+
+
 def plot(rows, path):
     """The figure for a page's column: one panel per V, stacked, 1125 px wide (shown at about 64%
     of its size in the site's 719 px column, so 10-point labels stay about 13 px); one distinct
@@ -222,7 +237,12 @@ def main():
     ap.add_argument("--instances", type=int, default=50)
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--out", default=os.path.join(RESULTS, "optimum_table"), help="output path without extension")
+    ap.add_argument("--plot-only", action="store_true",
+                    help="redraw OUT.png from the rows already in OUT.csv (no optimum is computed)")
     args = ap.parse_args()
+    if args.plot_only:
+        plot(read_rows(args.out + ".csv"), args.out + ".png")
+        return
     jobs = [(V, fam, args.instances) for V in VOCABS for fam in FAMILIES]
     jobs.sort(key=lambda j: -j[0])  # the V = 5 cells first, so the pool stays busy to the end
     with ProcessPoolExecutor(args.workers) as pool:
