@@ -45,28 +45,28 @@ def strip_comments(text: str) -> str:
     return "".join(out)
 
 
-def announced() -> set[str]:
-    f = HERE / "ANNOUNCED"
+def announced(root: Path = HERE) -> set[str]:
+    f = root / "ANNOUNCED"
     lines = f.read_text(encoding="utf-8").splitlines() if f.exists() else []
     return {line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")}
 
 
-def sources() -> list[Path]:
-    return sorted(p for p in HERE.glob("*.v") if p.name != "Assumptions.v")
+def sources(root: Path = HERE) -> list[Path]:
+    return sorted(p for p in root.glob("*.v") if p.name != "Assumptions.v")
 
 
-def scan() -> list[str]:
-    """``File.v: line`` for every admitting keyword outside comments."""
+def scan(root: Path = HERE) -> list[str]:
+    """``File.v: line`` for every admitting keyword outside comments, in the .v files of ``root``."""
     hits = []
-    for p in sources():
+    for p in sources(root):
         for line in strip_comments(p.read_text(encoding="utf-8")).splitlines():
             if KEYWORDS.search(line):
                 hits.append(f"{p.name}: {line.strip()}")
     return hits
 
 
-def theorems() -> list[str]:
-    return [m for p in sources() for m in THEOREM.findall(strip_comments(p.read_text(encoding="utf-8")))]
+def theorems(root: Path = HERE) -> list[str]:
+    return [m for p in sources(root) for m in THEOREM.findall(strip_comments(p.read_text(encoding="utf-8")))]
 
 
 def print_assumptions() -> dict[str, str]:
