@@ -236,3 +236,17 @@ def test_a_long_exact_fraction_in_a_table_shows_as_a_decimal_with_the_exact_valu
     row = "<tr>" + "".join(f"<td>{x}</td>" for x in ("spectr-gbv", "yes", "0 / 96", long)) + "</tr>"
     assert problems("guide/t/index.html", f"<table>{row}</table>") != []
     assert problems("guide/t/index.html", fractions.shorten(f"<table>{row}</table>")) == []
+
+
+def test_the_getting_started_certificate_is_what_the_command_prints(capsys):
+    from rheotheory.cli import main
+
+    page = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    shown = re.search(r"```bash\nrheo certify --preset rheo\n```\n\n```text\n(.*?)```", page, re.S)
+    assert shown, "the home page lost its first tour command"
+    assert main(["certify", "--preset", "rheo"]) in (0, None)
+    printed = capsys.readouterr().out
+    # The page wraps the method line at the column; the timing differs run to run.
+    unwrap = lambda text: [re.sub(r"\s+", " ", ln) for ln in re.sub(r"\n {18}", " ", text).splitlines()
+                           if not ln.startswith("time")]
+    assert unwrap(shown.group(1)) == unwrap(printed)
