@@ -35,6 +35,9 @@ CLAIMS = (
      "candidate scheme: deterministic and sampled candidates in any order, each sampled one drawn from "
      "the law it carries, which may depend on the earlier draws",
      ("sequential_lossless",), "Sequential.v", COQ),
+    ("coq-rrs-lossless", "rrs (k drafts i.i.d. from q) and rrs-wor (k drafts without replacement): "
+     "lossless at a node, for every number of drafts k", ("rrs_lossless", "rrs_wor_lossless"),
+     "Sequential.v", COQ),
     ("coq-onehot-lossless", "onehot: the output law equals p for every fixed candidate list",
      ("onehot_lossless",), "Sequential.v", COQ),
     ("coq-single-draft", "one draft s ~ L under the sequential rule: output law p, acceptance "

@@ -5,6 +5,8 @@ From Rheo Require Import Laws Sequential Ot Tree Conditions.
 Print Assumptions sequential_lossless.
 Print Assumptions onehot_lossless.
 Print Assumptions single_draft_lossless.
+Print Assumptions rrs_lossless.
+Print Assumptions rrs_wor_lossless.
 Print Assumptions single_draft_acceptance.
 Print Assumptions ot_output.
 Print Assumptions ot_lossless.

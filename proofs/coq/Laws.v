@@ -104,6 +104,9 @@ move=> h0 hn; split=> [x|].
 by rewrite total_big /normalise -mulr_suml -total_big divff.
 Qed.
 
+Lemma total_normalise (a : vec) : total (normalise a) = total a / total a.
+Proof. by rewrite /normalise total_big -mulr_suml -total_big. Qed.
+
 Lemma scale_normalise (a : vec) x :
   total a != 0 -> total a * normalise a x = a x.
 Proof. by move=> hn; rewrite /normalise mulrC divfK. Qed.

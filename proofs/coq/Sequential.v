@@ -261,6 +261,38 @@ move=> [p0 _] [L0 _]; rewrite /overlap total_big; apply: eq_bigr => s _.
 by rewrite acceptanceE /= big_cons big_nil addr0 accepted_mass.
 Qed.
 
+(* RRS (SpecInfer): k drafts drawn i.i.d. from q *)
+Fixpoint iid (q : vec) (k : nat) : scheme :=
+  if k is k'.+1 then SampThen q (fun _ => iid q k') else Done.
+
+Corollary rrs_lossless (q p : vec) k y :
+  is_law q -> is_law p ->
+  expect (iid q k) (fun cs => output_law (sequential p cs) cs y) = p y.
+Proof.
+move=> hq hp; apply: sequential_lossless => //.
+by elim: k => //= k IH; split.
+Qed.
+
+(* RRS without replacement (RSD, Sequoia): each draft from q restricted to the earlier
+   drafts; the drafting stops when no mass is left *)
+Fixpoint wor (q : vec) (k : nat) : scheme :=
+  if k is k'.+1 then
+    SampThen q (fun s => if total (restrict q [:: s]) == 0 then Done else wor (restrict q [:: s]) k')
+  else Done.
+
+Lemma wf_wor (q : vec) k : is_law q -> wf (wor q k).
+Proof.
+elim: k q => //= k IH q hq; split=> // s.
+case: eqP => // /eqP hn; apply: IH; apply: normalise_law => [x|].
+  by case: (x \in [:: s]); last by case: hq.
+by apply: contraNneq hn; rewrite /restrict total_normalise => ->; rewrite mul0r.
+Qed.
+
+Corollary rrs_wor_lossless (q p : vec) k y :
+  is_law q -> is_law p ->
+  expect (wor q k) (fun cs => output_law (sequential p cs) cs y) = p y.
+Proof. by move=> hq hp; apply: sequential_lossless => //; apply: wf_wor. Qed.
+
 End Sequential.
 
 Arguments Det {R V} _.
@@ -281,3 +313,5 @@ Arguments SampThen {R V} _ _.
 Arguments wf {R V} _.
 Arguments expect {R V} _ _.
 Arguments dets {R V} _.
+Arguments iid {R V} _ _.
+Arguments wor {R V} _ _.
