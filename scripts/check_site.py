@@ -156,6 +156,9 @@ NUMPY_AS_TEXT = re.compile(r"<(h[1-6])\b[^>]*>\s*(" + "|".join(NUMPY_SECTIONS) +
 #: A plain mention of the theory's sections, or an arXiv id.
 THEORY_MENTION = re.compile(r"(?:docs/)?theory(?:\.md)?(?:</code>)?,?\s+(?:sections?|§)\s*\d+(?:\.\d+)?", re.I)
 ARXIV = re.compile(r"arXiv[:\s]\s*\d{4}\.\d{4,5}", re.I)
+#: Pages that may name commits: the mutation report's run table records the code each run mutated
+#: (its provenance, as a results file's provenance does).
+COMMIT_EXEMPT = ("mutation_report/",)
 #: A commit hash: 7 to 40 hex digits with at least one digit and one letter, standing alone.
 COMMIT = re.compile(r"(?<![\w./#=-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w/.-]*\w)")
 
@@ -392,7 +395,7 @@ def prose_problems(name: str, html: str) -> list[str]:
         problems.append(f"{name}: a numpy docstring section rendered as text, not as a section "
                         f"({len(sections)}x): {', '.join(dict.fromkeys(sections))}")
     text = htmllib.unescape(TAGS.sub(" ", body))
-    hashes = [m.group(0) for m in COMMIT.finditer(text)]
+    hashes = [] if name.startswith(COMMIT_EXEMPT) else [m.group(0) for m in COMMIT.finditer(text)]
     if hashes:
         problems.append(f"{name}: a commit hash in the prose ({len(hashes)}x), first: {hashes[0]!r} "
                         "(history belongs in the provenance)")
