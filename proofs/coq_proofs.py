@@ -56,10 +56,11 @@ CLAIMS = (
      "extended output law, bonus token included, for every depth and tree",
      ("tree_step_lossless", "node_ok_sequential", "node_ok_ot", "node_ok_onehot"), "Tree.v", COQ),
     ("coq-C1-ot", "wherever C1 holds (the sampled child has its member law given the history), ot is "
-     "lossless at the node", ("C1_ot_lossless",), "Conditions.v", COQ),
+     "lossless at the node, so C1 at every node makes a walk verified with ot lossless",
+     ("C1_ot_lossless", "node_ok_C1"), "Conditions.v", COQ),
     ("coq-C2-sequential", "wherever C2 holds (the same given also the deterministic children before "
-     "it), sequential is lossless at the node; C2 implies C1",
-     ("C2_sequential_lossless", "C2_C1"), "Conditions.v", COQ),
+     "it), sequential is lossless at the node, so C2 at every node makes a walk verified with sequential "
+     "lossless; C2 implies C1", ("C2_sequential_lossless", "node_ok_C2", "C2_C1"), "Conditions.v", COQ),
     ("coq-C1-without-C2-sequential", "sequential stays lossless where C1 holds but C2 fails",
      ("cx_C1", "cx_not_C2", "C1_without_C2_sequential_lossy", "C1_without_C2_ot_lossless"),
      "Conditions.v", REFUTED),

@@ -22,6 +22,8 @@ Print Assumptions node_ok_onehot.
 Print Assumptions C2_C1.
 Print Assumptions C1_ot_lossless.
 Print Assumptions C2_sequential_lossless.
+Print Assumptions node_ok_C1.
+Print Assumptions node_ok_C2.
 Print Assumptions cx_C1.
 Print Assumptions cx_not_C2.
 Print Assumptions C1_without_C2_sequential_lossy.

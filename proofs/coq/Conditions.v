@@ -8,7 +8,7 @@
    verifier is told s ~ L, the member law L_v) and fillers F j s after it (they may
    depend on s); (j, s) has joint law w. j ranges over a finite type of views. *)
 From mathcomp Require Import all_ssreflect ssralg ssrnum ssrint rat.
-From Rheo Require Import Laws Sequential Ot.
+From Rheo Require Import Laws Sequential Ot Tree.
 
 Set Implicit Arguments.
 Unset Strict Implicit.
@@ -89,6 +89,36 @@ rewrite -mulr_sumr; congr (_ * _).
 rewrite -(expect_view_scheme j (fun cs => output_law (sequential p cs) cs y)).
 apply: sequential_lossless => //.
 exact: wf_view_scheme.
+Qed.
+
+(* the node's law of candidate lists as an expectation, for the tree step (Tree.v) *)
+Definition mixture (f : seq cand -> R) : R :=
+  \sum_(j : J) \sum_(s < V) w j s * f (rheo_cands j s).
+
+Lemma mixture_ext f g : (forall cs, f cs = g cs) -> mixture f = mixture g.
+Proof. by move=> h; apply: eq_bigr => j _; apply: eq_bigr => s _; rewrite h. Qed.
+
+Lemma mixture_scale f c : mixture (fun cs => f cs * c) = mixture f * c.
+Proof.
+rewrite /mixture mulr_suml; apply: eq_bigr => j _.
+by rewrite mulr_suml; apply: eq_bigr => s _; rewrite mulrA.
+Qed.
+
+(* so C1 at every node makes a walk verified with ot lossless, and C2 one verified with
+   sequential (tree_step_lossless) *)
+Corollary node_ok_C1 (target : seq 'I_V -> vec) u :
+  C1 -> is_law (target u) -> is_law L -> node_ok target mixture ot u.
+Proof.
+move=> h1 hp hL; split; [exact: mixture_ext|exact: mixture_scale|] => y.
+exact: C1_ot_lossless.
+Qed.
+
+Corollary node_ok_C2 (target : seq 'I_V -> vec) u :
+  C2 -> \sum_(j : J) \sum_(t < V) w j t = 1 -> is_law (target u) -> is_law L ->
+  node_ok target mixture sequential u.
+Proof.
+move=> h2 h1 hp hL; split; [exact: mixture_ext|exact: mixture_scale|] => y.
+exact: C2_sequential_lossless.
 Qed.
 
 End Conditions.
