@@ -106,7 +106,7 @@ def main() -> int:
             print(f"{name} depends on: {' '.join(text.split())}")
             ok = False
     n_closed = sum(t.startswith("Closed") for t in answers.values())
-    print(f"{len(answers)} theorems printed, {n_closed} closed under the global context, "
+    print(f"{len(answers)} theorems, {n_closed} closed under the global context, "
           f"{len(scan())} admitting keywords ({len(allowed)} announced)")
     return 0 if ok else 1
 
