@@ -40,6 +40,8 @@ def register(sub) -> None:
     who = a.add_mutually_exclusive_group()
     who.add_argument("--verifier", metavar="SPEC", help="MODULE:FUNCTION or path/to/file.py:FUNCTION")
     who.add_argument("--engine", metavar="NAME", help="an engine adapter (rheo audit --list)")
+    who.add_argument("--method", metavar="SPEC", help="a registered method, built-in or a plugin's (--plugin, "
+                     "FILE.py:NAME): its own builder and verifier on the toy laws (rheotheory.audit.engines.method)")
     who.add_argument("--list", action="store_true", help="list the engine adapters, their settings and companions")
     a.add_argument("--kind", choices=("chain", "tree"), default=None,
                    help="the verifier's signature (default chain; docs/guide/audit.md)")
@@ -129,6 +131,21 @@ def _engine_runs(args):
     return subject, settings, companion, args.runs or mod.DEFAULT_RUNS, None
 
 
+def _method_runs(args):
+    """--method SPEC: the method's own steps on each toy law family, its planted companion beside."""
+    from ..audit.engines import method as adapter
+    from ..methods import resolve
+
+    settings = _select(adapter.method_settings(args.method, seed=args.seed), args.setting)
+    subject = f"method {resolve(args.method, size=adapter.SIZE).describe()}"
+    companion = None
+    if not args.no_companion:
+        wanted = {s.name for s in settings}
+        companion = [s for s in adapter.method_settings(args.method, planted=True, seed=args.seed)
+                     if s.name in wanted]
+    return subject, settings, companion, args.runs or adapter.DEFAULT_RUNS, None
+
+
 def _run_verifier(args):
     """The audit of --verifier (rheotheory.audit.api.audit_verifier), with its bar and estimate."""
     from ..audit import api
@@ -155,7 +172,7 @@ def _run_engine(args):
 
     from ..audit import core
 
-    subject, settings, companion, runs, _ = _engine_runs(args)
+    subject, settings, companion, runs, _ = (_method_runs if args.method else _engine_runs)(args)
     total = len(settings) * (1 + (companion is not None)) * runs
     pilot = time.perf_counter()  # NOTE: an engine run costs what its first few runs cost: time them
     settings[0].sample(PILOT_RUNS, args.seed)
@@ -179,10 +196,13 @@ def run(args) -> int:
     if args.list:
         return _list()
     try:
-        if args.verifier is None and args.engine is None:
-            raise RheoError("give --verifier SPEC, --engine NAME or --list")
-        if args.engine is not None and (args.kind or args.vocab or args.rule or args.budget or args.jobs != 1):
-            raise RheoError("--kind, --vocab, --rule, --budget and --jobs apply to --verifier, not to --engine")
+        if args.verifier is None and args.engine is None and args.method is None:
+            raise RheoError("give --verifier SPEC, --engine NAME, --method SPEC or --list")
+        if args.verifier is None and (args.kind or args.vocab or args.rule or args.budget or args.jobs != 1):
+            raise RheoError("--kind, --vocab, --rule, --budget and --jobs apply to --verifier, not to --engine or "
+                            "--method")
+        if args.method is not None and args.planted is not None:
+            raise RheoError("--planted applies to --engine; a method's companion runs unless --no-companion")
         if args.verifier is not None and args.planted is not None:
             raise RheoError("--planted applies to --engine; a verifier's companion runs unless --no-companion")
         if args.runs is not None and args.budget is not None:
