@@ -9,7 +9,9 @@ mkdocstrings reads the docstrings as numpy style, whose sections run to the next
 header: a doctest or a closing paragraph written after a ``Parameters`` block would be read as
 more parameters (a parameter called ``Made``, say). So, inside a docstring with numpy sections,
 an example after a section gets an ``Examples`` header (griffe renders its ``>>>`` lines as code
-itself) and a prose paragraph after an item section gets a ``Notes`` header.
+itself) and a prose paragraph after an item section gets a ``Notes`` header. An item written
+``name : a sentence...`` (the sentence where a type would be) has the sentence moved into its
+description, so it is not printed as a type annotation.
 """
 
 from __future__ import annotations
@@ -32,6 +34,16 @@ def _prose(line: str) -> bool:
     return " : " not in line and (len(words) >= 5 or line.rstrip().endswith("."))
 
 
+#: A numpy item line ``name : type``.
+ITEM = re.compile(r"^(?P<name>[*\w][\w, *]*?) : (?P<type>.+)$")
+
+
+def _prose_type(text: str) -> bool:
+    """A ``name : ...`` item whose "type" is the start of a sentence (``model : a ``transformers``
+    decoder-only causal LM``), which the theme would print as a type annotation."""
+    return "``" in text or len(text.split()) >= 5
+
+
 def close_sections(text: str) -> str:
     """``text`` with an ``Examples`` header before a doctest that follows a numpy section, and a
     ``Notes`` header before a paragraph that follows an item section (no change without sections)."""
@@ -49,6 +61,11 @@ def close_sections(text: str) -> str:
             elif section in ITEM_SECTIONS and not line.startswith(">>>") and _prose(line):
                 out += ["Notes", "-----"]
                 section = "Notes"
+        if section in ITEM_SECTIONS and line and not line[0].isspace() and (m := ITEM.match(line)) \
+                and _prose_type(m["type"]):
+            # NOTE: the sentence moves to the description, where it is read as prose.
+            out += [m["name"], "    " + m["type"]]
+            continue
         out.append(line)
     return "\n".join(out)
 

@@ -167,6 +167,12 @@ def test_numpy_sections_end_where_their_items_end():
     assert fences.close_sections("Intro.\n\n>>> f(1)\n2") == "Intro.\n\n>>> f(1)\n2"
     two = "Parameters\n----------\nu : float\n    A draw.\n\nv : int\n    A count."
     assert fences.close_sections(two) == two
+    # A sentence where the type goes moves into the description (the theme prints a type as code).
+    prose = "Parameters\n----------\nmodel : a ``transformers`` decoder-only causal LM.\n    Batch 1.\n"
+    assert fences.close_sections(prose) == (
+        "Parameters\n----------\nmodel\n    a ``transformers`` decoder-only causal LM.\n    Batch 1.\n")
+    typed = "Returns\n-------\nLongTensor(1, prompt + new)\n    The ids.\nx : (n,) float array\n    Laws."
+    assert fences.close_sections(typed) == typed
 
 
 def test_a_rest_literal_block_becomes_a_fenced_block():
