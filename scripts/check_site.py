@@ -29,7 +29,8 @@ the HTML alone, without a browser:
   arXiv id outside a link;
 - a numpy docstring section (Parameters, Returns, Raises...) rendered as a heading or a
   paragraph instead of mkdocstrings' section;
-- a commit hash in the prose (development history belongs in the provenance files).
+- a commit hash in the prose (development history belongs in the provenance files);
+- a reST literal-block marker (``text::``) or a literal ``<autoref>`` tag left in the text.
 
 A site directory that does not exist, or holds no page, exits 2 with one line on stderr.
 """
@@ -394,6 +395,11 @@ def prose_problems(name: str, html: str) -> list[str]:
     if sections:
         problems.append(f"{name}: a numpy docstring section rendered as text, not as a section "
                         f"({len(sections)}x): {', '.join(dict.fromkeys(sections))}")
+    stray = re.findall(r"\S::(?=\s|$)", htmllib.unescape(TAGS.sub("", INLINE_CODE.sub("", body))))
+    if stray:
+        problems.append(f"{name}: a reST '::' left in the text ({len(stray)}x)")
+    if "&lt;autoref" in (article.group(0) if article else html):
+        problems.append(f"{name}: a literal <autoref> tag in the text (a cross-reference inside a code block)")
     text = htmllib.unescape(TAGS.sub(" ", body))
     hashes = [] if name.startswith(COMMIT_EXEMPT) else [m.group(0) for m in COMMIT.finditer(text)]
     if hashes:

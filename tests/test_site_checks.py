@@ -256,3 +256,13 @@ def test_the_getting_started_certificate_is_what_the_command_prints(capsys):
     unwrap = lambda text: [re.sub(r"\s+", " ", ln) for ln in re.sub(r"\n {18}", " ", text).splitlines()
                            if not ln.startswith("time")]
     assert unwrap(shown.group(1)) == unwrap(printed)
+
+
+def test_a_stray_rest_marker_or_a_literal_autoref_fails():
+    found = problems("reference/records/index.html",
+                     "<p>The file starts with one comment line::</p><pre><code>rows::\n</code></pre>")
+    assert len(found) == 1 and "a reST '::' left in the text (1x)" in found[0], found
+    literal = '<pre><code>the caller writes &lt;autoref identifier="x"&gt;finish&lt;/autoref&gt;</code></pre>'
+    found = problems("reference/records/index.html", literal)
+    assert len(found) == 1 and "a literal <autoref> tag" in found[0], found
+    assert problems("reference/records/index.html", "<p>Use <code>a::b</code>; ratio 1:2.</p>") == []
