@@ -229,8 +229,9 @@ def generate(model, input_ids: torch.Tensor, draft_model=None, method: str | Met
         ``transformers``' name for it (given to ``generate``, it is read from there), ``draft_model``
         an alias; give one of them.
     method : a preset name (``"rheo-tuned"``, ``"eagle"``, ``"chain"``...), a spec string
-        (``"rheo:proxy=tail"``) or a :class:`~rheotheory.methods.Method`; tree sizes it leaves open
-        come from :data:`~rheotheory.methods.TREE_SIZES` row ``"model"``.
+        (``"rheo:proxy=tail"``), a plugin's method (``"my_method.py:ForkMethod"``, or its family name
+        once the plugin is loaded: :mod:`rheotheory.plugin`) or a :class:`~rheotheory.methods.Method`;
+        tree sizes it leaves open come from :data:`~rheotheory.methods.TREE_SIZES` row ``"model"``.
     tree_top_k, tree_depth, tree_budget : the tree size (K, D, N) of the method, overriding
         row ``"model"`` of :data:`~rheotheory.methods.TREE_SIZES` and the spec's own; a size the
         method has no field for is refused.
