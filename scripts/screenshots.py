@@ -53,7 +53,9 @@ MEASURE = r"""
 (() => {
   const content = document.querySelector('.md-content article') || document.body;
   const top = (el) => el.getBoundingClientRect().top + window.scrollY;
-  const visible = (el) => el.offsetParent !== null && el.getClientRects().length > 0;
+  // NOTE: the content of a closed <details> counts as hidden (Chromium may still give it a box).
+  const visible = (el) => el.offsetParent !== null && el.getClientRects().length > 0 &&
+      !(el.closest('details:not([open])') && !el.closest('summary'));
   const first = [];
   for (const el of content.querySelectorAll('h1, h2, h3, p, pre, table, img, svg, details, ul, ol')) {
     if (!visible(el) || top(el) >= 800 || el.closest('li') && el.tagName !== 'UL') continue;
