@@ -39,7 +39,8 @@ def page_commands(text: str) -> tuple[dict[str, str], list[list[str]]]:
     """The variables the page's block sets and its ``rheo`` commands (continuation lines joined)."""
     block = re.search(r"<!-- gpu-commands -->\s*```bash\n(.*?)```\s*<!-- /gpu-commands -->", text, re.S)
     assert block, "docs/guide/gpu.md lost its gpu-commands block"
-    lines = block.group(1).replace("\\\n", " ").splitlines()
+    # NOTE: as bash does, a backslash-newline is removed (a list of presets may go on over lines).
+    lines = block.group(1).replace("\\\n", "").splitlines()
     env, commands = {}, []
     for line in (line.strip() for line in lines):
         if not line or line.startswith("#"):
