@@ -40,6 +40,8 @@ CLAIMS = (
      "Sequential.v", COQ),
     ("coq-onehot-lossless", "onehot: the output law equals p for every fixed candidate list",
      ("onehot_lossless",), "Sequential.v", COQ),
+    ("coq-onehot-acceptance", "onehot: acceptance = p(G), G the set of candidate tokens",
+     ("onehot_acceptance",), "Ot.v", COQ),
     ("coq-single-draft", "one draft s ~ L under the sequential rule: output law p, acceptance "
      "sum_x min(p(x), L(x))", ("single_draft_lossless", "single_draft_acceptance"), "Sequential.v", COQ),
     ("coq-ot-lossless", "ot: given s the output token has law a delta_s + (1 - a) norm((p - L)+) "

@@ -35,6 +35,7 @@ SCRIPTS = (
 #: theorems about conditions C1 / C2 cover the node, not that a tree builder meets them.
 PROVED_IN_COQ_BY = {
     "onehot-lossless": ("coq-onehot-lossless",),
+    "onehot-acceptance": ("coq-onehot-acceptance",),
     "sequential-lossless": ("coq-sequential-lossless",),
     "ot-lossless": ("coq-ot-lossless",),
     "ot-acceptance": ("coq-ot-acceptance",),

@@ -4,6 +4,7 @@ From Rheo Require Import Laws Sequential Ot Tree Conditions.
 
 Print Assumptions sequential_lossless.
 Print Assumptions onehot_lossless.
+Print Assumptions onehot_acceptance.
 Print Assumptions single_draft_lossless.
 Print Assumptions rrs_lossless.
 Print Assumptions rrs_wor_lossless.

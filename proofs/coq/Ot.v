@@ -311,3 +311,45 @@ Arguments no_samp {R V} _.
 Arguments one_samp {R V} _.
 Arguments det_tokens {R V} _.
 Arguments det_then_samp {R V} _ _.
+
+Section OnehotAcceptance.
+
+Variable R : realFieldType.
+Variable V : nat.
+
+Notation vec := ('I_V -> R).
+
+Lemma size_sequential (p : vec) cs : size (cont (sequential p cs)) = size cs.
+Proof. by elim: cs p => //= c cs IH p; rewrite size_map IH. Qed.
+
+Lemma emit_dets_zero (p : vec) (G : seq (cand R V)) y :
+  p y = 0 -> emit (onehot p G) y = 0.
+Proof.
+rewrite /onehot; elim: G p => //= c G IH p py; rewrite IH ?mulr0 //.
+by rewrite /normalise /zero_at; case: (y == token c); rewrite ?mul0r // py mul0r.
+Qed.
+
+Lemma emit_dets_mem (p : vec) (G : seq (cand R V)) y :
+  y \in map token G -> emit (onehot p G) y = 0.
+Proof.
+elim: G p => //= c G IH p; rewrite in_cons; case: eqP => [->|_] /= h.
+  by rewrite emit_dets_zero ?mulr0 // /normalise /zero_at eqxx mul0r.
+by rewrite IH ?mulr0.
+Qed.
+
+(* onehot's acceptance is p(G), G the set of candidate tokens (duplicates add nothing) *)
+Theorem onehot_acceptance (p : vec) (cs : seq (cand R V)) :
+  is_law p -> acceptance (onehot p cs) = \sum_(y < V | y \in map token cs) p y.
+Proof.
+move=> hp; rewrite (acceptance_output (cs:=cs)); last by rewrite size_sequential size_map.
+rewrite [RHS]big_mkcond /=; apply: eq_bigr => y _; rewrite onehot_lossless //.
+have -> : emit (onehot p cs) y = if y \in map token cs then 0 else p y.
+  case: ifP => hy; first by rewrite emit_dets_mem.
+  rewrite -(onehot_lossless cs y hp) output_lawE -[LHS]addr0; congr (_ + _); apply/esym.
+  elim: cs (cont (onehot p cs)) hy => [|c cs' IH] [|w ws] //=; rewrite ?big_nil //.
+  rewrite big_cons in_cons /= => /norP [hc hcs]; rewrite IH; last exact: negbTE hcs.
+  by rewrite eq_sym (negPf hc) addr0.
+by case: ifP; rewrite ?subr0 ?subrr.
+Qed.
+
+End OnehotAcceptance.
