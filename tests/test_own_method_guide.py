@@ -22,9 +22,10 @@ def blocks(lang: str) -> list[str]:
 
 
 def table_commands() -> list[str]:
-    """The commands of the guide's "Every command takes it" table."""
+    """The commands of the guide's "Every command takes it" block (continuation lines joined)."""
     section = GUIDE.read_text().split("## Every command takes it")[1].split("<details")[0]
-    return re.findall(r"^\| `(rheo [^`]+)` \|", section, flags=re.M)
+    code = re.search(r"```bash\n(.*?)```", section, flags=re.S).group(1).replace("\\\n", " ")
+    return [line.strip() for line in code.splitlines() if line.strip().startswith("rheo ")]
 
 
 @pytest.fixture
