@@ -218,6 +218,74 @@ def test_the_harness_runs_several_steps_and_tests_the_bonus_position():
     assert counted.calls >= 100  # at least two steps a run
 
 
+# -- the rule check: each call against its exact law under a known rule ----------------------------------
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_the_exact_call_law_of_rejection_sampling_is_lossless_and_the_one_hot_rule_too(k):
+    """Exact first: averaged over drafts drawn from q, the first output token of a call follows p
+    (float64, to 1e-12), for both known rules, and each call's law sums to 1."""
+    import itertools
+
+    from rheotheory.audit.rules import chain_law
+
+    rng = np.random.default_rng(7)
+    V = 4
+    for _ in range(5):
+        p = rng.dirichlet(np.ones(V), size=k + 1)
+        p[0, rng.integers(V)] = 0.0
+        p /= p.sum(axis=1, keepdims=True)
+        q = rng.dirichlet(np.ones(V), size=k)  # NOTE: one law for every position: fine for the first token
+        for rule in ("rejection", "one-hot"):
+            first = np.zeros(V)
+            for d in itertools.product(range(V), repeat=k):
+                w = float(np.prod([q[j, x] for j, x in enumerate(d)]))
+                law = chain_law(list(d), q, p, rule)
+                assert abs(sum(law.values()) - 1.0) < 1e-12
+                for out, pr in law.items():
+                    first[out[0]] += w * pr
+            assert np.abs(first - p[0]).max() < 1e-12, (rule, first, p[0])
+
+
+def _checked(fn, kind, select, runs=300):
+    from rheotheory.audit import api
+
+    return api.audit_verifier(fn, kind, runs=runs, setting=select, companion=False, isolate=False)
+
+
+def test_the_rule_check_names_the_rule_a_correct_verifier_follows():
+    """alpha 0.01, seed 0, N = 300 runs per setting (k = 2 chain and D = 2 tree settings): standard
+    rejection sampling and an unnormalised residual follow rejection sampling, EAGLE's one-hot rule
+    follows the one-hot rule; none is called lossy or differs."""
+    mod = _audit_verifiers()
+    for fn, kind, select, follows in [(examples.chain_rejection, "chain", "k=2", "rejection"),
+                                      (mod.unnormalised_residual, "chain", "k=2", "rejection"),
+                                      (mod.eagle_one_hot, "chain", "k=2", "one-hot"),
+                                      (examples.tree_rejection, "tree", "D=2", "rejection")]:
+        res = _checked(fn, kind, select)
+        assert res.verdict == LOSSLESS and res.rule["follows"] == follows, (fn.__name__, res.rule["rules"])
+
+
+def test_the_rule_check_catches_what_the_law_test_cannot_at_this_size():
+    """The mass-shifting bug at eps 0.05 (exact TV of the law of 4 tokens about 0.017 at k = 2): at
+    N = 300 per setting the law test detects TV >= 0.2, but a correction token where p <= q has
+    probability 0 under both known rules: differs, with the offending call; the tree whose
+    residual is updated after the first rejected child only (N = 300, D = 2) differs or is lossy."""
+    from rheotheory.audit import api
+
+    mod = _audit_verifiers()
+
+    def bug(a, b, c, g):
+        return mod.skip_residual_sometimes(a, b, c, g, eps=0.05)
+
+    res = _checked(bug, "chain", "k=2")
+    assert res.verdict in (api.DIFFERS, LOSSY) and res.rule["differs"], res.summary()
+    text = api.explain(res, "rheo audit --verifier x.py:bug")
+    assert "one offending call" in text and "not a finding of loss" in text or res.verdict == LOSSY, text
+    res = _checked(mod.tree_first_child_only_residual, "tree", "D=2")
+    assert res.verdict in (api.DIFFERS, LOSSY) and res.rule["differs"], res.summary()
+
+
 # -- the user protocol: contract errors (one line, exit 2) ----------------------------------------------
 
 

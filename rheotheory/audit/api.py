@@ -183,9 +183,9 @@ def audit_verifier(fn: Callable | str, kind: str = "chain", *, runs: int | None 
     total_settings = len(settings) * (1 + (comp is not None))
     if runs is None:
         runs = (user.DEFAULT_RUNS if budget is None
-                else max(100, int(budget * jobs / max(per_run * 1.25, 1e-6) / total_settings)))
+                else max(100, int(budget * jobs / max(per_run * 1.1, 1e-6) / total_settings)))
     if on_estimate is not None:
-        on_estimate(per_run * 1.25 * runs * total_settings / jobs, runs * total_settings)
+        on_estimate(per_run * 1.1 * runs * total_settings / jobs, runs * total_settings)
     rules = () if rule == "any" else (RULES if rule == "auto" else (rule,))
     got = _collect(settings, runs, seed, rules, jobs, isolate, progress)
     res = core.run_audit(subject, settings, runs, alpha, seed, samples=got, pooled=True)

@@ -147,8 +147,8 @@ class AuditResult:
     def summary(self) -> str:
         """One line: the verdict as the docs phrase it."""
         w = self.worst
-        said = ("not rejected" if self.verdict == LOSSLESS else "rejected")
-        return (f"{self.subject}: {self.verdict} ({said} at alpha = {self.alpha:g}: p = {self.p_value:.3g}, "
+        said = ("rejected" if rejects(self.p_value, self.alpha) else "not rejected")
+        return (f"{self.subject}: {self.verdict} (the law {said} at alpha = {self.alpha:g}: p = {self.p_value:.3g}, "
                 f"N = {self.runs} runs over {len(self.settings)} settings; {self.tested()}; "
                 f"most deviating: {w.name!r}, p = {w.p_value:.3g})" + self._by_design())
 
