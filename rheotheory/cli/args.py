@@ -276,17 +276,26 @@ def _flag_type(name: str, fams: list):
     return conv
 
 
-def verifier_arg(text: str) -> str:
-    """A verifier name: registered (built-in or by a loaded plugin) or a reference ``WHERE:NAME``
-    (loaded and registered here); an unknown name is a usage error listing the registered ones."""
-    from ..errors import VerifierError
-    from ..verify import tree_verifier
+def verifier_arg(names):
+    """An argparse type: a verifier name, registered (built-in or by a loaded plugin) or a reference
+    ``WHERE:NAME`` (loaded and registered here); an unknown name is a usage error listing ``names``."""
 
-    try:
-        tree_verifier(text)
-    except VerifierError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return text
+    def parse(text: str) -> str:
+        from ..errors import VerifierError
+        from ..plugin_loader import is_reference
+        from ..verify import tree_verifier
+
+        try:
+            tree_verifier(text)
+        except VerifierError as e:
+            if is_reference(text):
+                raise argparse.ArgumentTypeError(str(e)) from None
+            raise argparse.ArgumentTypeError(f"unknown verifier {show(text)}; choose from {', '.join(names)}, or "
+                                             "a plugin's rule as FILE.py:NAME") from None
+        return text
+
+    parse.__name__ = "verifier"
+    return parse
 
 
 def method_fields() -> dict:
@@ -313,7 +322,7 @@ def add_method_arguments(ap: argparse.ArgumentParser, default: str = "rheo", siz
         help = meta.get("help", "")
         if name == "verifier":
             choices = sorted({v for cls in FAMILIES.values() for v in cls.admitted_verifiers()} - {"arms"})
-            g.add_argument(flag, default=None, type=verifier_arg, metavar="NAME",
+            g.add_argument(flag, default=None, type=verifier_arg(choices), metavar="NAME",
                            help=f"{help}: one of {', '.join(choices)}, or a plugin's rule as FILE.py:NAME or "
                            "MODULE:NAME (every family)")
             continue
