@@ -1153,7 +1153,14 @@ def tree_nodes_md(folder: Path) -> str:
         body.append([f"`{m}`", f"{float(first['tau']):.2f} ({first['steps']} steps)"]
                     + [f"{float(cell[(m, k)]['nodes_per_step']):.1f} / {float(cell[(m, k)]['accepted_per_step']):.2f}"
                        if (m, k) in cell else "-" for k in depths])
-    return md_table(["method", "tau (steps)"] + [f"depth {k}: nodes / accepted" for k in depths], body)
+    out = md_table(["method", "tau (steps)"] + [f"depth {k}: nodes / accepted" for k in depths], body)
+    check = folder / "smollm2_tree_calibration" / "engine_check.csv"
+    if check.is_file():
+        c = read_csv(check)
+        same = sum(r["same"] == "True" for r in c)
+        out += (f"\n\n{same} of {len(c)} of these decodes match the table's decode of the same prompt and "
+                "seed: the same number of steps and of tokens")
+    return out
 
 #: The commit whose package still held the first SmolLM2 head (trained on Python text), compared
 #: with the shipped one by the ``head_table`` recipe.
@@ -1598,7 +1605,7 @@ RECIPES: list[Recipe] = [
                                                   ("calibration.csv", "depth.csv", "reliability.csv", "nodes.csv",
                                                    "node_depth.csv")),
            steps=(step("python simulations/smollm2_tree_calibration.py --prompts 1 --tokens 64 --temperatures 1 "
-                       "--out {out}/smollm2_tree_calibration"),),
+                       "--methods eagle,static-wor --out {out}/smollm2_tree_calibration"),),
            quick=(step("python simulations/smollm2_tree_calibration.py --sets mtbench --prompts 1 --tokens 8 "
                        "--methods eagle --out {out}/smollm2_tree_calibration"),),
            seconds=1500, quick_seconds=30, seed=0, needs=SMOL_NEEDS + ", the sharegpt and humaneval extras and "

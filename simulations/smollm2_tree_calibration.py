@@ -348,7 +348,7 @@ def summarize(args, out: Path) -> None:
         _write(out / "depth.csv", drows)
         _write(out / "reliability.csv", brows)
         written += ["calibration.csv", "depth.csv", "reliability.csv"]
-    nod = _units(out / "nodes.units.csv.partial")
+    nod = [u for u in _units(out / "nodes.units.csv.partial") if u["method"] in args.method_list]
     if nod:
         rows, drows = [], []
         for T in sorted({u["T"] for u in nod}):
