@@ -106,9 +106,10 @@ def run(args) -> int:
     from ..sweep import size_mismatches
 
     work = check_sweep_work(cfg, args.max_work)
-    for line in size_mismatches(cfg):
-        print(f"rheo sweep: warning: {line}", file=sys.stderr)
+    mismatched = size_mismatches(cfg)
     check_out_dir(args.out)
+    for line in mismatched:  # NOTE: after every check of the input: a refusal stays one line
+        print(f"rheo sweep: warning: {line}", file=sys.stderr)
     seconds = work / WORK_PER_SECOND / cfg.workers
     if wants_pilot(args, seconds):
         # NOTE: the work model is a cap's unit, not a clock: time a pilot
