@@ -37,6 +37,30 @@ def _rows(res, kind: str, samplers: dict) -> list:
     return rows
 
 
+def _kept(sets, runs, seed, path: Path):
+    """The settings with their runs kept in ``path`` (JSON: name -> runs, seed, sequences): runs
+    found there with the same N and seed are reused, the others drawn and added (a resumable run;
+    each run is seeded alone, so the sequences are the ones a fresh run draws)."""
+    import dataclasses
+
+    kept = json.loads(path.read_text()) if path.is_file() else {}
+    out = []
+    for s in sets:
+        k = kept.get(s.name)
+        if k is None or k["runs"] != runs or k["seed"] != seed:
+            t0 = time.perf_counter()
+            seqs = s.sample(runs, seed)
+            kept[s.name] = k = dict(runs=runs, seed=seed, seconds=round(time.perf_counter() - t0, 1),
+                                    sequences=[list(map(int, w)) for w in seqs])
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(kept) + "\n")
+            print(f"{s.name}: {runs} runs drawn in {k['seconds']} s", flush=True)
+        seqs = [tuple(w) for w in k["sequences"]]
+        out.append(dataclasses.replace(s, sample=lambda n, sd, seqs=seqs: seqs[:n],
+                                       detail=dict(s.detail, sampling_seconds=k["seconds"])))
+    return out
+
+
 def _audit(name, sets, runs, alpha, seed, kind):
     from rheotheory.audit import core
 
@@ -91,18 +115,27 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", default=None, help="run only the settings whose name contains this")
     ap.add_argument("--out", required=True, help="output folder (llamacpp_audit.json)")
+    ap.add_argument("--examples-only", action="store_true",
+                    help="draw the examples' runs into OUT/example_runs.json and stop (no law needed yet)")
     args = ap.parse_args(argv)
 
     from rheotheory.audit.engines import llamacpp as lc
     from rheotheory.errors import RheoError
 
     try:
-        lc.binaries()
         t_all = time.perf_counter()
         pick = (lambda s: args.only in s.name) if args.only else (lambda s: True)
-        sets = [s for s in lc.settings() if pick(s)]
+        names = [n for n in lc.SETTINGS if args.only is None or args.only in n]
+        ex_names = [n for n in names if lc.SETTINGS[n].path != "server"]
+        if args.examples_only:  # NOTE: no law, so no server needed yet
+            if ex_names:
+                _kept(lc.settings(only=ex_names), args.example_runs, args.seed, Path(args.out) / "example_runs.json")
+            return 0
+        lc.binaries()
+        sets = lc.settings(only=names)
         server = [s for s in sets if s.detail["path"] == "server"]
         examples = [s for s in sets if s.detail["path"] != "server"]
+        examples = _kept(examples, args.example_runs, args.seed, Path(args.out) / "example_runs.json")
         companion = [s for s in lc.settings(planted=lc.PLANTED[0]) if pick(s)]
         audits = []
         if server:

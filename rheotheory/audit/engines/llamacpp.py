@@ -107,6 +107,9 @@ DEFAULT_RUNS = 1000
 #: Threads of every llama.cpp process (one: the audit measures laws, not speed).
 THREADS = 1
 
+#: Example processes run at once (each one thread; a run is mostly loading the two models).
+EXAMPLE_WORKERS = 2
+
 #: The prompt (raw text, tokenised by llama.cpp itself with its special tokens).
 PROMPT = "My favourite colour is"
 
@@ -247,8 +250,8 @@ def build(root: Path | None = None, jobs: int = 2, nice: int = 10, log=print) ->
     return root / "build" / "bin"
 
 
-def binaries(root: Path | None = None) -> dict:
-    """The three binaries, or one line saying how to build them.
+def binaries(root: Path | None = None, names=TARGETS) -> dict:
+    """The binaries ``names`` (default: the three), or one line saying how to build them.
 
     Raises
     ------
@@ -256,7 +259,7 @@ def binaries(root: Path | None = None) -> dict:
         A binary is missing.
     """
     root = cache_root() if root is None else Path(root)
-    out = {t: root / "build" / "bin" / t for t in TARGETS}
+    out = {t: root / "build" / "bin" / t for t in names}
     missing = [t for t, p in out.items() if not os.access(p, os.X_OK)]
     if missing:
         raise RheoError(f"llama.cpp {PINNED} is not built in {root} (no {missing[0]}); build it with: "
@@ -382,7 +385,7 @@ class Server:
 
     def __init__(self, model: Path, extra: tuple = (), binary: Path | None = None):
         self.port = _free_port()
-        exe = binaries()["llama-server"] if binary is None else binary
+        exe = binaries(names=("llama-server",))["llama-server"] if binary is None else binary
         self.argv = [str(exe), "-m", str(model), "--host", "127.0.0.1", "--port", str(self.port), "-t", str(THREADS),
                      "-tb", str(THREADS), "-c", "512", "-np", "1", "--no-webui", *map(str, extra)]
         self.log = open(cache_root() / f"server-{self.port}.log", "w") if cache_root().is_dir() else subprocess.DEVNULL
@@ -450,18 +453,29 @@ def _request(prompt: list, sampling: dict, n_predict: int, seed: int, **more) ->
                 **sampling, **more)
 
 
-def server_laws(model: Path, prompt: list, sampling: dict, n_probs: int = N_PROBS):
-    """:data:`rheotheory.stats.NextLaws` of ``model`` under ``sampling``, from a draft-less
-    ``llama-server``'s post-sampling probabilities (module docstring)."""
+#: Candidates already asked for: (model, prompt, sampling, n_probs, prefix) -> list (settings share them).
+_LAWS: dict = {}
+
+
+def server_laws(model: Path, prompt, sampling: dict, n_probs: int = N_PROBS):
+    """:data:`rheotheory.stats.NextLaws` of ``model`` under ``sampling`` after ``prompt`` (token ids;
+    None: :data:`PROMPT` as llama.cpp tokenises it), from a draft-less ``llama-server``'s
+    post-sampling probabilities (module docstring)."""
     vocab = vocab_size(model)
 
     def laws(prefixes):
         srv = _server(model)
+        full = prompt_ids(model) if prompt is None else prompt
+        key = (str(model), tuple(full), tuple(sorted(sampling.items())), n_probs)
         rows = []
         for u in prefixes:
-            ans = srv.post("/completion", _request(list(prompt) + list(u), sampling, 1, 0, n_probs=n_probs,
-                                                   post_sampling_probs=True))
-            rows.append(law_row(ans["completion_probabilities"][0]["top_probs"], vocab, n_probs))
+            top = _LAWS.get(key + (tuple(u),))
+            if top is None:
+                ans = srv.post("/completion", _request(list(full) + list(u), sampling, 1, 0, n_probs=n_probs,
+                                                       post_sampling_probs=True))
+                top = _LAWS[key + (tuple(u),)] = [{"id": t["id"], "prob": t["prob"]}
+                                                  for t in ans["completion_probabilities"][0]["top_probs"]]
+            rows.append(law_row(top, vocab, n_probs))
         return np.stack(rows)  # [len(prefixes), V]
 
     return laws
@@ -524,12 +538,14 @@ def parse_speculative_simple(log: str) -> tuple:
 
 def example_argv(cfg: LSetting, target: Path, draft: Path, seed: int, n_predict: int) -> list:
     """The command line of one run of an example."""
-    exe = binaries()["llama-" + cfg.path]
+    exe = binaries(names=("llama-" + cfg.path,))["llama-" + cfg.path]
     s = cfg.sampling()
     return [str(exe), "-m", str(target), "-md", str(draft), "-p", PROMPT, "-n", str(n_predict), "--temp",
             f"{s['temperature']:g}", "--top-k", str(s["top_k"]), "--top-p", f"{s['top_p']:g}", "--min-p",
             f"{s['min_p']:g}", "-s", str(seed), "--spec-draft-n-max", str(cfg.k), "--ignore-eos", "-t", str(THREADS),
-            "-tb", str(THREADS), "-td", str(THREADS), "-c", "256", "-lv", "5", "--no-warmup"]
+            "-tb", str(THREADS), "-td", str(THREADS), "-c", "256", "-lv", "5",
+            # NOTE: without a type the common path refuses to speculate ("no implementations specified")
+            *(["--spec-type", "draft-simple"] if cfg.path == "speculative-simple" else [])]
 
 
 def _run_example(cfg: LSetting, target: Path, draft: Path, seed: int, L: int) -> tuple:
@@ -613,8 +629,8 @@ def _seed(seed: int, index: int, run: int) -> int:
 
 def server_argv(cfg: LSetting, draft: Path, synth: str | None) -> tuple:
     """The options of the speculative server of ``cfg`` (besides model, address and threads)."""
-    extra = ["-md", str(draft), "--spec-draft-n-max", str(cfg.k), "-td", str(THREADS), "-tbd", str(THREADS),
-             "--spec-draft-sampling", cfg.draft]
+    extra = ["-md", str(draft), "--spec-type", "draft-simple", "--spec-draft-n-max", str(cfg.k), "-td",
+             str(THREADS), "-tbd", str(THREADS), "--spec-draft-sampling", cfg.draft]
     if synth:
         extra += ["--spec-synth-rates", synth]
     return tuple(extra)
@@ -628,7 +644,12 @@ def _sampler(cfg: LSetting, index: int, planted: str | None):
 
     def sample(n: int, seed: int):
         if cfg.path != "server":
-            return [_run_example(cfg, target, draft, _seed(seed, index, i), L)[:L] for i in range(n)]
+            from concurrent.futures import ThreadPoolExecutor
+
+            # NOTE: independent processes of one thread each, each run seeded alone: order kept
+            with ThreadPoolExecutor(EXAMPLE_WORKERS) as pool:
+                return list(pool.map(lambda i: _run_example(cfg, target, draft, _seed(seed, index, i), L)[:L],
+                                     range(n)))
         srv = _server(target, server_argv(cfg, draft, synth))
         prompt = prompt_ids(target)
         out = []
@@ -660,9 +681,9 @@ def settings(planted: str | None = None, only=None) -> list[Setting]:
     """
     if planted is not None and planted not in PLANTED:
         raise RheoError(f"unknown planted companion {planted!r} of llamacpp; one of {', '.join(PLANTED)}")
-    binaries()
+    binaries(names=("llama-server",) if planted else TARGETS if only is None else
+             tuple({"llama-" + SETTINGS[n].path for n in only if n in SETTINGS}))
     target, draft = pair()
-    prompt = prompt_ids(target)
     out = []
     for index, (name, cfg) in enumerate(SETTINGS.items()):
         if only is not None and name not in only:
@@ -676,7 +697,7 @@ def settings(planted: str | None = None, only=None) -> list[Setting]:
             detail.update(by_design=f"--spec-synth-rates {cfg.synth}")
         if planted is not None:
             detail.update(planted=f"{planted}: --spec-synth-rates {PLANTED_RATES}")
-        out.append(Setting(name, cfg.length, server_laws(target, prompt, cfg.sampling()),
+        out.append(Setting(name, cfg.length, server_laws(target, None, cfg.sampling()),
                            _sampler(cfg, index, planted), detail))
     return out
 
