@@ -20,7 +20,8 @@ For each setting the core
 
 Settings are independent runs; the audit's p-value is their Bonferroni combination
 ``min(1, C min_j p_j)`` over the ``C`` settings, so that a bug showing in one setting only is
-not diluted by the others, and the stated power is per setting at level ``alpha / C``: a
+not diluted by the others, and the stated power is per setting at level ``alpha / C``
+(``alpha / 2C`` beside the pooled test of :func:`pooled_test`, which a verifier's audit adds): a
 deviation of at least ``min_detectable_tv`` in **any one** setting is detected with probability
 at least 0.8 (chi-square approximation). The verdict is ``lossy`` iff ``p < alpha``
 (:func:`rheotheory.stats.rejects`); ``lossless`` means "not rejected at this N", never a proof.
@@ -141,7 +142,7 @@ class AuditResult:
                f"between the law of its first L = {L} tokens over the setting's pooled cells and the target's")
         if self.pooled is not None:
             out += (f", and a TV >= {self.pooled['min_detectable_tv']:.3g} averaged over the "
-                    f"{len(self.settings)} settings")
+                    f"{len(self.settings)} settings, over cells of >= {self.pooled['min_expected']:g} expected runs")
         return out
 
     def summary(self) -> str:
@@ -232,19 +233,36 @@ def test_setting(s: Setting, seqs, runs: int, level: float, min_expected: float 
                          exp, seconds, dict(s.detail), design_df, impossible)
 
 
-def pooled_test(results: Sequence[SettingResult], runs: int, level: float) -> dict:
-    """The settings' Pearson statistics summed (independent settings, degrees of freedom summed):
-    the test of the law of (setting, first L tokens) with the setting drawn uniformly. Its power
-    is stated for the TV averaged over the settings: with ``d_j`` each setting's TV, the
-    non-centrality is at least ``4 N sum_j d_j^2 >= 4 N C mean(d)^2``."""
+#: Expected counts per cell the pooled test may build its cells with; it takes the one whose
+#: design (target and N alone) states the smallest averaged TV.
+POOLED_MIN_EXPECTED = (5.0, 10.0, 20.0, 50.0, 100.0, 200.0)
+
+
+def pooled_test(settings: Sequence[Setting], seqs: Sequence, runs: int, level: float) -> dict:
+    """The pooled test: Pearson's statistics of the settings summed (independent settings,
+    degrees of freedom summed), the test of the law of (setting, first L tokens) with the
+    setting drawn uniformly. Its power is stated for the TV averaged over the settings: with
+    ``d_j`` each setting's TV between its laws over the pooled cells, the non-centrality is at
+    least ``4 N sum_j d_j^2 >= 4 N C mean(d)^2``. The cells are those of one expected count in
+    :data:`POOLED_MIN_EXPECTED`, chosen before the runs are looked at, from the design alone:
+    the one that states the smallest TV."""
     from scipy import stats as sps
 
-    stat = sum(r.statistic for r in results)
-    df = sum(r.df for r in results)
-    p = 0.0 if math.isinf(stat) else (float(sps.chi2.sf(stat, df)) if df > 0 else 1.0)
-    design = sum(r.design_df for r in results)
-    return dict(statistic=stat, df=df, p_value=p, level=level,
-                min_detectable_tv=detectable_tv(design, runs * len(results), level))
+    best = None
+    for m in POOLED_MIN_EXPECTED:
+        cells = [prefix_cells(s.laws, runs, s.length, m) for s in settings]
+        design = sum(len(pool_cells(runs * c.cells(s.length)[1], m)) - 1 for c, s in zip(cells, settings))
+        tv = detectable_tv(design, runs * len(settings), level)
+        if best is None or tv < best[0]:
+            best = (tv, m, cells, design)
+    tv, m, cells, design = best
+    tests = [c.chi_square(w, s.length) for c, w, s in zip(cells, seqs, settings)]
+    stat = sum(t.statistic for t in tests)
+    df = sum(t.df for t in tests)
+    p = 0.0 if math.isinf(stat) or any(t.p_value <= 0.0 for t in tests) else (
+        float(sps.chi2.sf(stat, df)) if df > 0 else 1.0)
+    return dict(statistic=stat, df=df, p_value=p, level=level, min_expected=m, design_df=design,
+                min_detectable_tv=tv)
 
 
 def run_audit(subject: str, settings: Sequence[Setting], runs: int, alpha: float = DEFAULT_ALPHA, seed: int = 0,
@@ -270,7 +288,7 @@ def run_audit(subject: str, settings: Sequence[Setting], runs: int, alpha: float
     share = alpha / 2 if pooled and len(settings) > 1 else alpha
     level = share / len(settings)
     t_all = time.perf_counter()
-    out = []
+    out, all_seqs = [], []
     for j, s in enumerate(settings):
         t0 = time.perf_counter()
         got = s.sample(runs, seed) if samples is None else samples[j]
@@ -278,12 +296,15 @@ def run_audit(subject: str, settings: Sequence[Setting], runs: int, alpha: float
         secs = got.seconds if hasattr(got, "seconds") else 0.0
         r = test_setting(s, seqs, runs, level, min_expected, 0.0, witness)
         out.append(dataclasses.replace(r, seconds=secs + time.perf_counter() - t0))
+        all_seqs.append(seqs)
         if progress is not None:
             progress(s.name, runs)
     p = bonferroni([r.p_value for r in out])
     pool = None
     if share != alpha:
-        pool = pooled_test(out, runs, share)
+        pool = pooled_test(settings, all_seqs, runs, share)
+        if any(r.p_value <= 0.0 for r in out):  # NOTE: an impossible outcome (a witness) rejects the pool too
+            pool["p_value"] = 0.0
         p = min(1.0, 2 * min(p, pool["p_value"]))
     verdict = verdict_of(out, p, alpha, level)
     return AuditResult(subject, verdict, p, float(alpha), sum(r.runs for r in out),
