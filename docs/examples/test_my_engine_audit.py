@@ -1,13 +1,14 @@
-"""The audit of your engine's verifier, in your own test suite: copy this file next to your tests.
+"""Your engine's verifier, audited in your own test suite: copy this file to your tests.
 
 Set VERIFIER to your function (the chain or tree signature of docs/guide/audit.md), as
-``"package.module:function"`` or ``"path/to/file.py:function"``, and KIND to its signature.
-The test fails when rheotheory's audit rejects the law of its tokens, when its calls follow
-neither standard rejection sampling nor the one-hot rule, or when it avoids being tested (it
-exits, reseeds a global generator, never draws from its own); the failure names the worst
-setting, expected against observed, one offending call and the command that reproduces it.
+"package.module:function" or "path/to/file.py:function", and KIND to its signature.
+The test fails when rheotheory's audit rejects the law of its tokens, when its calls
+follow neither standard rejection sampling nor the one-hot rule, or when it avoids
+being tested (it exits, reseeds a global generator, never draws from its own); the
+failure names the worst setting, expected against observed, one offending call and
+the command that reproduces it.
 
-Needs ``pip install rheotheory[torch]``. About a minute of one core (BUDGET).
+Needs pip install rheotheory[torch]. About a minute of one core (BUDGET).
 """
 
 import pytest
