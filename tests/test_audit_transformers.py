@@ -147,3 +147,15 @@ def test_generators_missing_from_transformers_are_left_out(monkeypatch, capsys):
     # installed transformers is not the pinned one, which is not what this test is about.
     err = [line for line in capsys.readouterr().err.strip().splitlines() if "left out" in line]
     assert len(err) == 1 and "transformers.NoSuchGemma4Assistant" in err[0], err
+
+
+def test_the_ensemble_weight_is_lossy_by_design_with_its_dtype():
+    """transformers' DIVERSE assistant_ensemble_weight = 0.5 (k = 2), alpha 0.01, seed 0, N = 200:
+    rejected, and reported lossy-by-design naming the option, never lossy; the setting records the
+    dtype the models ran in."""
+    from rheotheory.audit import LOSSY_BY_DESIGN
+
+    res = _audit(["ensemble weight 0.5 (biased by design)"], 200)
+    assert res.verdict == LOSSY_BY_DESIGN, res.summary()
+    assert "assistant_ensemble_weight=0.5" in res.summary()
+    assert res.settings[0].detail["dtype"] == "float32"
