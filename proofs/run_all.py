@@ -73,6 +73,10 @@ def run(script: str, args: list[str]):
     return claims, rc, time.perf_counter() - t0, err, notes
 
 
+#: The note on a script's section whose claims --only kept from the previous report.
+KEPT = "claims kept from the previous report (run_all.py --only)"
+
+
 def previous(script: str):
     """A script's claims, exit code, time and notes as the current REPORT.md records them, or None."""
     path = HERE / "REPORT.md"
@@ -88,9 +92,9 @@ def previous(script: str):
             statement, _, evidence = m["rest"].partition(". Evidence: ")
             status = m["status"].split("; ")[0]
             claims.append({"id": m["id"], "statement": statement, "status": status, "evidence": evidence})
-        elif line.startswith("    "):
+        elif line.startswith("    ") and line[4:] != KEPT:
             notes.append(line[4:])
-    notes.append("claims kept from the previous report (run_all.py --only)")
+    notes.append(KEPT)
     return claims, int(head[1]), float(head[2]), [], notes
 
 
