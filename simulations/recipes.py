@@ -1141,26 +1141,34 @@ def tree_calibration_md(folder: Path) -> str:
 
 
 def tree_nodes_md(folder: Path) -> str:
-    """Per method and depth: nodes per step the tree holds there and tokens accepted there per step
-    (the same decodes), with EAGLE's path products."""
+    """Per depth (rows) and method: nodes per step the tree holds there, tokens accepted there per
+    step, and the sums over those nodes of the path products of q (the dynamic tree's score) and of
+    p (for a one-hot child, its acceptance); then whether the decodes are the table's own."""
     rows = read_csv(folder / "smollm2_tree_calibration" / "node_depth.csv")
     methods = list(dict.fromkeys(r["method"] for r in rows))
     depths = sorted({int(r["depth"]) for r in rows})
     cell = {(r["method"], int(r["depth"])): r for r in rows}
     body = []
-    for m in methods:
-        first = next(r for r in rows if r["method"] == m)
-        body.append([f"`{m}`", f"{float(first['tau']):.2f} ({first['steps']} steps)"]
-                    + [f"{float(cell[(m, k)]['nodes_per_step']):.1f} / {float(cell[(m, k)]['accepted_per_step']):.2f}"
-                       if (m, k) in cell else "-" for k in depths])
-    out = md_table(["method", "tau (steps)"] + [f"depth {k}: nodes / accepted" for k in depths], body)
+    for k in depths:
+        line = [str(k)]
+        for m in methods:
+            r = cell.get((m, k))
+            line += (["-"] * 4 if r is None else
+                     [f"{float(r['nodes_per_step']):.1f}", f"{float(r['accepted_per_step']):.2f}",
+                      f"{float(r['path_q_per_step']):.3f}", f"{float(r['path_p_per_step']):.3f}"])
+        body.append(line)
+    head = ["depth"] + [f"`{m}` {c}" for m in methods for c in ("nodes", "accepted", "sum path q", "sum path p")]
+    firsts = {m: next(r for r in rows if r["method"] == m) for m in methods}
+    out = md_table(head, body) + "\n\nper step; " + "; ".join(
+        f"`{m}`: tau {float(r['tau']):.2f} ({r['prompts']} prompts, {r['steps']} steps)" for m, r in firsts.items())
     check = folder / "smollm2_tree_calibration" / "engine_check.csv"
     if check.is_file():
         c = read_csv(check)
         same = sum(r["same"] == "True" for r in c)
-        out += (f"\n\n{same} of {len(c)} of these decodes match the table's decode of the same prompt and "
+        out += (f"; {same} of {len(c)} of these decodes match the table's decode of the same prompt and "
                 "seed: the same number of steps and of tokens")
     return out
+
 
 #: The commit whose package still held the first SmolLM2 head (trained on Python text), compared
 #: with the shipped one by the ``head_table`` recipe.
@@ -1180,6 +1188,7 @@ def _online_horizon(name: str, spec: str, seconds: int, quick_seconds: int, cell
                               f"--checkpoints 20 40 --cells low:0:4,4,16 --workers 1 --out {{out}}/{name}.csv"),),
                   seconds=seconds, quick_seconds=quick_seconds, seed=3,
                   tables={name: lambda f: online_horizon_md(f, f"{name}.csv", f"`{spec}`")})
+
 
 
 def _smollm2_online_t0(name: str, spec: str, seconds: int, tables: dict | None = None) -> Recipe:

@@ -30,7 +30,7 @@ done; ``--summaries`` rewrites them after every round of prompts too):
 - ``table.csv``: per (depth, set, T, method) over the prompts every method of the cell has:
   tau = emitted / steps with its 95% interval, the difference to EAGLE and to the best other
   method with their paired intervals, and verdicts (higher / lower / tie: the interval excludes
-  0 or not). Intervals: percentile intervals of a **paired bootstrap over prompts**
+  0 or not; none below :data:`MIN_VERDICT_PROMPTS` prompts). Intervals: percentile intervals of a **paired bootstrap over prompts**
   (:data:`BOOTSTRAP` resamples, seed :data:`BOOTSTRAP_SEED`), the same resampled prompts for
   every method of the cell;
 - ``tau_vs_T.png``: tau against T with the 95% intervals, one panel per set.
@@ -62,6 +62,9 @@ METHODS = ("eagle", "rheo", "rheo-tuned", "rheo-adaptive", "static-wor", "chain"
 #: Temperatures in the order they are run (the most informative first).
 TEMPERATURES = (1.0, 0.0, 0.5, 1.5)
 SETS = ("sharegpt", "humaneval", "mtbench")
+#: Fewest prompts a cell needs for a verdict: below it the interval is still written, but with
+#: so few prompts the bootstrap has few distinct resamples (3 with 2 prompts) and says little.
+MIN_VERDICT_PROMPTS = 8
 #: Bootstrap resamples of the prompts of a cell, and their seed.
 BOOTSTRAP = 2000
 BOOTSTRAP_SEED = 0
@@ -304,7 +307,9 @@ def _interval(x) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def _verdict(lo: float, hi: float) -> str:
+def _verdict(lo: float, hi: float, n: int) -> str:
+    if n < MIN_VERDICT_PROMPTS:
+        return f"n < {MIN_VERDICT_PROMPTS}: no verdict"
     return "higher" if lo > 0 else "lower" if hi < 0 else "tie"
 
 
@@ -337,9 +342,9 @@ def table_rows(rows: list[dict], methods: list[str], grid: dict) -> list[dict]:
                     r["tau_low"], r["tau_high"] = _interval(boot[m])
                     if m != "eagle":
                         r["vs_eagle_low"], r["vs_eagle_high"] = _interval(boot[m] - boot["eagle"])
-                        r["vs_eagle_verdict"] = _verdict(r["vs_eagle_low"], r["vs_eagle_high"])
+                        r["vs_eagle_verdict"] = _verdict(r["vs_eagle_low"], r["vs_eagle_high"], n)
                     r["vs_best_low"], r["vs_best_high"] = _interval(boot[m] - boot[best])
-                    r["vs_best_verdict"] = _verdict(r["vs_best_low"], r["vs_best_high"])
+                    r["vs_best_verdict"] = _verdict(r["vs_best_low"], r["vs_best_high"], n)
                 out.append(r)
     return out
 
