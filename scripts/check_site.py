@@ -18,7 +18,8 @@ and, for what a reader meets at 1280 px (the column scripts/screenshots.py measu
 Chromium: ``COLUMN_PX`` wide, ``CODE_COLUMN_CHARS`` characters of the code font), estimated from
 the HTML alone, without a browser:
 
-- a code line longer than ``CODE_COLUMN_CHARS`` characters (it runs past the right edge);
+- a code line longer than ``CODE_COLUMN_CHARS`` characters (it runs past the right edge), or a
+  comment line inside a continued shell command (``\`` then ``# ...``: the command ends there);
 - a table whose narrowest layout (every column as wide as its longest unbreakable word or code
   span, plus the cell padding) is wider than the column;
 - a page longer than its budget in 800 px screens (``BUDGETS``; folded ``<details>`` count
@@ -351,6 +352,11 @@ def layout_problems(name: str, html: str, size_of=None) -> tuple[list[str], floa
     layout.feed(html)
     layout.close()
     problems = []
+    broken = [b for a, b in zip(layout.code_lines, layout.code_lines[1:])
+              if a.rstrip().endswith("\\") and b.lstrip().startswith("#")]
+    if broken:
+        problems.append(f"{name}: a comment inside a continued shell command ({len(broken)}x; it ends the "
+                        f"command there): {broken[0].strip()[:50]!r}")
     exempt = name.startswith(CODE_WIDTH_EXEMPT)
     wide = [line for line in layout.code_lines if len(line.rstrip()) > CODE_COLUMN_CHARS and not exempt]
     if wide:

@@ -266,3 +266,11 @@ def test_a_stray_rest_marker_or_a_literal_autoref_fails():
     found = problems("reference/records/index.html", literal)
     assert len(found) == 1 and "a literal <autoref> tag" in found[0], found
     assert problems("reference/records/index.html", "<p>Use <code>a::b</code>; ratio 1:2.</p>") == []
+
+
+def test_a_comment_inside_a_continued_command_fails():
+    bad = "<pre><code>rheo bench --model smollm2 \\\n    # the full grid\n    --repeats 1\n</code></pre>"
+    found = problems("guide/x/index.html", bad)
+    assert len(found) == 1 and "a comment inside a continued shell command" in found[0], found
+    good = "<pre><code># the full grid\nrheo bench --model smollm2 \\\n    --repeats 1\n</code></pre>"
+    assert problems("guide/x/index.html", good) == []
