@@ -19,7 +19,8 @@ Chromium: ``COLUMN_PX`` wide, ``CODE_COLUMN_CHARS`` characters of the code font)
 the HTML alone, without a browser:
 
 - a code line longer than ``CODE_COLUMN_CHARS`` characters (it runs past the right edge), or a
-  comment line inside a continued shell command (``\`` then ``# ...``: the command ends there);
+  comment line inside a continued shell command (a backslash, then ``# ...``: the command ends
+  there);
 - a table whose narrowest layout (every column as wide as its longest unbreakable word or code
   span, plus the cell padding) is wider than the column;
 - a page longer than its budget in 800 px screens (``BUDGETS``; folded ``<details>`` count
