@@ -42,13 +42,12 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from ..errors import RheoError
-from ..stats import DEFAULT_MIN_EXPECTED, NextLaws, bonferroni, pool_cells, prefix_cells, rejects
+from ..stats import (DEFAULT_MIN_EXPECTED, POWER, NextLaws, bonferroni, detectable_tv, pool_cells, prefix_cells,
+                     rejects)
 
 __all__ = ["Setting", "SettingResult", "AuditResult", "detectable_tv", "run_audit", "test_setting", "pooled_test", "POWER", "DEFAULT_ALPHA",
            "LOSSY", "LOSSLESS", "LOSSY_BY_DESIGN", "verdict_of"]
 
-#: Power at which the smallest detected deviation is stated.
-POWER = 0.8
 
 #: Default level of the audit's test (the same as ``rheo mc``'s).
 DEFAULT_ALPHA = 0.01
@@ -170,32 +169,6 @@ def verdict_of(results: Sequence[SettingResult], p_value: float, alpha: float, l
         return LOSSLESS
     hit = [r for r in results if rejects(r.p_value, level)]
     return LOSSY_BY_DESIGN if hit and all(r.detail.get("by_design") for r in hit) else LOSSY
-
-
-def detectable_tv(df: int, n: int, level: float, power: float = POWER) -> float:
-    r"""Smallest total variation ``d`` of a cell law that Pearson's test of ``n`` observations
-    with ``df`` degrees of freedom at level ``level`` detects with probability ``power``.
-
-    Under a deviation :math:`\delta` of the cell law :math:`\pi`, Pearson's statistic is
-    asymptotically non-central chi-square with non-centrality
-    :math:`\lambda = n \sum_c \delta_c^2 / \pi_c \ge 4 n d^2` (Cauchy-Schwarz;
-    docs/theory.md section 6.5). With :math:`\lambda^*` the non-centrality at which the power is
-    ``power``, every deviation with :math:`d \ge \sqrt{\lambda^* / (4n)}` is detected with at
-    least that probability. With no degree of freedom nothing is detected: ``inf``.
-
-    >>> round(detectable_tv(1, 1000, 0.05), 4)
-    0.0443
-    >>> detectable_tv(0, 1000, 0.05)
-    inf
-    """
-    if df < 1 or n < 1:
-        return math.inf
-    from scipy import optimize
-    from scipy import stats as sps
-
-    crit = sps.chi2.isf(level, df)
-    lam = optimize.brentq(lambda x: sps.ncx2.sf(crit, df, x) - power, 1e-9, 1e7)
-    return math.sqrt(lam / (4.0 * n))
 
 
 def _impossible(cells, seqs, length: int) -> dict | None:
