@@ -51,13 +51,15 @@ def _kept(sets, runs, seed, path: Path):
             t0 = time.perf_counter()
             seqs = s.sample(runs, seed)
             kept[s.name] = k = dict(runs=runs, seed=seed, seconds=round(time.perf_counter() - t0, 1),
+                                    acceptance=dict(getattr(s.sample, "stats", {})),
                                     sequences=[list(map(int, w)) for w in seqs])
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(kept) + "\n")
             print(f"{s.name}: {runs} runs drawn in {k['seconds']} s", flush=True)
         seqs = [tuple(w) for w in k["sequences"]]
         out.append(dataclasses.replace(s, sample=lambda n, sd, seqs=seqs: seqs[:n],
-                                       detail=dict(s.detail, sampling_seconds=k["seconds"])))
+                                       detail=dict(s.detail, sampling_seconds=k["seconds"],
+                                                   acceptance=k.get("acceptance", {}))))
     return out
 
 
@@ -66,7 +68,7 @@ def _audit(name, sets, runs, alpha, seed, kind):
 
     t0 = time.perf_counter()
     res = core.run_audit(name, sets, runs, alpha, seed)
-    stats = {s.name: dict(acceptance=dict(s.sample.stats)) for s in sets if hasattr(s.sample, "stats")}
+    stats = {s.name: dict(acceptance=s.detail.get("acceptance", {})) for s in sets}
     print(res.summary(), flush=True)
     return dict(subject=res.subject, verdict=res.verdict, p_value=res.p_value, alpha=res.alpha, runs=res.runs,
                 min_detectable_tv=res.min_detectable_tv, wall_seconds=round(time.perf_counter() - t0, 1),
@@ -136,35 +138,56 @@ def main(argv=None) -> int:
         server = [s for s in sets if s.detail["path"] == "server"]
         examples = [s for s in sets if s.detail["path"] != "server"]
         examples = _kept(examples, args.example_runs, args.seed, Path(args.out) / "example_runs.json")
-        companion = [s for s in lc.settings(planted=lc.PLANTED[0]) if pick(s)]
-        audits = []
-        if server:
-            audits.append(_audit(f"llama.cpp {lc.PINNED} llama-server", server, args.runs, args.alpha, args.seed,
-                                 SERVER))
-        if examples:
-            audits.append(_audit(f"llama.cpp {lc.PINNED} examples", examples, args.example_runs, args.alpha,
-                                 args.seed, EXAMPLES))
-        if companion:
-            audits.append(_audit(f"planted companion of llama.cpp {lc.PINNED} llama-server", companion, args.runs,
-                                 args.alpha, args.seed, COMPANION))
-        exact = exact_example_deviation() if any(s.detail["path"] == "speculative" for s in examples) else {}
+        # NOTE: the companion on the T = 1 greedy-draft settings (its power shown where the real rows are)
+        companion = [s for s in lc.settings(planted=lc.PLANTED[0]) if pick(s) and s.detail["temperature"] == 1.0]
+        server = _kept(server, args.runs, args.seed, Path(args.out) / "server_runs.json")
+        companion = _kept(companion, args.runs, args.seed, Path(args.out) / "companion_runs.json")
         target, draft = lc.pair()
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        record = dict(
+            engine="llama.cpp", version=lc.PINNED, sdist=lc.SDIST, sdist_url=lc.SDIST_URL,
+            sdist_sha256=lc.SDIST_SHA256,
+            build=[" ".join(c[3:]).replace(str(lc.cache_root()), "$CACHE") for c in lc.build_commands()],
+            target=target.name, target_sha256=lc._sha256(target), draft=draft.name, draft_sha256=lc._sha256(draft),
+            draft_recipe=f"output_norm.weight * exp({lc.DRAFT_SIGMA} N(0,1)), numpy default_rng({lc.DRAFT_SEED})",
+            dtype="Q4_1 weights, float32 activations (CPU)", threads=lc.THREADS, prompt=lc.PROMPT,
+            prompt_ids=list(lc.prompt_ids(target)), seed=args.seed, alpha=args.alpha, runs=args.runs,
+            example_runs=args.example_runs, wall_note="wall seconds measured on a shared, busy 2-core machine",
+            machine=platform.platform(), audits=[], exact={}, complete=False)
+
+        def save():
+            record["wall_seconds"] = round(time.perf_counter() - t_all, 1)
+            (out / "llamacpp_audit.json").write_text(json.dumps(record, indent=1) + "\n")
+
+        # NOTE: cheapest first, the file rewritten after each audit (a run cut short keeps what it has)
+        if examples:
+            record["audits"].append(_audit(f"llama.cpp {lc.PINNED} examples", examples, args.example_runs,
+                                           args.alpha, args.seed, EXAMPLES))
+            save()
+        if any(s.detail["path"] == "speculative" for s in examples):
+            record["exact"] = exact_example_deviation()
+            save()
+        # NOTE: the server in two audits (T = 1, then T = 0.7), the companion between them, so that
+        # the rows that show the test's power come before the second temperature
+        hot = [s for s in server if s.detail["temperature"] == 1.0]
+        if hot:
+            record["audits"].append(_audit(f"llama.cpp {lc.PINNED} llama-server T=1", hot, args.runs, args.alpha,
+                                           args.seed, SERVER))
+            save()
+        if companion:
+            record["audits"].append(_audit(f"planted companion of llama.cpp {lc.PINNED} llama-server", companion,
+                                           args.runs, args.alpha, args.seed, COMPANION))
+            save()
+        cool = [s for s in server if s.detail["temperature"] != 1.0]
+        if cool:
+            record["audits"].append(_audit(f"llama.cpp {lc.PINNED} llama-server T=0.7", cool, args.runs, args.alpha,
+                                           args.seed, SERVER))
+        record["complete"] = True
+        save()
     except RheoError as e:
         print(f"llamacpp_audit: {e}", file=sys.stderr)
         return 2
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    record = dict(
-        engine="llama.cpp", version=lc.PINNED, sdist=lc.SDIST, sdist_url=lc.SDIST_URL, sdist_sha256=lc.SDIST_SHA256,
-        build=[" ".join(c[3:]).replace(str(lc.cache_root()), "$CACHE") for c in lc.build_commands()],
-        target=target.name, target_sha256=lc._sha256(target), draft=draft.name, draft_sha256=lc._sha256(draft),
-        draft_recipe=f"output_norm.weight * exp({lc.DRAFT_SIGMA} N(0,1)), numpy default_rng({lc.DRAFT_SEED})",
-        dtype="Q4_1 weights, float32 activations (CPU)", threads=lc.THREADS, prompt=lc.PROMPT,
-        prompt_ids=list(lc.prompt_ids(target)), seed=args.seed, alpha=args.alpha, runs=args.runs,
-        example_runs=args.example_runs, wall_seconds=round(time.perf_counter() - t_all, 1),
-        wall_note="wall seconds measured on a shared, busy 2-core machine", machine=platform.platform(),
-        audits=audits, exact=exact)
-    (out / "llamacpp_audit.json").write_text(json.dumps(record, indent=1) + "\n")
     return 0
 
 
@@ -200,6 +223,9 @@ def render_md(folder: Path) -> str:
     head = (f"llama.cpp {d['version']} (sdist `{d['sdist']}`), SmolLM2-135M-Instruct {d['dtype']}, draft: "
             f"{d['draft_recipe']}; prompt {d['prompt']!r}; alpha {d['alpha']:g} (each setting at alpha / settings); "
             f"seed {d['seed']}. Wall seconds on a shared, busy 2-core machine.\n\n")
+    if not d.get("complete", True):
+        head += ("**A partial run**: the settings below are those it finished; the others are not "
+                 "audited in this file.\n\n")
     return head + "\n".join(lines) + "\n" + "".join(tail) + ("\n" if tail else "")
 
 
