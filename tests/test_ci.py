@@ -47,4 +47,6 @@ def test_the_slow_tier_holds_only_what_the_readme_leaves_out_of_ci():
     assert {k: v for k, v in slow.items() if v} == {
         "test_decode_smollm.py": ["test_lossless_first_two_tokens", "test_biased_verifier_is_rejected"],
         "test_executors.py": ["test_ray_gives_the_same_rows"],
+        "test_llamacpp_audit.py": ["test_the_server_is_not_rejected_and_its_synthetic_companion_is",
+                                   "test_llama_speculative_is_rejected"],
     }

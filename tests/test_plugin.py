@@ -248,3 +248,11 @@ def test_hf_generate_runs_a_plugin_method():
     greedy = target.generate(prompt, method=f"{FORK}:ForkMethod", do_sample=False, **kw)
     plain = target.generate(prompt, do_sample=False, max_new_tokens=8)
     assert greedy.tolist() == plain.tolist()
+
+
+def test_an_audit_whose_companion_passes_is_inconclusive_not_a_pass():
+    """At 20 runs a setting the planted companion of eagle is not rejected: the run could not have
+    failed, so the command exits 2 with one line, never 0 (a CI step reads the exit code)."""
+    rc, out, err = rheo("audit", "--method", "eagle", "--runs", "20", "--no-progress")
+    assert rc == 2 and "inconclusive: the planted companion was not rejected at N = 20" in err, (rc, err)
+    assert err.count("\n") == 1

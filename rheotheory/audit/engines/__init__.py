@@ -34,6 +34,7 @@ ENGINES = {
     "vllm": "rheotheory.audit.engines.vllm",
     "sglang": "rheotheory.audit.engines.sglang",
     "eagle": "rheotheory.audit.engines.eagle",
+    "llamacpp": "rheotheory.audit.engines.llamacpp",
 }
 
 
