@@ -1001,7 +1001,10 @@ def head_table_md(folder: Path) -> str:
     d = json.loads((folder / "head_table.json").read_text())
     body = []
     for e in d["table"]:
-        name = "shipped" if e["head"] == "shipped" else f"`{e['head']}`"
+        # NOTE: the first head is read from the history by its commit; the page names it v1 (the
+        # commit stays in the results file and the recipe's command)
+        name = ("shipped" if e["head"] == "shipped" else "v1 (first head)" if e["head"] == f"git:{HEAD_V1_COMMIT}"
+                else f"`{e['head']}`")
         for set_name, s in e["sets"].items():
             body.append([name, f"{set_name} ({s['positions']})", f"{s['accept_T1']:.3f}", f"{s['accept_T0.5']:.3f}",
                          f"{s['accept_T1_top128']:.3f}", f"{s['vocab_mass']:.3f}", str(e["draft_vocab"]),

@@ -374,7 +374,7 @@ def plot(table: list[dict], path: Path, methods: list[str], title: str) -> None:
 
     depth = min(r["depth"] for r in table)
     sets = list(dict.fromkeys(r["prompt_set"] for r in table))
-    fig, axes = plt.subplots(1, len(sets), figsize=(4.2 * len(sets), 3.6), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(sets), figsize=(3.4 * len(sets), 3.4), sharey=True, squeeze=False)
     for ax, s in zip(axes[0], sets):
         for k, m in enumerate(methods):
             pts = sorted((r["temperature"], r) for r in table
