@@ -81,17 +81,10 @@ def _seconds(text: str) -> float:
 
 
 def _select(settings, name):
-    from ..errors import RheoError
+    """The settings whose name contains ``name`` (the one rule, in rheotheory.audit.api)."""
+    from ..audit.api import _select as select
 
-    if name is None:
-        return settings
-    if not name.strip():
-        raise RheoError("--setting must be a non-empty part of a setting's name")
-    got = [s for s in settings if name in s.name]
-    if not got:
-        raise RheoError(f"--setting {name!r} matches no setting; the settings are: "
-                        + "; ".join(s.name for s in settings))
-    return got
+    return select(settings, name)
 
 
 def _print_table(res, out=sys.stdout) -> None:
