@@ -1615,7 +1615,7 @@ RECIPES: list[Recipe] = [
                    "smollm2_paper_ranking": paper_ranking_md, "smollm2_paper_methods": paper_methods_md}),
     Recipe("smollm2_tree_calibration", SIM, tuple(f"smollm2_tree_calibration/{f}" for f in
                                                   ("calibration.csv", "depth.csv", "reliability.csv", "nodes.csv",
-                                                   "node_depth.csv")),
+                                                   "node_depth.csv", "engine_check.csv")),
            steps=(step("python simulations/smollm2_tree_calibration.py --prompts 1 --tokens 64 --temperatures 1 "
                        "--methods eagle,static-wor --out {out}/smollm2_tree_calibration"),),
            quick=(step("python simulations/smollm2_tree_calibration.py --sets mtbench --prompts 1 --tokens 8 "
