@@ -199,11 +199,8 @@ def build_commands(root: Path | None = None, jobs: int = 2, nice: int = 10) -> l
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()  # NOTE: streamed by the standard library
 
 
 def _fetch(dest: Path) -> None:

@@ -304,11 +304,8 @@ def cache_dir() -> Path:
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()  # NOTE: streamed by the standard library
 
 
 def convert_gguf(gguf: Path, out: Path) -> None:
