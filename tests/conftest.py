@@ -10,6 +10,12 @@ settings.register_profile("thorough", derandomize=False, deadline=None, max_exam
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+#: tests/plugins/ holds plugin files that tests load on purpose (tests/test_plugin.py), each under
+#: a fixture that restores the registries. Imported by --doctest-modules at collection, they would
+#: register their families and verifiers for the whole session, and every test that draws from the
+#: registries would meet them.
+collect_ignore = ["plugins"]
+
 
 #: Set by CI's claims tier (.ci/run): there a skipped claims test, or a test module skipped because
 #: an optional dependency is missing, is a failure (nothing the README claims may skip silently).

@@ -256,3 +256,12 @@ def test_an_audit_whose_companion_passes_is_inconclusive_not_a_pass():
     rc, out, err = rheo("audit", "--method", "eagle", "--runs", "20", "--no-progress")
     assert rc == 2 and "inconclusive: the planted companion was not rejected at N = 20" in err, (rc, err)
     assert err.count("\n") == 1
+
+
+def test_the_test_plugins_are_registered_only_inside_their_tests():
+    """tests/plugins/ is kept out of collection (tests/conftest.py): imported there by
+    --doctest-modules, its families would join every registry-wide test of the session."""
+    assert not {"coin", "coin-global", "peek"} & set(FAMILIES)
+    from rheotheory.verify.rules import VERIFIERS
+
+    assert "peek-score" not in VERIFIERS
