@@ -523,3 +523,49 @@ def test_the_plugin_is_registered_and_imports_nothing_heavy():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert p.stdout.strip() == "False", p.stdout + p.stderr
 
+
+
+# -- --jobs and --budget -----------------------------------------------------------------------------
+
+def test_jobs_split_the_work_and_change_nothing_in_the_result():
+    """Each setting's runs are seeded alone (seed 0, N = 200, chain_rejection on the 'generic'
+    settings), so two worker processes give the very statistics one gives."""
+    from rheotheory.audit import api
+
+    one, two = (api.audit_verifier("rheotheory.audit.examples:chain_rejection", "chain", runs=200, companion=False,
+                                   setting="generic", jobs=j) for j in (1, 2))
+    assert len(one.settings) >= 2  # NOTE: else two jobs would have nothing to split
+    assert [(s.name, s.statistic, s.p_value) for s in one.settings] == \
+        [(s.name, s.statistic, s.p_value) for s in two.settings]
+    assert one.p_value == two.p_value and one.verdict == two.verdict == LOSSLESS
+
+
+def test_budget_sizes_the_runs_from_the_probe_and_the_estimate_comes_first():
+    """--budget 3s: runs = budget / (1.1 x the probe's seconds per run) / settings, at least 100;
+    the estimate handed to on_estimate before the runs is the runs it then makes."""
+    from rheotheory.audit import api
+
+    said = []
+    res = api.audit_verifier("rheotheory.audit.examples:chain_rejection", "chain", budget=3.0, companion=False,
+                             setting="k=1 generic", on_estimate=lambda sec, n: said.append((sec, n)))
+    assert len(said) == 1 and said[0][1] == res.runs * len(res.settings)
+    assert res.runs >= 100
+    assert res.runs == 100 or said[0][0] <= 3.0 * 1.001  # the floor of 100 runs is the one way past the budget
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--runs", "100", "--budget", "5s"], "give --runs or --budget, not both"),
+    (["--budget", "0s"], "expected a duration such as 60s or 2m"),
+    (["--budget", "soon"], "expected a duration such as 60s or 2m"),
+    (["--jobs", "0"], "--jobs"),
+])
+def test_bad_budget_or_jobs_gets_one_line_and_exit_2(argv, message, capsys):
+    code = main(["audit", "--verifier", "rheotheory.audit.examples:chain_rejection", *argv, "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and message in err, err
+
+
+def test_budget_and_jobs_apply_to_a_verifier_only(capsys):
+    code = main(["audit", "--engine", "transformers", "--budget", "5s", "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "apply to --verifier" in err, err
