@@ -64,6 +64,7 @@ def test_eagle_runs_are_seeded():
     a, b, c = s.sample(30, 3), s.sample(30, 3), s.sample(30, 4)
     assert a == b and a != c
     assert all(len(w) >= s.length for w in a)
+    assert s.detail["dtype"].startswith("float32")  # the dtype the engine's sampler ran in, recorded
 
 
 def test_eagle_repro_raw_bonus_law():

@@ -77,6 +77,7 @@ def test_the_cpu_engine_verifies_greedily_at_temperature_one():
     assert uses_greedy(**dict(sglang.CPU_ENGINE, is_cpu=False)) is False
     s = sglang.settings(only=[CPU])[0]
     assert s.detail["path"] == "greedy"
+    assert s.detail["dtype"].startswith("float32")  # the dtype the engine's kernels ran in, recorded
     runs = s.sample(100, 0)
     path = ()
     for _ in range(s.length):

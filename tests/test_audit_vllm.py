@@ -75,6 +75,7 @@ def test_runs_are_reproducible_from_the_seed_and_span_several_steps():
     a, b, c = s.sample(30, 0), s.sample(30, 0), s.sample(30, 1)
     assert a == b and a != c
     assert all(len(z) == s.length == 5 for z in a)
+    assert s.detail["dtype"].startswith("float32")  # the dtype the engine's sampler ran in, recorded
 
 
 def test_a_missing_triton_is_one_line_naming_the_extra(monkeypatch, capsys):

@@ -385,6 +385,7 @@ def settings(planted: str | None = None, only=None) -> list[Setting]:
         depth = max(map(len, choices))
         L = depth + 2
         detail = dict(engine="eagle", tree=cfg.tree, tree_choices=choices, depth=depth,
-                      target_zeros=cfg.target_zeros, vocab=VOCAB, **cfg.sampling.to_dict())
+                      target_zeros=cfg.target_zeros, vocab=VOCAB, dtype="float32 logits (CPU)",
+                      **cfg.sampling.to_dict())
         out.append(Setting(name, L, _laws(cfg, LAW_SEED), _sampler(cfg, L, planted, index, LAW_SEED), detail))
     return out

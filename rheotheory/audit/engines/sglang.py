@@ -306,6 +306,6 @@ def settings(planted: str | None = None, only=None) -> list[Setting]:
                       verification="block" if cfg.block else "token",
                       draft="one-hot" if laws.deterministic_draft else "sampled",
                       path=("greedy" if load()["uses_greedy"](**cfg.engine) else "sampling") if cfg.engine else
-                      "kernel")
+                      "kernel", dtype="float32 logits, probabilities and coins (CPU)")
         out.append(Setting(name, L, laws.next_laws, _sampler(cfg, laws, L, planted, index, name), detail))
     return out

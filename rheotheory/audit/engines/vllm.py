@@ -383,6 +383,6 @@ def settings(planted: str | None = None, only=None) -> list[Setting]:
         L = cfg.k + 2
         detail = dict(engine="vllm", k=cfg.k, family=cfg.family, vocab=VOCAB, temperature=cfg.temperature,
                       draft_probs=not laws.deterministic_draft, fp64_gumbel=cfg.fp64_gumbel,
-                      neighbours=cfg.neighbours)
+                      neighbours=cfg.neighbours, dtype="float32 logits and draft probabilities (CPU)")
         out.append(Setting(name, L, laws.next_laws, _sampler(cfg, laws, L, planted, index, name), detail))
     return out
