@@ -3,6 +3,8 @@ candidate generators beyond the plain assistant (universal assisted generation, 
 MTP layers, DFlash), their companions, the findings and their repaired controls, the reproductions.
 
 transformers is an optional engine: every test that runs it skips on its own when it is absent.
+The law tests of the published rows (400 or 200 runs per setting, minutes of CPU) are central
+claims, run by CI's claims tier (`-m claims`, where a skip fails); the rest run in the default suite.
 """
 
 import importlib.util
@@ -48,6 +50,7 @@ def _repro(name):
     return module
 
 
+@pytest.mark.claims
 def test_mtp_and_dflash_not_rejected():
     """MTP layers (Glm4Moe, 2 layers) and DFlash (block 3) at top_k = 50 and 3: not rejected at
     alpha = 0.01 with N = 400 runs per setting, seed 0 (L = 5: the prefill token, a step, the next)."""
@@ -56,6 +59,7 @@ def test_mtp_and_dflash_not_rejected():
     assert all(s.length == 5 and s.runs == 400 for s in res.settings)
 
 
+@pytest.mark.claims
 @pytest.mark.parametrize("planted, names", [("always-accept", DRAFTERS[::2]), ("raw-q", DRAFTERS[1::2])])
 def test_mtp_and_dflash_companions_rejected(planted, names):
     """The same generate calls with every candidate kept (top_k = 50), or with the raw logits returned
@@ -65,6 +69,7 @@ def test_mtp_and_dflash_companions_rejected(planted, names):
     assert all(s.p_value < ALPHA / len(names) for s in res.settings), res.summary()
 
 
+@pytest.mark.claims
 def test_findings_rejected():
     """The findings: universal assisted generation with a pruned draft head, and the Gemma 4
     assistant (arg-max drafts, softmax as q) at top_k = 50 and 3, rejected in each setting at alpha =
@@ -73,6 +78,7 @@ def test_findings_rejected():
     assert all(s.p_value < ALPHA / len(FINDINGS) for s in res.settings), res.summary()
 
 
+@pytest.mark.claims
 def test_findings_repaired_not_rejected_and_their_companion_rejected():
     """The findings' controls (the draft vocabulary listed in id order; q the point mass on the Gemma 4
     draft): not rejected at alpha = 0.01 with N = 200 runs per setting, seed 0, and the universal one
@@ -122,6 +128,7 @@ def test_universal_repro_exact_deviation():
     assert repro.subset_vocabulary_error().startswith("AttributeError")
 
 
+@pytest.mark.claims
 def test_gemma4_repro_exact_deviation():
     """benchmarks/audit_repro/transformers_gemma4.py: after each first token y1 (all reached in 300
     runs, seed 0) the second step's first token has the law of a point-mass draft verified against the

@@ -10,7 +10,7 @@ TESTS = ROOT / "tests"
 
 #: Test modules whose claims-tier tests the README lists under CI.
 CLAIMS_MODULES = ("test_proofs.py", "test_stats.py", "test_decode_engine.py", "test_decode_smollm.py",
-                  "test_scripts.py")
+                  "test_scripts.py", "test_audit.py", "test_audit_transformers.py")
 
 
 def marked(path: Path, marker: str) -> list[str]:
