@@ -310,6 +310,28 @@ class _Call:
         return toks
 
 
+def _collect_runs(fn, name: str, laws: ToyLaws, p_rows, L: int, n: int, s: int, index: int, probe, rules,
+                  step) -> Collected:
+    """The run loop of both kinds: ``n`` runs of ``L`` tokens from the setting's streams, each
+    step's verifier call made by ``step(z, rng, gen, call)`` (the draft built from ``rng``; it
+    returns the step's tokens); the runs timed in CPU seconds, and whether ``gen`` was drawn from."""
+    import torch
+
+    rng, gen, gseed = _streams(s, index)
+    g0 = gen.get_state()
+    rec = _new_record(rules)
+    call = _Call(fn, name, laws, p_rows, L, rec, probe, rules, gseed, (int(s), index))
+    t0 = time.process_time()
+    for _ in range(n):
+        z = ()
+        while len(z) < L:
+            z = z + tuple(step(z, rng, gen, call))
+        rec.runs.append(z[:L])
+    rec.seconds = time.process_time() - t0
+    rec.drew = not torch.equal(gen.get_state(), g0)
+    return rec
+
+
 def _new_record(rules) -> Collected:
     return Collected([], tallies={r: Tally() for r in rules})
 
@@ -331,43 +353,34 @@ def chain_settings(fn, vocab: int = DEFAULT_VOCAB, seed: int = 0, ks=CHAIN_KS,
 
             def collect(n, s, probe=None, rules=(), k=k, laws=laws, p_rows=p_rows, q_rows=q_rows, L=L, name=name,
                         index=index):
-                rng, gen, gseed = _streams(s, index)
-                g0 = gen.get_state()
-                rec = _new_record(rules)
-                call = _Call(fn, name, laws, p_rows, L, rec, probe, rules, gseed, (int(s), index))
                 det = laws.deterministic_draft
-                t0 = time.process_time()
-                for _ in range(n):
-                    z = ()
-                    while len(z) < L:
-                        u, drafts = z, []
-                        for _ in range(k):
-                            d = _argmax(q_rows.np(u)) if det else q_rows.draw(u, rng)
-                            drafts.append(d)
-                            u = u + (d,)
-                        dt = torch.tensor(drafts, dtype=torch.long)  # [k]
-                        qs = None if det else torch.stack([q_rows.row(z + tuple(drafts[:j])) for j in range(k)])
-                        ps = torch.stack([p_rows.row(z + tuple(drafts[:j])) for j in range(k + 1)])  # [k+1, V]
 
-                        def check(toks, drafts=drafts):
-                            if len(toks) > k + 1 or toks[:-1] != drafts[:len(toks) - 1]:
-                                raise VerifierCallError(
-                                    f"the verifier returned {toks} for drafts {drafts}: expected an accepted prefix "
-                                    f"of the drafts, then one token (1 to {k + 1} tokens; setting {name!r})")
+                def step(z, rng, gen, call):
+                    u, drafts = z, []
+                    for _ in range(k):
+                        d = _argmax(q_rows.np(u)) if det else q_rows.draw(u, rng)
+                        drafts.append(d)
+                        u = u + (d,)
+                    dt = torch.tensor(drafts, dtype=torch.long)  # [k]
+                    qs = None if det else torch.stack([q_rows.row(z + tuple(drafts[:j])) for j in range(k)])
+                    ps = torch.stack([p_rows.row(z + tuple(drafts[:j])) for j in range(k + 1)])  # [k+1, V]
 
-                        def law_of(rule, drafts=drafts, qs=qs, ps=ps):
-                            q64 = None if qs is None else qs.double().numpy()
-                            return chain_law(drafts, q64, ps.double().numpy(), rule)
+                    def check(toks):
+                        if len(toks) > k + 1 or toks[:-1] != drafts[:len(toks) - 1]:
+                            raise VerifierCallError(
+                                f"the verifier returned {toks} for drafts {drafts}: expected an accepted prefix "
+                                f"of the drafts, then one token (1 to {k + 1} tokens; setting {name!r})")
 
-                        def inputs(drafts=drafts, qs=qs, ps=ps):
-                            return dict(draft_tokens=list(drafts), draft_probs=_rounded(qs), target_probs=_rounded(ps))
+                    def law_of(rule):
+                        q64 = None if qs is None else qs.double().numpy()
+                        return chain_law(drafts, q64, ps.double().numpy(), rule)
 
-                        toks = call((dt, qs, ps, gen), z, check, law_of, inputs)
-                        z = z + tuple(toks)
-                    rec.runs.append(z[:L])
-                rec.seconds = time.process_time() - t0
-                rec.drew = not torch.equal(gen.get_state(), g0)
-                return rec
+                    def inputs():
+                        return dict(draft_tokens=list(drafts), draft_probs=_rounded(qs), target_probs=_rounded(ps))
+
+                    return call((dt, qs, ps, gen), z, check, law_of, inputs)
+
+                return _collect_runs(fn, name, laws, p_rows, L, n, s, index, probe, rules, step)
 
             out.append(Setting(name, L, laws.next_laws, lambda n, s, collect=collect: collect(n, s).runs,
                                dict(kind="chain", k=k, family=family, vocab=vocab, dtype="float32",
@@ -449,40 +462,30 @@ def tree_settings(fn, vocab: int = DEFAULT_VOCAB, seed: int = 0, shapes=TREE_SHA
 
             def collect(n, s, probe=None, rules=(), laws=laws, p_rows=p_rows, q_rows=q_rows, L=L, name=name,
                         index=index, width=width, depth=depth, draw=draw):
-                rng, gen, gseed = _streams(s, index)
-                g0 = gen.get_state()
-                rec = _new_record(rules)
-                call = _Call(fn, name, laws, p_rows, L, rec, probe, rules, gseed, (int(s), index))
-                t0 = time.process_time()
-                for _ in range(n):
-                    z = ()
-                    while len(z) < L:
-                        tree = _draft_tree(z, width, depth, draw, q_rows, rng)
-                        par = torch.tensor(tree.parents, dtype=torch.long)  # [n]
-                        tok = torch.tensor(tree.tokens, dtype=torch.long)  # [n]
-                        qs = torch.from_numpy(np.stack(tree.rows).astype(np.float32))  # [n, V]
-                        ps = torch.stack([p_rows.row(z)] + [p_rows.row(tree.paths[i])
-                                                             for i in range(len(tree.tokens))])  # [n+1, V]
+                def step(z, rng, gen, call):
+                    tree = _draft_tree(z, width, depth, draw, q_rows, rng)
+                    par = torch.tensor(tree.parents, dtype=torch.long)  # [n]
+                    tok = torch.tensor(tree.tokens, dtype=torch.long)  # [n]
+                    qs = torch.from_numpy(np.stack(tree.rows).astype(np.float32))  # [n, V]
+                    ps = torch.stack([p_rows.row(z)] + [p_rows.row(tree.paths[i])
+                                                         for i in range(len(tree.tokens))])  # [n+1, V]
 
-                        def check(toks, tree=tree):
-                            if len(toks) > depth + 1 or not _root_path_ok(tree, toks[:-1]):
-                                raise VerifierCallError(
-                                    f"the verifier returned {toks}: expected the tokens of a root path of the tree, "
-                                    f"then one token (1 to {depth + 1} tokens; setting {name!r})")
+                    def check(toks):
+                        if len(toks) > depth + 1 or not _root_path_ok(tree, toks[:-1]):
+                            raise VerifierCallError(
+                                f"the verifier returned {toks}: expected the tokens of a root path of the tree, "
+                                f"then one token (1 to {depth + 1} tokens; setting {name!r})")
 
-                        def law_of(rule, tree=tree, qs=qs, ps=ps):
-                            return tree_law(tree.parents, tree.tokens, qs.double().numpy(), ps.double().numpy(), rule)
+                    def law_of(rule):
+                        return tree_law(tree.parents, tree.tokens, qs.double().numpy(), ps.double().numpy(), rule)
 
-                        def inputs(tree=tree, qs=qs, ps=ps):
-                            return dict(parents=list(tree.parents), tokens=list(tree.tokens), draft_probs=_rounded(qs),
-                                        target_probs=_rounded(ps))
+                    def inputs():
+                        return dict(parents=list(tree.parents), tokens=list(tree.tokens), draft_probs=_rounded(qs),
+                                    target_probs=_rounded(ps))
 
-                        toks = call((par, tok, qs, ps, gen), z, check, law_of, inputs)
-                        z = z + tuple(toks)
-                    rec.runs.append(z[:L])
-                rec.seconds = time.process_time() - t0
-                rec.drew = not torch.equal(gen.get_state(), g0)
-                return rec
+                    return call((par, tok, qs, ps, gen), z, check, law_of, inputs)
+
+                return _collect_runs(fn, name, laws, p_rows, L, n, s, index, probe, rules, step)
 
             out.append(Setting(name, L, laws.next_laws, lambda n, s, collect=collect: collect(n, s).runs,
                                dict(kind="tree", draw=draw, width=width, depth=depth, family=family, vocab=vocab,
