@@ -491,6 +491,8 @@ def _sampler(cfg: TfSetting, L: int, planted: str | None, index: int):
         if cfg.ensemble is not None:
             kw.update(assistant_ensemble_weight=cfg.ensemble)
 
+    warmed = []
+
     def sample(n: int, seed: int):
         from transformers.utils import logging
 
@@ -503,9 +505,15 @@ def _sampler(cfg: TfSetting, L: int, planted: str | None, index: int):
         logging.set_verbosity_error()  # NOTE: generate's deprecation notices, once per call
         logging.disable_progress_bar()  # NOTE: MtpModel.from_pretrained's, at every mtp call
         torch.set_num_threads(1)  # NOTE: on tensors of a few rows of 16 a second thread only adds its start-up
-        torch.manual_seed(int(np.random.SeedSequence([int(seed), index]).generate_state(1)[0]))
         try:
             with _patched(planted, cfg.repair), torch.inference_mode():
+                if not warmed:
+                    # NOTE: one unseeded call first: universal assisted generation prunes the
+                    # assistant's head in place on its first call, so without it the first seeded
+                    # run of a process met another model than every later one (not reproducible)
+                    target.generate(prompt, **dict(kw, max_new_tokens=1))
+                    warmed.append(True)
+                torch.manual_seed(int(np.random.SeedSequence([int(seed), index]).generate_state(1)[0]))
                 return [tuple(target.generate(prompt, **kw)[0, len(PROMPT):].tolist()) for _ in range(n)]
         finally:
             if drafter is not None:
