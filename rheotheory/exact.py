@@ -35,7 +35,9 @@ from . import laws
 from .errors import RheoError, TreeError
 from .methods import Method
 from .methods.registry import next_policy, step_policy
+from .strict import ContractError, GlobalStates, StrictRun, first_difference
 from .trees import NeedChoice, ReplayChooser, Tree
+from .trees.tree import law_key
 from .verify.walk import EnumerateBranch, method_tree_verifier
 
 __all__ = ["TreeClass", "Enumeration", "Certificate", "ContractError", "ungrouped_step_law", "check_ungrouped", "CostEstimate", "enumerate_classes", "estimate_branches",
@@ -66,12 +68,6 @@ class Enumeration:
     members: list | None = None
 
 
-class ContractError(RheoError):
-    """A method broke the contract the certifier relies on (docs/theory.md section 5.3): trees it
-    merged into one class differ in what a verifier reads, or the grouped enumeration differs from
-    the ungrouped one. Raised by the strict mode, never silently ignored."""
-
-
 def enumerate_classes(pair, method: Method, progress=None, eager: bool = False,
                       max_branches: int | None = None, reduce: bool = True, strict: bool = False) -> Enumeration:
     """Enumerate every construction outcome of ``method`` on ``pair`` and group them.
@@ -84,13 +80,16 @@ def enumerate_classes(pair, method: Method, progress=None, eager: bool = False,
     same, the branches more. ``max_branches`` stops with a
     :class:`~rheotheory.errors.RheoError` once that many builder runs were made.
 
-    ``strict=True`` checks the merging instead of trusting it (docs/theory.md section 5.3): every
-    tree merged into a class must show the verifier exactly what the class's representative shows
-    (:meth:`~rheotheory.trees.Tree.verifier_view`: tokens, kinds, laws, group members), or a
-    :class:`ContractError` names the first difference; the unmerged trees are kept in
+    ``strict=True`` checks the builder's contract instead of trusting it (docs/theory.md
+    section 5.3, :mod:`rheotheory.strict`): every build runs under a global random state the
+    certifier sets and records its draws; a replayed draw must come from the law its answer was
+    weighted with, every sampled token from a recorded draw under the law it declares, and every
+    branch, rebuilt in another order under other global states and after unrelated builds, must
+    make the same draws and the same tree; every tree merged into a class must show the verifier
+    exactly what the class's representative shows (:meth:`~rheotheory.trees.Tree.verifier_view`).
+    A break is a :class:`ContractError` naming the fault. The unmerged trees are kept in
     :attr:`Enumeration.members` so that :func:`certify` can compare the grouped law with the
-    ungrouped one. A builder run twice on the same answers must build the same tree (a builder
-    that draws outside its chooser fails here).
+    ungrouped one. The caller's global random states are restored afterwards.
     """
     build = method.builder(pair)
     if eager:
@@ -102,15 +101,27 @@ def enumerate_classes(pair, method: Method, progress=None, eager: bool = False,
                 if node.token is None:
                     tree.resolve(i, chooser)
             return tree
+    if strict:
+        with GlobalStates() as states:
+            run = StrictRun(build, reduce and not eager, states)
+            enum = _enumerate(pair, build, progress, eager, max_branches, reduce, run)
+            run.rebuild_all()
+        return enum
+    return _enumerate(pair, build, progress, eager, max_branches, reduce, None)
+
+
+def _enumerate(pair, build, progress, eager: bool, max_branches, reduce: bool, run: StrictRun | None) -> Enumeration:
+    """The depth-first search of :func:`enumerate_classes`; ``run`` makes it strict."""
+    skip = reduce and not eager
     one = laws.parse_number(1, pair.exact)
     classes: dict = {}
-    members: list | None = [] if strict else None
+    members: list | None = [] if run is not None else None
     outcomes = branches = 0
     total = one * 0
-    stack = [((), one)]
+    stack = [((), (), one)]  # (answers, the values of the law each was weighted with, weight)
     runs = 0
     while stack:
-        script, w = stack.pop()
+        script, expected, w = stack.pop()
         runs += 1
         if progress is not None:
             progress.update(1)
@@ -118,12 +129,13 @@ def enumerate_classes(pair, method: Method, progress=None, eager: bool = False,
             raise RheoError(f"enumeration exceeded {max_branches} construction branches; use a smaller "
                             "instance (V, K, D, N) or raise the limit")
         try:
-            tree = build(ReplayChooser(script, skip_doomed=reduce and not eager))
+            tree = build(ReplayChooser(script, skip_doomed=skip)) if run is None else run.build(script, expected)
         except NeedChoice as nc:
+            lk = law_key(nc.law) if run is not None else None
             for x in range(len(nc.law) - 1, -1, -1):
                 wx = nc.law[x]
                 if wx > 0:
-                    stack.append((script + (x,), w * wx))
+                    stack.append((script + (x,), expected + (lk,), w * wx))
             continue
         branches += 1
         n = tree.unresolved_count()
@@ -131,8 +143,9 @@ def enumerate_classes(pair, method: Method, progress=None, eager: bool = False,
         total = total + w
         key = tree.canonical_key()
         c = classes.get(key)
-        if strict:
-            _strict_member(build, script, reduce and not eager, tree, w, c, members)
+        if run is not None:
+            _check_merge(script, tree, c)
+            members.append((tree, w))
         if c is None:
             classes[key] = TreeClass(tree, w, n, 1)
         else:
@@ -142,29 +155,16 @@ def enumerate_classes(pair, method: Method, progress=None, eager: bool = False,
     return Enumeration(classes, outcomes, branches, total, members)
 
 
-def _strict_member(build, script, skip_doomed, tree, w, cls, members: list) -> None:
-    """The strict checks of one finished construction branch (see :func:`enumerate_classes`)."""
-    again = build(ReplayChooser(script, skip_doomed=skip_doomed))
-    if again.verifier_view() != tree.verifier_view():
-        raise ContractError(f"the builder built two different trees from the same answers {list(script)}: it draws "
-                            "outside the chooser it is given (global random state, time, or state kept between "
-                            "calls); every random choice must go through chooser.draw (docs/theory.md section 5.3)")
+def _check_merge(script, tree, cls) -> None:
+    """Rule 4 of the strict mode: a tree merged into an existing class shows the verifier what
+    the class's representative shows."""
     if cls is not None:
         mine, theirs = tree.verifier_view(), cls.tree.verifier_view()
         if mine != theirs:
             raise ContractError(f"two construction outcomes merged into one class show the verifier different trees "
-                                f"(answers {list(script)}: {_first_difference(mine, theirs)}); the certifier's "
-                                "equivalence key misses something the verifier reads (docs/theory.md section 5.3)")
-    members.append((tree, w))
-
-
-def _first_difference(a, b, path="root") -> str:
-    """Where two nested view tuples first differ, in words."""
-    if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
-        for i, (x, y) in enumerate(zip(a, b)):
-            if x != y:
-                return _first_difference(x, y, f"{path}[{i}]")
-    return f"{path}: {str(a)[:80]} vs {str(b)[:80]}"
+                                f"(answers {list(script)}: {first_difference(mine, theirs)}); the certifier's "
+                                "equivalence key misses something the verifier reads (docs/theory.md section 5.3, "
+                                "rule 4)")
 
 
 #: Seconds of one enumeration builder run over one probe builder run of :func:`estimate_cost`:

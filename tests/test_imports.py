@@ -32,7 +32,7 @@ FLOORS = (
     ("instances and trees", ("pairs", "synthetic", "prompts", "trees")),
     ("verifiers", ("verify",)),
     ("methods", ("methods",)),
-    ("evaluations", ("exact", "montecarlo")),
+    ("evaluations", ("exact", "strict", "montecarlo")),
     ("analyses", ("lp_optimum", "node_bound", "counterexample", "sweep", "stats")),
     ("public API", ("", "plugin")),
     ("real models", ("decode", "hf")),

@@ -92,9 +92,8 @@ def test_strict_mode_checks_merged_trees_at_a_size_where_classes_merge():
 
 def test_strict_mode_catches_a_builder_that_draws_outside_its_chooser():
     load_plugin(COIN)
-    with pytest.raises(ContractError, match="draws outside the chooser"):
-        for _ in range(20):  # NOTE: two runs agree by chance with probability 1/2 each time
-            certify(example_pair(), resolve("coin-global"), strict=True)
+    with pytest.raises(ContractError, match="reads global random state, numpy's global generator"):
+        certify(example_pair(), resolve("coin-global"), strict=True)
 
 
 def test_strict_mode_catches_a_verifier_that_reads_what_the_key_leaves_out():
@@ -117,22 +116,21 @@ def test_check_method_passes_built_in_families(spec):
     assert len(report.mc) == len(report.pairs)
 
 
-def test_check_method_passes_the_honest_coin_and_measures_the_lying_one_faithfully():
+def test_check_method_passes_the_honest_coin_and_names_the_lie_of_its_twin():
     load_plugin(COIN)
     assert all(r["lossless"] for r in check_method("coin", samples=2000).pairs)
-    lying = check_method("coin:hide=yes", samples=2000)  # the contract holds: it is measured as it is
-    assert not any(r["lossless"] for r in lying.pairs)
-    with pytest.raises(AssertionError, match="LOSSY, max deviation 41441/1310400"):
-        check_method("coin:hide=yes", samples=0, lossless=True)
+    # the twin draws its child from the uniform law when the coin says so and tells the verifier q:
+    # plain certification measures it (LOSSY, the test above); the contract names the lie
+    with pytest.raises(AssertionError, match=r"check_method\(coin hide=yes .*drawn from law \[1/4, 1/4, 1/4, 1/4\] "
+                       r"but declares \[9/34, 9/34, 5/17, 3/17\] to the verifier: a law drawn from that is not the "
+                       r"law declared to the verifier .*rule 3"):
+        check_method("coin:hide=yes", samples=0)
 
 
 def test_check_method_fails_a_builder_that_draws_outside_its_chooser():
     load_plugin(COIN)
-    # NOTE: the strict rebuild or the lazy = eager check catches it, whichever the global coin meets first
-    with pytest.raises(AssertionError, match=r"check_method\(coin-global .*(draws outside the chooser|lazy draws "
-                       r"differs)"):
-        for _ in range(20):
-            check_method("coin-global", samples=0)
+    with pytest.raises(AssertionError, match=r"check_method\(coin-global .*reads global random state, numpy's"):
+        check_method("coin-global", samples=0)
 
 
 def test_check_method_fails_a_verifier_that_reads_a_score():

@@ -11,10 +11,15 @@ It raises ``AssertionError`` with the message a failing test shows, naming the b
 how to fix it, or returns a :class:`MethodCheck` with what was checked. What it checks, on tiny
 exact pairs (the built-in example pair and a few seeded random ones, docs/theory.md section 5.3):
 
-1. **Strict enumeration**: the builder, run twice on the same chooser answers, builds the same
-   tree (it draws through its chooser only); trees merged into one equivalence class show the
-   verifier the same things; and the law of the step's output Z over the classes equals the law
-   verified branch by branch, exactly.
+1. **Strict enumeration** (the four rules of docs/theory.md section 5.3): every random choice
+   goes through the chooser (a build is the same under other global random states, in another
+   order and after unrelated builds: no global random state, no state kept between calls); every
+   replayed draw comes from the law its answer was weighted with; every sampled token comes from a
+   chooser draw under the law it declares to the verifier; trees merged into one equivalence
+   class show the verifier the same things, and the law of the step's output Z over the classes
+   equals the law verified branch by branch, exactly. A break fails with the fault named (global
+   random state, state kept between calls, a law drawn from that is not the law declared to the
+   verifier) and the rule it breaks.
 2. **Lazy = eager**: the law of Z with unresolved sampled leaves integrated analytically equals
    the law with every draw branched on, exactly (a builder that reads a token without resolving
    it through the tree fails here).

@@ -37,19 +37,37 @@ __all__ = [
     "SAMPLED",
     "FILLER",
     "ROOT",
+    "law_key",
 ]
 
 ROOT, DET, SAMPLED, FILLER = "root", "det", "sampled", "filler"
 
 
-def _law_values(law, seen: dict):
-    """A law's values as a hashable object (None stays None), converted once per law object."""
+def law_key(law, seen: dict | None = None):
+    """A law's values as a hashable object, equal for equal values (None stays None).
+
+    Parameters
+    ----------
+    law : numpy.ndarray of shape (V,), Fractions or float64, or None
+        The law.
+    seen : dict, optional
+        A cache ``id(law) -> key`` shared by the calls of one computation, so that a law object
+        met many times is converted once (only while the object is alive and unchanged).
+
+    Returns
+    -------
+    tuple or None
+        The exact values as a tuple (object arrays), or the dtype and the raw bytes (float
+        arrays); ``None`` for ``None``.
+    """
     if law is None:
         return None
-    key = seen.get(id(law))
+    key = None if seen is None else seen.get(id(law))
     if key is None:
         arr = np.asarray(law)
-        key = seen[id(law)] = (tuple(arr.tolist()) if arr.dtype == object else (str(arr.dtype), arr.tobytes()))
+        key = tuple(arr.tolist()) if arr.dtype == object else (str(arr.dtype), arr.tobytes())
+        if seen is not None:
+            seen[id(law)] = key
     return key
 
 
@@ -134,6 +152,13 @@ class Node:
     children: list = field(default_factory=list)  # node indices in creation order
     draw: object = None  # law of a still-unresolved token when only a block of its member law is
     # left (a coarse draw already picked the block); None = the member law itself, # [vocab]
+    #: How a SAMPLED node's token was drawn through the tree (the strict mode of the certifier
+    #: checks it against the chooser's record, docs/theory.md section 5.3): ``("draw", law)`` by
+    #: :meth:`Tree.resolve`; ``("coarse", coarse_law, block, rest_token)`` by
+    #: :meth:`Tree.resolve_coarse` (the token in the block, or still pending in the rest);
+    #: ``("rest", coarse_law, block, rest_token, rest_law)`` once a pending rest is resolved.
+    #: ``None``: not drawn through the tree (a token the builder placed with ``add(token=...)``).
+    source: tuple | None = None
 
 
 class Tree:
@@ -209,7 +234,10 @@ class Tree:
             if node.group.mode == "wor":
                 for j in node.group.members[:node.pos]:
                     self.resolve(j, chooser)
-            node.token = chooser.draw(self.draw_law(idx))
+            law = self.draw_law(idx)
+            node.token = chooser.draw(law)
+            pending = node.draw is not None and node.source is not None and node.source[0] == "coarse"
+            node.source = ("rest", *node.source[1:], law) if pending else ("draw", law)
             node.draw = None
         return node.token
 
@@ -224,19 +252,44 @@ class Tree:
         """
         node = self.nodes[idx]
         law = self.member_law(idx)
-        coarse = law * 0
-        for t in block:
-            coarse[t] = law[t]
-        rest_mass = 1 - laws.total(coarse)
-        if not rest_mass > 0:
+        coarse = self.coarse_law(law, block, rest_token)
+        if coarse is None:
             return self.resolve(idx, chooser)
-        coarse[rest_token] = rest_mass
         tok = chooser.draw(coarse)
+        node.source = ("coarse", coarse, tuple(block), rest_token)
         if tok != rest_token:
             node.token = tok
             return tok
         node.draw = laws.restrict(law, block)
         return None
+
+    @staticmethod
+    def coarse_law(law, block, rest_token: int):
+        """The law a coarse draw (:meth:`resolve_coarse`) hands the chooser.
+
+        Parameters
+        ----------
+        law : numpy.ndarray of shape (V,), Fractions or float64
+            The node's member law.
+        block : sequence of int
+            The tokens drawn one by one.
+        rest_token : int
+            A token outside ``block`` that stands for the rest.
+
+        Returns
+        -------
+        numpy.ndarray of shape (V,) or None
+            ``law`` on the block, the rest's mass on ``rest_token``, 0 elsewhere; ``None`` when
+            the rest has no mass (the token is then drawn from ``law`` itself).
+        """
+        coarse = law * 0
+        for t in block:
+            coarse[t] = law[t]
+        rest_mass = 1 - laws.total(coarse)
+        if not rest_mass > 0:
+            return None
+        coarse[rest_token] = rest_mass
+        return coarse
 
     def path(self, idx: int) -> tuple[int, ...]:
         """Tokens from the root to ``idx`` (every node on it must be resolved)."""
@@ -311,8 +364,8 @@ class Tree:
         earlier = ()
         if g.mode != "iid":
             earlier = tuple(self.nodes[j].token if self.nodes[j].token is not None
-                            else ("?", _law_values(self.nodes[j].draw, laws_seen)) for j in g.members[:node.pos])
-        return (g.mode, _law_values(g.base, laws_seen), earlier, _law_values(node.draw, laws_seen))
+                            else ("?", law_key(self.nodes[j].draw, laws_seen)) for j in g.members[:node.pos])
+        return (g.mode, law_key(g.base, laws_seen), earlier, law_key(node.draw, laws_seen))
 
     def verifier_view(self, idx: int = 0) -> tuple:
         """Everything a verifier can read below ``idx`` (the strict mode of
