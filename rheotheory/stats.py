@@ -158,7 +158,7 @@ class ChiSquare:
     expected: float  # its expected count
 
     def to_dict(self) -> dict:
-        """The fields as a JSON-ready dict.
+        """The fields as a plain dict.
 
         Returns
         -------
@@ -266,7 +266,7 @@ class LosslessTest:
         return [detectable_tv(t.df, self.samples, level, power) for t in self.per_length]
 
     def to_dict(self) -> dict:
-        """The verdict as a JSON-ready dict (what ``rheo mc --json`` writes).
+        """The verdict as a dict of plain types (the base of the object ``rheo mc --json`` prints).
 
         Returns
         -------
@@ -274,7 +274,8 @@ class LosslessTest:
             ``lossless``, ``p_value``, ``alpha``, ``samples``, ``tokens_per_step``,
             ``tokens_per_step_ci95`` (``[tau_low, tau_high]``), ``per_length`` (each test's
             :meth:`ChiSquare.to_dict` with its ``length``), ``power`` (:data:`POWER`) and
-            ``min_detectable_tv_by_length`` (:meth:`detectable` at that power).
+            ``min_detectable_tv_by_length`` (:meth:`detectable` at that power; ``inf`` where a test
+            has no degree of freedom).
         """
         return {
             "lossless": self.lossless, "p_value": self.p_value, "alpha": self.alpha, "samples": self.samples,
