@@ -63,7 +63,18 @@ def atomic_path(path) -> Iterator[Path]:
 
     The temporary name keeps the suffix (``.sweep.csv.<pid>.tmp.csv``), so writers that pick
     a format from it (matplotlib) still do. If the block raises, the temporary file is
-    removed and ``path`` is left as it was.
+    removed and ``path`` is left as it was. A context manager; ``path``'s folder is made if missing.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The final file.
+
+    Yields
+    ------
+    pathlib.Path
+        The temporary path to write; it must exist when the block ends (it is fsynced, renamed over
+        ``path``, and the rename made durable).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -81,7 +92,22 @@ def atomic_path(path) -> Iterator[Path]:
 
 @contextmanager
 def atomic_open(path, mode: str = "w", **kwargs):
-    """``open(path, mode)`` for writing, atomically (see :func:`atomic_path`)."""
+    """``open(path, mode)`` for writing, atomically (see :func:`atomic_path`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The final file.
+    mode : str, default "w"
+        A writing mode of :func:`open` (``"w"``, ``"wb"``).
+    **kwargs : object
+        Further arguments of :func:`open` (``newline``, ``encoding``).
+
+    Yields
+    ------
+    file object
+        The open temporary file; closed, then renamed over ``path`` when the block succeeds.
+    """
     with atomic_path(path) as tmp:
         with open(tmp, mode, **kwargs) as f:
             yield f
@@ -89,7 +115,15 @@ def atomic_open(path, mode: str = "w", **kwargs):
 
 def write_rows(rows: list[dict], path) -> None:
     """The rows as a CSV whose columns are the first row's keys, atomically (its folder made if
-    missing): the results file of a script whose rows all have the same keys."""
+    missing): the results file of a script whose rows all have the same keys.
+
+    Parameters
+    ----------
+    rows : list of dict
+        The rows, at least one, all with the first row's keys.
+    path : str or os.PathLike
+        The CSV file, replaced if it exists.
+    """
     folder = os.path.dirname(str(path))
     if folder:
         os.makedirs(folder, exist_ok=True)
@@ -100,14 +134,36 @@ def write_rows(rows: list[dict], path) -> None:
 
 
 def config_hash(config: dict) -> str:
-    """SHA-256 of the canonical JSON of ``config`` (sorted keys)."""
+    """SHA-256 of the canonical JSON of ``config`` (sorted keys).
+
+    Parameters
+    ----------
+    config : dict
+        A JSON-serialisable configuration.
+
+    Returns
+    -------
+    str
+        The hex digest (64 characters).
+    """
     import hashlib  # NOTE: here, not at the top: OpenSSL's load is a start-up cost of every command
 
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
 
 
 def parse_cell(text: str):
-    """A logged cell back as a value: '' stays '', then int, then float, else the text."""
+    """A logged cell back as a value: '' stays '', then int, then float, else the text.
+
+    Parameters
+    ----------
+    text : str
+        The cell as written in the log.
+
+    Returns
+    -------
+    str, int or float
+        The first of ``''``, ``int(text)``, ``float(text)`` and ``text`` that applies.
+    """
     if text == "":
         return text
     for conv in (int, float):
@@ -129,25 +185,36 @@ def _cell(value) -> str:
 class RowLog:
     """Finished rows of one run, appended to ``<final><PARTIAL_SUFFIX>`` (see the module docstring).
 
+    An existing log without a complete row is replaced; a new log starts with the configuration
+    comment and the header.
+
     Parameters
     ----------
-    final : path
+    final : str or os.PathLike
         The output the rows are for; the log is ``final + ".partial"``.
     config : dict
         Everything that determines the rows (JSON-serialisable); a resumed run must match it.
     fields : sequence of str
         Columns of a row (the log adds ``task``, the caller's key of the row's task).
-    resume : bool
+    resume : bool, default False
         Continue an existing log. Without it, an existing log is refused (it holds finished
         work), so that no run discards another's rows silently.
     parse : callable, optional
         ``parse(field, text) -> value`` for reading rows back; default :func:`parse_cell`
         for every field.
 
+    Attributes
+    ----------
+    path : pathlib.Path
+        The log file.
+    rows : dict[str, dict]
+        Task key -> finished row (read back on resume, then each appended row).
+
     Raises
     ------
     RheoError
-        An existing log without ``resume``, or one of another configuration (one line).
+        An existing log without ``resume``, or (on resume) one of another configuration, of other
+        columns, with a malformed line, or not a row log at all (one line).
     """
 
     def __init__(self, final, config: dict, fields: Sequence[str], resume: bool = False,
@@ -214,7 +281,16 @@ class RowLog:
         return len(self.rows)
 
     def append(self, key, row: dict) -> None:
-        """Log the finished row of task ``key``: written, flushed and fsynced before returning."""
+        """Log the finished row of task ``key``: written, flushed and fsynced before returning.
+
+        Parameters
+        ----------
+        key : object
+            The task's key (written as ``str(key)``).
+        row : dict
+            The row; the log's fields are written (``""`` for a missing one, floats in full precision),
+            and the row itself is kept in :attr:`rows`.
+        """
         self._writer.writerow([str(key), *(_cell(row.get(f, "")) for f in self.fields[1:])])
         self._file.flush()
         os.fsync(self._file.fileno())
@@ -241,11 +317,41 @@ def run_logged(log: "RowLog", tasks: Sequence, key: Callable, fn: Callable, *, e
                workers: int = 1, scheduler: str | None = None, desc: str = "tasks",
                to_row: Callable | None = None) -> "RowLog":
     """Run ``fn`` on every task of ``tasks`` not yet in ``log`` on an executor, appending each
-    finished one as it completes (``to_row(result)``, default the result itself), with a tqdm bar.
+    finished one as it completes, with a tqdm bar.
 
     The one resumable loop of the long scripts: a rerun with the same log runs only the missing
-    tasks. Ctrl-C stops the executor and re-raises ``KeyboardInterrupt`` whose message says how
-    many tasks the log kept; the log is closed either way.
+    tasks. The log is closed either way.
+
+    Parameters
+    ----------
+    log : RowLog
+        The run's row log (opened with ``resume=True`` to continue).
+    tasks : sequence
+        Every task of the run.
+    key : callable
+        ``key(task)``: the task's key in the log.
+    fn : callable
+        ``fn(task)``: runs one task; a top-level function (worker processes import it by name).
+    executor : str, default "process"
+        The executor kind (:func:`rheotheory.executors.open_executor`).
+    workers : int, default 1
+        Its workers.
+    scheduler : str, optional
+        Address of a dask scheduler or Ray cluster.
+    desc : str, default "tasks"
+        The bar's label, and the unit of the interruption message.
+    to_row : callable, optional
+        ``to_row(result)``: the row logged for a result; default the result itself.
+
+    Returns
+    -------
+    RowLog
+        ``log``, closed, with every task's row.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        On Ctrl-C: the executor is stopped, and the message says how many tasks the log kept.
     """
     from tqdm import tqdm
 

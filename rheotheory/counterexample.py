@@ -51,7 +51,30 @@ MAX_SIMPLE_DENOMINATOR = 12
 
 @dataclass(frozen=True)
 class SearchSpace:
-    """Where random instances are drawn from (inclusive ranges)."""
+    """Where random instances are drawn from (inclusive ranges).
+
+    Attributes
+    ----------
+    min_vocab : int, default 3
+        Smallest vocabulary drawn.
+    max_vocab : int, default 4
+        Largest vocabulary drawn (at least ``min_vocab``).
+    max_top_k : int, default 3
+        K drawn in 2..max_top_k (dynamic methods).
+    max_depth : int, default 3
+        D drawn in 2..max_depth (dynamic methods and chains).
+    max_budget : int, default 8
+        N drawn in K..min(2K, max_budget) (dynamic methods).
+    family : str, default "weights"
+        ``"weights"``: :func:`~rheotheory.pairs.random_pair`; ``"logits"``: peaked
+        :func:`~rheotheory.pairs.logits_pair`; ``"mixed"``: either, 50/50.
+
+    Raises
+    ------
+    RheoError
+        If ``family`` is not one of :data:`FAMILIES`, a size is not a positive int, or
+        ``min_vocab > max_vocab``.
+    """
 
     min_vocab: int = 3  # smallest vocabulary drawn
     max_vocab: int = 4  # largest vocabulary drawn
@@ -73,7 +96,33 @@ class SearchSpace:
 
 @dataclass(frozen=True)
 class CounterexampleResult:
-    """Outcome of a search (and of the shrinking, when something was found)."""
+    """Outcome of a search (and of the shrinking, when something was found).
+
+    Attributes
+    ----------
+    found : bool
+        Whether a lossy instance was found.
+    instances : int
+        Instances certified by the search (up to and including the lossy one).
+    seed : int
+        Search seed.
+    pair : ToyPair or None, default None
+        The shrunk instance.
+    method : Method or None, default None
+        The method with the shrunk tree parameters.
+    max_deviation : fractions.Fraction or None, default None
+        Exact rational: the largest deviation of the shrunk instance's certificate.
+    sequence : tuple of int or None, default None
+        A sequence z attaining max_deviation.
+    original_pair : ToyPair or None, default None
+        The instance as first found.
+    original_method : Method or None, default None
+        The method as first found.
+    original_deviation : fractions.Fraction or None, default None
+        The largest deviation on the instance as first found.
+    certifications : int, default 0
+        Certify calls in total (search + shrinking).
+    """
 
     found: bool
     instances: int  # instances certified by the search
@@ -88,6 +137,16 @@ class CounterexampleResult:
     certifications: int = 0  # certify calls in total (search + shrinking)
 
     def to_dict(self) -> dict:
+        """The outcome as a JSON-ready dict (the base of the object ``rheo counterexample --json`` prints).
+
+        Returns
+        -------
+        dict[str, object]
+            ``found``, ``instances``, ``seed``, ``certifications``, and ``instance`` (the shrunk pair's
+            :meth:`~rheotheory.pairs.ToyPair.to_dict`), ``max_deviation`` (as "a/b"), ``sequence``,
+            ``method`` and ``original`` (vocabulary, method and deviation as first found) when found;
+            ``instance``, ``max_deviation``, ``sequence`` and ``method`` are None otherwise.
+        """
         fmt = laws.format_number
         d = {"found": self.found, "instances": self.instances, "seed": self.seed,
              "certifications": self.certifications}
@@ -107,7 +166,22 @@ class CounterexampleResult:
 
 
 def is_lossy(pair: ToyPair, method: Method):
-    """The exact certificate if ``method`` is lossy on ``pair``, else None (invalid combos: None)."""
+    """The exact certificate if ``method`` is lossy on ``pair``, else None (invalid combos: None).
+
+    Parameters
+    ----------
+    pair : ToyPair
+        The instance (certified in its own number type).
+    method : Method
+        The method to certify.
+
+    Returns
+    -------
+    Certificate or None
+        :func:`rheotheory.exact.certify`'s certificate when it is not lossless; None when it is,
+        or when :func:`~rheotheory.exact.certify` refuses the combination with a
+        :class:`RheoError` (a shrinking step can produce parameters the method rejects).
+    """
     try:
         cert = certify(pair, method)
     except RheoError:
@@ -255,14 +329,46 @@ def search(method: Method, instances: int = 200, seed: int = 0, space: SearchSpa
     """Certify ``instances`` random instances; return (pair, method, cert, index) of the first lossy
     one, or None.
 
-    With an ``executor`` (:func:`rheotheory.executors.open_executor`; ``workers`` sets how many
-    chunks of :data:`SEARCH_CHUNK` instances are in flight) the certifications run in parallel,
-    and the result is the same: the instances are drawn serially here, and the lossy one of
-    lowest index wins. ``progress`` is called with the number of instances certified (each
-    chunk's with an executor). With ``pilot_seconds`` the first instances are certified here, in
-    order, until that much time has passed; if none of them is lossy and some remain,
-    ``on_estimate(seconds)`` is told the estimated seconds of the rest
-    (:func:`estimate_search_seconds`, divided among ``workers``) before they start.
+    With an ``executor`` the certifications run in parallel, and the result is the same: the
+    instances are drawn serially here, and the lossy one of lowest index wins.
+
+    Parameters
+    ----------
+    method : Method
+        The method whose shrinkable size fields are drawn for each instance.
+    instances : int, default 200
+        Number of random instances, >= 1.
+    seed : int, default 0
+        Seed of the draws (instances and tree parameters).
+    space : SearchSpace, default SearchSpace()
+        Where instances and tree parameters are drawn from.
+    executor : concurrent.futures.Executor, optional
+        Runs chunks of :data:`SEARCH_CHUNK` certifications
+        (:func:`rheotheory.executors.open_executor`); all run here when None.
+    workers : int, default 1
+        The executor's workers: :data:`CHUNKS_PER_WORKER` chunks per worker are kept in flight,
+        and the estimate of ``on_estimate`` is divided among them.
+    progress : callable, optional
+        Called with the number of instances certified (each chunk's with an executor).
+    pilot_seconds : float, default 0.0
+        When positive, the first instances are certified here, in order, until that much time has
+        passed.
+    on_estimate : callable, optional
+        After a pilot with no lossy instance and instances left, called with the estimated seconds
+        of the rest (:func:`estimate_search_seconds`, divided among ``workers``) before they start.
+
+    Returns
+    -------
+    tuple or None
+        ``(pair, method, cert, index)``: the lossy :class:`~rheotheory.pairs.ToyPair`, the method
+        with the drawn parameters, its :class:`~rheotheory.exact.Certificate`, and the number of
+        instances certified up to it (1-based index); None when no instance is lossy.
+
+    Raises
+    ------
+    RheoError
+        If ``instances`` is not a positive int, or the method rejects the drawn tree parameters
+        (raised when that draw is reached).
     """
     import time
 
@@ -311,7 +417,24 @@ def search(method: Method, instances: int = 200, seed: int = 0, space: SearchSpa
 def drop_token(pair: ToyPair, token: int) -> ToyPair:
     """The instance without ``token``: its mass is removed from every law, which is renormalised.
 
-    Raises :class:`InstanceError` if some law had all its mass on ``token``.
+    Tokens above ``token`` are renumbered one lower; prefixes containing it disappear.
+
+    Parameters
+    ----------
+    pair : ToyPair
+        An exact pair (Fraction laws).
+    token : int
+        The token id to drop, in 0..V-1.
+
+    Returns
+    -------
+    ToyPair
+        The exact pair over V - 1 tokens, same horizon.
+
+    Raises
+    ------
+    InstanceError
+        If the vocabulary has a single token, or some law had all its mass on ``token``.
     """
     V = pair.vocab_size
     if V < 2:
@@ -330,7 +453,20 @@ def drop_token(pair: ToyPair, token: int) -> ToyPair:
 
 
 def lower_horizon(pair: ToyPair, horizon: int) -> ToyPair:
-    """The instance restricted to prefixes of length <= ``horizon``."""
+    """The instance restricted to prefixes of length <= ``horizon``.
+
+    Parameters
+    ----------
+    pair : ToyPair
+        An exact pair (Fraction laws).
+    horizon : int
+        The new horizon, at most the pair's.
+
+    Returns
+    -------
+    ToyPair
+        The exact pair with the laws of the shorter prefixes only.
+    """
     keep = lambda t: {k: v for k, v in t.items() if len(k) <= horizon}  # noqa: E731
     return ToyPair(pair.vocab_size, horizon, keep(pair.target), keep(pair.draft), exact=True)
 
@@ -360,7 +496,33 @@ def _simpler_laws(law):
 
 
 def shrink(pair: ToyPair, method: Method, max_rounds: int = 20):
-    """Greedy shrinking of a lossy (pair, method); returns (pair, method, cert, certifications)."""
+    """Greedy shrinking of a lossy (pair, method); returns (pair, method, cert, certifications).
+
+    Each round tries, keeping a step only if the method stays lossy: dropping one token
+    (:func:`drop_token`), each of the method's ``shrink_fields`` one less (depth lowers the
+    horizon too, :func:`lower_horizon`), then simpler rationals for each law (draft first, then
+    target). Rounds repeat until one changes nothing.
+
+    Parameters
+    ----------
+    pair : ToyPair
+        An exact instance on which ``method`` is lossy.
+    method : Method
+        The lossy method.
+    max_rounds : int, default 20
+        Most rounds of shrinking.
+
+    Returns
+    -------
+    tuple
+        ``(pair, method, cert, certifications)``: the shrunk instance and method, the
+        :class:`~rheotheory.exact.Certificate` on them, and the number of certify calls made.
+
+    Raises
+    ------
+    RheoError
+        If ``method`` is not lossy on ``pair``.
+    """
     cert = is_lossy(pair, method)
     if cert is None:
         raise RheoError("shrink needs an instance on which the method is lossy")
@@ -416,9 +578,36 @@ def find_counterexample(method: Method, instances: int = 200, seed: int = 0,
                         pilot_seconds: float = 0.0, on_estimate=None) -> CounterexampleResult:
     """Search for a lossy instance and shrink it (see the module docstring).
 
-    The search runs on ``executor`` if one is given (see :func:`search`; same result, and
-    ``progress`` told of the instances certified; ``pilot_seconds`` and ``on_estimate`` time the
-    first instances and estimate the rest); the shrinking, a sequence of dependent steps, runs here.
+    The search runs on ``executor`` if one is given (see :func:`search`; same result); the
+    shrinking, a sequence of dependent steps, runs here.
+
+    Parameters
+    ----------
+    method : Method
+        The method to search a counterexample for.
+    instances : int, default 200
+        Number of random instances, >= 1.
+    seed : int, default 0
+        Seed of the draws: the same arguments always give the same counterexample.
+    space : SearchSpace, default SearchSpace()
+        Where instances and tree parameters are drawn from.
+    do_shrink : bool, default True
+        Shrink the first lossy instance (:func:`shrink`); False returns it as found.
+    executor : concurrent.futures.Executor, optional
+        Runs the search's certifications in parallel (:func:`search`).
+    workers : int, default 1
+        The executor's workers.
+    progress : callable, optional
+        Told of the instances certified by the search.
+    pilot_seconds : float, default 0.0
+        Seconds of certifications timed here first (:func:`search`).
+    on_estimate : callable, optional
+        Told the estimated seconds of the rest after the pilot (:func:`search`).
+
+    Returns
+    -------
+    CounterexampleResult
+        The shrunk and original instances when found; ``found=False`` otherwise.
     """
     hit = search(method, instances, seed, space, executor=executor, workers=workers, progress=progress,
                  pilot_seconds=pilot_seconds, on_estimate=on_estimate)

@@ -52,6 +52,30 @@ class SerialExecutor(Executor):
         self._shutdown = False
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
+        """Run ``fn(*args, **kwargs)`` now, in this process, and return its finished future.
+
+        Parameters
+        ----------
+        fn : callable
+            The task.
+        *args : object
+            Its positional arguments.
+        **kwargs : object
+            Its keyword arguments.
+
+        Returns
+        -------
+        concurrent.futures.Future
+            Done: holding the result, or the exception (an :class:`Exception`) the task raised.
+
+        Raises
+        ------
+        RuntimeError
+            If the executor was shut down.
+        BaseException
+            What is not an :class:`Exception` (``KeyboardInterrupt``, ``SystemExit``) propagates: it
+            must stop the run, not become a result.
+        """
         if self._shutdown:
             raise RuntimeError("cannot schedule new futures after shutdown")
         fut: Future = Future()
@@ -64,6 +88,15 @@ class SerialExecutor(Executor):
         return fut
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Refuse new tasks from now on (there is never anything pending to wait for or cancel).
+
+        Parameters
+        ----------
+        wait : bool, default True
+            Ignored (every task finished at submit).
+        cancel_futures : bool, default False
+            Ignored (nothing is pending).
+        """
         self._shutdown = True
 
 
@@ -72,6 +105,11 @@ class RayExecutor(Executor):
 
     Each ``submit`` runs ``fn`` as a Ray task (one CPU) and returns the
     :class:`concurrent.futures.Future` of its object reference.
+
+    Parameters
+    ----------
+    ray_module : module
+        The imported ``ray`` package, already initialised (:func:`open_executor` does both).
     """
 
     def __init__(self, ray_module):
@@ -80,6 +118,22 @@ class RayExecutor(Executor):
         self._refs: list = []
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
+        """Run ``fn(*args, **kwargs)`` as a Ray task of one CPU.
+
+        Parameters
+        ----------
+        fn : callable
+            The task, a top-level function (wrapped with ``ray.remote`` once per function).
+        *args : object
+            Its positional arguments.
+        **kwargs : object
+            Its keyword arguments.
+
+        Returns
+        -------
+        concurrent.futures.Future
+            The future of the task's object reference.
+        """
         remote = self._remote.get(fn)
         if remote is None:
             remote = self._remote[fn] = self._ray.remote(num_cpus=1)(fn)
@@ -88,6 +142,17 @@ class RayExecutor(Executor):
         return ref.future()
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Forget the submitted tasks, cancelling (forcefully) the unfinished ones if asked.
+
+        The Ray instance itself is shut down by :func:`open_executor`, not here.
+
+        Parameters
+        ----------
+        wait : bool, default True
+            Ignored (Ray tasks are not waited for here).
+        cancel_futures : bool, default False
+            Cancel every submitted task still running (``ray.cancel(ref, force=True)``).
+        """
         if cancel_futures:
             for ref in self._refs:
                 try:
@@ -132,25 +197,36 @@ def open_executor(kind: str = "process", workers: int = 1, scheduler: str | None
                   processes: bool = True) -> Iterator[Executor]:
     """An executor of kind ``kind``, shut down (pending tasks cancelled) when the block exits.
 
+    A context manager: ``with open_executor("process", workers=2) as ex: ...``. On an exception
+    in the block (Ctrl-C included) a process pool's workers are terminated and Ray's tasks
+    cancelled.
+
     Parameters
     ----------
-    kind : {'process', 'dask', 'ray'}
+    kind : {'process', 'dask', 'ray'}, default 'process'
         See the module docstring.
-    workers : int
-        Local processes (``process``), workers of the LocalCluster (``dask`` without
-        ``scheduler``) or CPUs of the local Ray instance (``ray`` without ``scheduler``).
+    workers : int, default 1
+        Local processes (``process``; 1 runs here, :class:`SerialExecutor`), workers of the
+        LocalCluster (``dask`` without ``scheduler``) or CPUs of the local Ray instance (``ray``
+        without ``scheduler``).
     scheduler : str, optional
         Address of a running dask scheduler (``tcp://host:8786``) or Ray cluster (``auto``,
         ``ray://host:10001``).
-    processes : bool
+    processes : bool, default True
         For a dask LocalCluster: worker processes (True) or threads of this process (False;
         quicker to start, for tests and small tasks).
+
+    Yields
+    ------
+    concurrent.futures.Executor
+        :class:`SerialExecutor`, a :class:`~concurrent.futures.ProcessPoolExecutor`, a dask
+        client's executor or a :class:`RayExecutor`.
 
     Raises
     ------
     RheoError
-        Unknown kind, bad arguments, or a missing optional extra (the message says how to
-        install it).
+        Unknown kind, bad arguments, a missing optional extra (the message says how to install
+        it), or a dask scheduler or Ray cluster that cannot be reached or started.
     """
     check_executor(kind, workers, scheduler)
     if kind == "process":
@@ -259,22 +335,27 @@ def imap_unordered(ex: Executor, fn: Callable, items: Iterable,
 
     Parameters
     ----------
-    ex : Executor
+    ex : concurrent.futures.Executor
         From :func:`open_executor`.
     fn : callable
         A top-level function of one argument (worker processes import it by name).
     items : iterable
         Task arguments; read lazily when ``window`` is given.
     window : int, optional
-        Most tasks in flight at once (None: submit everything at once). With a window, a
-        long lazy ``items`` is fine and a caller that stops early (``break``, an error,
-        Ctrl-C) leaves little work behind.
+        Most tasks in flight at once (None: submit everything at once; a :class:`SerialExecutor`
+        always runs one at a time). With a window, a long lazy ``items`` is fine and a caller that
+        stops early (``break``, an error, Ctrl-C) leaves little work behind.
 
     Yields
     ------
     (int, object)
         The task's index in ``items`` and its result. The tasks still pending when the
         caller stops are cancelled; the exception of a failed task is raised here.
+
+    Raises
+    ------
+    RheoError
+        If ``window`` is below 1.
     """
     if window is not None and window < 1:
         raise RheoError(f"window must be a positive integer, got {window!r}")

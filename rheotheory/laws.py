@@ -54,7 +54,19 @@ EXACT_DENOMINATOR = 10**6
 
 
 def is_exact(a) -> bool:
-    """True for exact (object-dtype, rational) arrays and Python rationals."""
+    """True for exact (object-dtype, rational) arrays and Python rationals.
+
+    Parameters
+    ----------
+    a : numpy.ndarray or number
+        A law # [vocab] (any dtype), or a single number.
+
+    Returns
+    -------
+    bool
+        For an array, whether its dtype is ``object`` (the exact representation); for a scalar,
+        whether it is a :class:`numbers.Rational` (``int`` and ``Fraction`` are, ``float`` is not).
+    """
     if isinstance(a, np.ndarray):
         return a.dtype == object
     return isinstance(a, Rational)
@@ -121,10 +133,32 @@ def parse_number(value, exact: bool):
     Strings follow an ASCII grammar (a fraction "a/b" or a decimal with an optional exponent)
     whose length, digit runs and exponent are bounded (:data:`MAX_NUMBER_CHARS`,
     :data:`MAX_INT_DIGITS`, :data:`MAX_EXPONENT`) before the value is computed. Floats are read
-    through their shortest repr, so 0.1 is exactly 1/10. NaN, infinities and (with
-    ``exact=False``) values beyond float64 raise :class:`LawError`. Table entries are read with
+    through their shortest repr, so 0.1 is exactly 1/10. Table entries are read with
     :func:`parse_probability`, which also requires [0, 1].
 
+    Parameters
+    ----------
+    value : int, float, fractions.Fraction or str
+        The number: a Python or numpy int or float, a Fraction, or a text "a/b" or decimal
+        (surrounding whitespace allowed). ``bool`` is refused.
+    exact : bool
+        Return an exact :class:`fractions.Fraction` (True) or a ``float`` (False).
+
+    Returns
+    -------
+    fractions.Fraction or float
+        The value, exact or rounded to float64 as ``exact`` asks.
+
+    Raises
+    ------
+    LawError
+        If ``value`` is a boolean or of another unsupported type; if it is NaN or infinite; if a text
+        is not in the grammar, is too long, has too long a digit run, an exponent beyond
+        :data:`MAX_EXPONENT` or a zero denominator; or (``exact=False``) if the value is beyond the
+        float64 range.
+
+    Examples
+    --------
     >>> parse_number("1/3", exact=True), parse_number(0.25, exact=True), parse_number("5e-1", exact=False)
     (Fraction(1, 3), Fraction(1, 4), 0.5)
     >>> parse_number("1e-999999999", exact=True)
@@ -159,6 +193,26 @@ _FLOAT_MAX = Fraction(np.finfo(np.float64).max)
 def parse_probability(value, exact: bool):
     """Parse one table entry: :func:`parse_number`, then a check that it lies in [0, 1].
 
+    Parameters
+    ----------
+    value : int, float, fractions.Fraction or str
+        The entry, in any form :func:`parse_number` reads.
+    exact : bool
+        Return an exact :class:`fractions.Fraction` (True) or a ``float`` (False); a float input
+        read with ``exact=False`` is returned as that float.
+
+    Returns
+    -------
+    fractions.Fraction or float
+        The probability, in [0, 1].
+
+    Raises
+    ------
+    LawError
+        If :func:`parse_number` refuses ``value``, or the value is negative or greater than 1.
+
+    Examples
+    --------
     >>> parse_probability("1/3", exact=False) == 1 / 3
     True
     >>> parse_probability("3/2", exact=True)
@@ -178,19 +232,64 @@ def parse_probability(value, exact: bool):
 
 
 def format_number(x) -> str:
-    """Exact rationals as "a/b" (or "a"), floats with repr precision."""
+    """Exact rationals as "a/b" (or "a"), floats with repr precision.
+
+    Parameters
+    ----------
+    x : fractions.Fraction, int or float
+        The number to write (numpy integers and floats too).
+
+    Returns
+    -------
+    str
+        ``str(Fraction(x))`` for an exact number, ``repr(float(x))`` otherwise; :func:`parse_number`
+        reads it back to the same value.
+    """
     if isinstance(x, (Fraction, int, np.integer)):
         return str(Fraction(x))
     return repr(float(x))
 
 
 def exact_law(values: Iterable) -> np.ndarray:
-    """An exact law (object array of Fractions) from numbers or strings; not validated."""
+    """An exact law (object array of Fractions) from numbers or strings; not validated.
+
+    Parameters
+    ----------
+    values : iterable of int, float, fractions.Fraction or str
+        The probabilities # [vocab], each in a form :func:`parse_number` reads (floats through their
+        shortest repr, so 0.1 becomes 1/10).
+
+    Returns
+    -------
+    numpy.ndarray of shape (V,), Fractions
+        The law, ``dtype=object``; :func:`check_law` validates it.
+
+    Raises
+    ------
+    LawError
+        If an entry is not a number :func:`parse_number` accepts.
+    """
     return np.array([parse_number(v, True) for v in values], dtype=object)
 
 
 def float_law(values: Iterable) -> np.ndarray:
-    """A float64 law from numbers, strings or Fractions; not validated."""
+    """A float64 law from numbers, strings or Fractions; not validated.
+
+    Parameters
+    ----------
+    values : iterable of int, float, fractions.Fraction or str
+        The probabilities # [vocab]; strings are read with :func:`parse_number`.
+
+    Returns
+    -------
+    numpy.ndarray of shape (V,), float64
+        The law; :func:`check_law` validates it.
+
+    Raises
+    ------
+    LawError
+        If a string entry is not a number :func:`parse_number` accepts.
+    """
     return np.array([float(parse_number(v, False)) if isinstance(v, str) else float(v) for v in values],
                     dtype=np.float64)
 
@@ -203,6 +302,23 @@ def check_law(law: np.ndarray, name: str = "law", vocab_size: int | None = None)
     """Raise :class:`LawError` unless ``law`` is a 1-D probability vector.
 
     Exact laws must sum to exactly 1; float laws to within :data:`FLOAT_SUM_TOL`.
+
+    Parameters
+    ----------
+    law : numpy.ndarray of shape (V,), Fractions or float64
+        The law to check # [vocab].
+    name : str, default "law"
+        What to call the law in the error message.
+    vocab_size : int, optional
+        The expected length V; not checked when None.
+
+    Raises
+    ------
+    LawError
+        If ``law`` is not a 1-D numpy array, is empty, has a length other than ``vocab_size``; if an
+        exact law has an entry that is not a rational, a negative entry or a sum other than 1; if a
+        float law has a NaN or infinite entry, a negative entry or a sum off 1 by more than
+        :data:`FLOAT_SUM_TOL`.
     """
     if not isinstance(law, np.ndarray) or law.ndim != 1:
         raise LawError(f"{name}: expected a 1-D list of probabilities")
@@ -230,29 +346,75 @@ def check_law(law: np.ndarray, name: str = "law", vocab_size: int | None = None)
 
 
 def total(a):
-    """Sum of the entries (a Fraction for exact arrays, a float otherwise)."""
+    """Sum of the entries (a Fraction for exact arrays, a float otherwise).
+
+    Parameters
+    ----------
+    a : numpy.ndarray of shape (n,), Fractions or float64
+        The entries to add.
+
+    Returns
+    -------
+    fractions.Fraction or float
+        Their sum: exact (starting from ``Fraction(0)``) for an object array, ``a.sum()`` otherwise.
+    """
     if isinstance(a, np.ndarray) and a.dtype == object:
         return sum(a, Fraction(0))
     return a.sum()
 
 
 def pos(a):
-    """Elementwise positive part (a)+ = max(a, 0)."""
+    """Elementwise positive part (a)+ = max(a, 0).
+
+    Parameters
+    ----------
+    a : numpy.ndarray of shape (n,), Fractions or float64
+        The entries.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,)
+        ``max(a, 0)`` entry by entry, in the number type of ``a``.
+    """
     return np.maximum(a, 0)
 
 
 def minimum(a, b):
-    """Elementwise minimum."""
+    """Elementwise minimum.
+
+    Parameters
+    ----------
+    a, b : numpy.ndarray of shape (n,), Fractions or float64
+        Two arrays of one length (e.g. a target and a draft law).
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,)
+        ``min(a, b)`` entry by entry.
+    """
     return np.minimum(a, b)
 
 
 def normalise(a, s=None):
     """a / sum(a); an all-zero vector is returned unchanged (it only ever carries zero weight).
-    ``s``: sum(a) when the caller already has it.
 
     NOTE: callers reach an all-zero vector only on branches of probability 0 (e.g. the residual
     after a rejection that cannot happen), so returning zeros keeps those branches inert.
 
+    Parameters
+    ----------
+    a : numpy.ndarray of shape (n,), Fractions or float64
+        Non-negative weights.
+    s : fractions.Fraction or float, optional
+        sum(a), when the caller already has it; computed with :func:`total` when None.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,)
+        ``a / s`` in the number type of ``a``, or zeros when ``s`` is 0.
+
+    Examples
+    --------
     >>> print(*normalise(exact_law(["1/2", "1/2", "1"])))   # exact in, exact out
     1/4 1/4 1/2
     >>> normalise(np.array([1.0, 3.0]))
@@ -268,7 +430,20 @@ def normalise(a, s=None):
 
 
 def zero_at(a, tokens) -> np.ndarray:
-    """Copy of ``a`` with the given token ids set to 0."""
+    """Copy of ``a`` with the given token ids set to 0.
+
+    Parameters
+    ----------
+    a : numpy.ndarray of shape (V,), Fractions or float64
+        A law or weights # [vocab]; not modified.
+    tokens : int or iterable of int
+        The token id(s) to zero.
+
+    Returns
+    -------
+    numpy.ndarray of shape (V,)
+        The copy (not renormalised).
+    """
     out = a.copy()
     if isinstance(tokens, (int, np.integer)):
         tokens = [int(tokens)]
@@ -278,7 +453,20 @@ def zero_at(a, tokens) -> np.ndarray:
 
 
 def restrict(q, exclude) -> np.ndarray:
-    """q restricted to the complement of ``exclude`` and renormalised (zeros if no mass is left)."""
+    """q restricted to the complement of ``exclude`` and renormalised (zeros if no mass is left).
+
+    Parameters
+    ----------
+    q : numpy.ndarray of shape (V,), Fractions or float64
+        A law # [vocab].
+    exclude : iterable of int
+        Token ids to remove.
+
+    Returns
+    -------
+    numpy.ndarray of shape (V,)
+        :func:`normalise` of ``q`` with ``exclude`` zeroed.
+    """
     return normalise(zero_at(q, list(exclude)))
 
 
@@ -288,6 +476,20 @@ def residual(p, q):
     After a draft token from q is rejected, the next token is drawn from this law; together with
     the accepted mass :math:`\min(p, q)` it rebuilds p exactly.
 
+    Parameters
+    ----------
+    p : numpy.ndarray of shape (V,), Fractions or float64
+        The target law # [vocab].
+    q : numpy.ndarray of shape (V,), Fractions or float64
+        The draft law # [vocab], in the number type of ``p``.
+
+    Returns
+    -------
+    numpy.ndarray of shape (V,)
+        :func:`normalise` of :math:`(p - q)_+`; all zeros when p = q (no rejection can happen).
+
+    Examples
+    --------
     >>> p, q = exact_law(["1/2", "1/2"]), exact_law(["3/4", "1/4"])
     >>> print(*residual(p, q))                          # all missing mass sits on token 1
     0 1
@@ -300,9 +502,22 @@ def residual(p, q):
 def rank(q, exclude: Sequence[int] = (), limit: int | None = None) -> list[int]:
     """Token ids by decreasing probability, ties by smaller id; zero-probability tokens omitted.
 
-    ``limit`` keeps only the first ``limit`` ids (the builders need the top K + 1 only). Float
-    arrays take a vectorised path (a partition, then a sort of the few survivors) with the same
-    result as the exact path.
+    Float arrays take a vectorised path (a partition, then a sort of the few survivors) with the
+    same result as the exact path.
+
+    Parameters
+    ----------
+    q : numpy.ndarray of shape (V,), Fractions or float64
+        A law or weights # [vocab].
+    exclude : sequence of int, default ()
+        Token ids left out of the ranking.
+    limit : int, optional
+        Keep only the first ``limit`` ids (the builders need the top K + 1 only); all when None.
+
+    Returns
+    -------
+    list of int
+        The ranked token ids.
     """
     if isinstance(q, np.ndarray) and q.dtype != object:
         return _rank_float(q, exclude, limit)
@@ -340,10 +555,23 @@ def _rank_float(q: np.ndarray, exclude: Sequence[int], limit: int | None) -> lis
 
 
 def tv(p, q):
-    """Total-variation distance sum |p - q| / 2 (exact for exact laws).
+    r"""Total-variation distance sum |p - q| / 2 (exact for exact laws).
 
-    One sampled draft from q is accepted with probability 1 - tv(p, q).
+    One sampled draft from q is accepted with probability 1 - tv(p, q). Computed as
+    :math:`\sum (p - q)_+`, which equals the half-sum of :math:`|p - q|` because both laws sum to 1.
 
+    Parameters
+    ----------
+    p, q : numpy.ndarray of shape (V,), Fractions or float64
+        The target and the draft law # [vocab].
+
+    Returns
+    -------
+    fractions.Fraction or float
+        The distance, in [0, 1].
+
+    Examples
+    --------
     >>> print(tv(exact_law(["1/2", "1/2"]), exact_law(["3/4", "1/4"])))
     1/4
     """
@@ -362,11 +590,23 @@ def inverse_cdf(weights, u: float) -> int:
 
     Parameters
     ----------
-    weights : (n,)
+    weights : array_like of shape (n,), Fractions or float64
         Non-negative weights (exact or float; computed in float64), not all zero.
     u : float
         A uniform draw in [0, 1).
 
+    Returns
+    -------
+    int
+        The drawn index, in [0, n), of positive weight.
+
+    Raises
+    ------
+    LawError
+        If the weights sum to 0 (nothing can be drawn).
+
+    Examples
+    --------
     >>> inverse_cdf([0.0, 1.0, 0.0, 3.0], 0.2), inverse_cdf([0.0, 1.0, 0.0, 3.0], 0.25)
     (1, 3)
     """
@@ -382,7 +622,18 @@ def inverse_cdf(weights, u: float) -> int:
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
-    """Numerically stable float softmax of a 1-D array."""
+    """Numerically stable float softmax of a 1-D array.
+
+    Parameters
+    ----------
+    logits : numpy.ndarray of shape (V,)
+        Finite logits # [vocab].
+
+    Returns
+    -------
+    numpy.ndarray of shape (V,), float64
+        ``exp(logits - max) / sum(exp(logits - max))``.
+    """
     z = np.asarray(logits, dtype=np.float64)
     z = z - z.max()
     e = np.exp(z)
@@ -390,7 +641,25 @@ def softmax(logits: np.ndarray) -> np.ndarray:
 
 
 def temper_logits(logits: np.ndarray, temperature: float) -> np.ndarray:
-    """Float law softmax(logits / T); T = 0 is exact greedy (argmax, ties by smaller token id)."""
+    """Float law softmax(logits / T); T = 0 is exact greedy (argmax, ties by smaller token id).
+
+    Parameters
+    ----------
+    logits : numpy.ndarray of shape (V,)
+        Finite logits # [vocab].
+    temperature : float
+        The temperature T >= 0.
+
+    Returns
+    -------
+    numpy.ndarray of shape (V,), float64
+        The tempered law; one-hot on the first maximum when T = 0.
+
+    Raises
+    ------
+    LawError
+        If ``temperature`` is negative, NaN or infinite.
+    """
     if not math.isfinite(temperature) or temperature < 0:
         raise LawError(f"temperature must be a finite number >= 0, got {temperature!r}")
     z = np.asarray(logits, dtype=np.float64)
@@ -402,7 +671,26 @@ def temper_logits(logits: np.ndarray, temperature: float) -> np.ndarray:
 
 
 def top_k_mask(q: np.ndarray, k: int) -> np.ndarray:
-    """Boolean mask of the k most probable tokens (ties by smaller id)."""
+    """Boolean mask of the k most probable tokens (ties by smaller id).
+
+    Parameters
+    ----------
+    q : numpy.ndarray of shape (V,), Fractions or float64
+        A law # [vocab] (compared in float64).
+    k : int
+        How many tokens to keep, >= 1; a k above V keeps all.
+
+    Returns
+    -------
+    numpy.ndarray of shape (V,), bool
+        True on the kept tokens (exactly min(k, V) of them, zero-probability tokens included when
+        fewer than k have mass).
+
+    Raises
+    ------
+    LawError
+        If ``k < 1``.
+    """
     if k <= 0:
         raise LawError(f"top-k truncation needs k >= 1, got {k}")
     k = min(k, q.size)

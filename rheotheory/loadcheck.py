@@ -64,7 +64,19 @@ def _tree(root: int) -> set[int]:
 
 def other_runnable(root: int | None = None) -> int | None:
     """Threads in state R outside the process tree of ``root`` (default: this process); None
-    when ``/proc`` cannot be read."""
+    when ``/proc`` cannot be read.
+
+    Parameters
+    ----------
+    root : int, optional
+        The pid whose process tree (it and every process below it) is left out; this process
+        when None.
+
+    Returns
+    -------
+    int or None
+        The number of other threads running or ready to run; None without ``/proc``.
+    """
     if not (_PROC / "self" / "stat").exists():
         return None
     mine = _tree(os.getpid() if root is None else root)
@@ -85,7 +97,19 @@ def other_runnable(root: int | None = None) -> int | None:
 
 @dataclass(frozen=True)
 class LoadReport:
-    """What the monitor saw (plain data)."""
+    """What the monitor saw (plain data).
+
+    Attributes
+    ----------
+    samples : int
+        Number of samples taken (0: none, load unknown).
+    mean_other_runnable : float or None
+        Mean count of other runnable threads; None: unknown (no /proc).
+    max_other_runnable : int or None
+        Largest count; None: unknown.
+    loaded : bool or None
+        Whether the mean exceeds :data:`LOADED_MEAN`; None: unknown.
+    """
 
     samples: int
     mean_other_runnable: float | None  # None: unknown (no /proc)
@@ -93,9 +117,24 @@ class LoadReport:
     loaded: bool | None  # None: unknown
 
     def to_dict(self) -> dict:
+        """The fields as a plain dict (for a provenance record or a results file).
+
+        Returns
+        -------
+        dict[str, object]
+            Field name -> value.
+        """
         return dict(self.__dict__)
 
     def describe(self) -> str:
+        """One line for a log: quiet or loaded, with the mean, the largest count and the samples.
+
+        Returns
+        -------
+        str
+            E.g. ``quiet: 0.05 other runnable threads on average (max 1, 20 samples)``, or
+            ``machine load unknown (no /proc)``.
+        """
         if self.loaded is None:
             return "machine load unknown (no /proc)"
         state = "loaded" if self.loaded else "quiet"
@@ -104,7 +143,24 @@ class LoadReport:
 
 
 class LoadMonitor:
-    """Samples :func:`other_runnable` in a background thread between ``__enter__`` and ``__exit__``."""
+    """Samples :func:`other_runnable` in a background thread between ``__enter__`` and ``__exit__``.
+
+    The first sample is taken as the block starts, then one every ``interval`` seconds; sampling
+    stops for good if ``/proc`` cannot be read.
+
+    Parameters
+    ----------
+    root : int, optional
+        The pid whose process tree is the measured one (:func:`other_runnable`); this process
+        when None.
+    interval : float, default INTERVAL
+        Seconds between two samples.
+
+    Attributes
+    ----------
+    counts : list of int
+        The samples taken so far.
+    """
 
     def __init__(self, root: int | None = None, interval: float = INTERVAL):
         self.root, self.interval = root, interval
@@ -129,6 +185,14 @@ class LoadMonitor:
         self._thread.join()
 
     def report(self) -> LoadReport:
+        """What the monitor saw so far (call after the block).
+
+        Returns
+        -------
+        LoadReport
+            The samples' mean and maximum and the verdict; every field unknown (None, 0 samples) when
+            nothing was sampled.
+        """
         if not self.counts:
             return LoadReport(0, None, None, None)
         mean = sum(self.counts) / len(self.counts)
@@ -136,7 +200,20 @@ class LoadMonitor:
 
 
 def precheck(seconds: float = PRECHECK_SECONDS, interval: float = 0.25) -> LoadReport:
-    """Sample the machine for ``seconds`` before a timing run starts."""
+    """Sample the machine for ``seconds`` before a timing run starts.
+
+    Parameters
+    ----------
+    seconds : float, default PRECHECK_SECONDS
+        How long to sample.
+    interval : float, default 0.25
+        Seconds between two samples.
+
+    Returns
+    -------
+    LoadReport
+        What the samples saw (this process's tree left out).
+    """
     with LoadMonitor(interval=interval) as m:
         time.sleep(seconds)
     return m.report()

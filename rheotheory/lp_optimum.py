@@ -135,7 +135,37 @@ class LPSizeError(RheoError):
 
 @dataclass
 class TreeOptimum:
-    """The tree-level optimum of one method on one pair (docs/theory.md section 7.2)."""
+    """The tree-level optimum of one method on one pair (docs/theory.md section 7.2).
+
+    Attributes
+    ----------
+    value : fractions.Fraction or float
+        The optimum E|Z|: a Fraction when exact, else the HiGHS float.
+    exact : bool
+        True only when the rational re-check proved ``value`` optimal.
+    float_value : float
+        HiGHS's optimum.
+    upper_bound : fractions.Fraction or None
+        A rigorous rational upper bound (the dual of the re-check), or None (float pair).
+    recheck : str
+        How exactness was established, or why not.
+    trees : int
+        Concrete trees (distinct root-path sets).
+    classes : int
+        The enumerator's equivalence classes they were expanded from.
+    variables : int
+        LP columns pi(t, z).
+    constraints : int
+        LP equality rows.
+    nonzeros : int
+        Non-zeros of the constraint matrix.
+    method : Method
+        The resolved method.
+    seconds : float, default 0.0
+        Wall-clock time of :func:`tree_optimum`.
+    z_law : dict[tuple of int, fractions.Fraction], default {}
+        The optimal law of Z (output tuple -> probability), exact; empty unless ``exact``.
+    """
 
     value: object  # the optimum E|Z|: a Fraction when exact, else the HiGHS float
     exact: bool  # True only when the rational re-check proved `value` optimal
@@ -152,7 +182,15 @@ class TreeOptimum:
     z_law: dict = field(repr=False, default_factory=dict)  # the optimal law of Z (exact when exact)
 
     def to_dict(self) -> dict:
-        """Plain JSON types only."""
+        """Plain JSON types only.
+
+        Returns
+        -------
+        dict[str, object]
+            ``tokens_per_step_optimum`` (as "a/b" when exact), ``tokens_per_step_optimum_float``,
+            ``exact``, ``upper_bound``, ``recheck``, ``lp`` (variables, constraints, non-zeros, trees,
+            classes), ``method`` and ``seconds``; ``z_law`` is left out.
+        """
         fmt = laws.format_number
         return {
             "tokens_per_step_optimum": fmt(self.value),
@@ -184,13 +222,34 @@ def _root_paths(tree, known) -> tuple:
 
 def concrete_trees(pair, method, eager: bool = False, max_branches: int | None = None,
                    max_variables: int = MAX_LP_VARIABLES) -> tuple[dict, int]:
-    r"""The law of the concrete trees of ``method`` on ``pair``, as root-path sets.
+    """The law of the concrete trees of ``method`` on ``pair``, as root-path sets.
 
-    Returns ``(trees, classes)``: ``trees`` maps a sorted tuple of root paths (``()`` included) to
-    its probability :math:`P(t)` (exact or float, as the pair; summing to 1), ``classes`` the
-    number of equivalence classes enumerated. ``eager=True`` resolves every draw in the
-    enumerator instead of expanding classes here (used by the tests to cross-check).
-    Raises :class:`LPSizeError` once the trees need more than ``max_variables`` LP columns.
+    Parameters
+    ----------
+    pair : ToyPair or GeneratedPair
+        The LM pair, exact or float.
+    method : Method
+        A resolved method; only its tree construction is used.
+    eager : bool, default False
+        True resolves every draw in the enumerator instead of expanding classes here (used by the
+        tests to cross-check).
+    max_branches : int, optional
+        Bound on the enumerator's builder runs (:func:`~rheotheory.exact.enumerate_classes`).
+    max_variables : int, default MAX_LP_VARIABLES
+        Most LP columns (root paths x V, summed over the trees) the trees may need.
+
+    Returns
+    -------
+    trees : dict[tuple of tuple of int, fractions.Fraction or float]
+        A sorted tuple of root paths (``()`` included) -> its probability :math:`P(t)` (exact or
+        float, as the pair; summing to 1).
+    classes : int
+        The number of equivalence classes enumerated.
+
+    Raises
+    ------
+    LPSizeError
+        Once the trees need more than ``max_variables`` LP columns.
     """
     from .exact import enumerate_classes  # NOTE: deferred, as below: `rheo --help` reads this module's caps
 
@@ -489,28 +548,42 @@ def _recheck(pair, lp: _LP, res, depth: int):
 def tree_optimum(pair, method, exact: bool | None = None, max_branches: int | None = None,
                  max_variables: int = MAX_LP_VARIABLES, max_constraints: int = MAX_LP_CONSTRAINTS,
                  eager: bool = False) -> TreeOptimum:
-    r"""The best E|Z| any lossless verifier reaches on ``method``'s trees (docs/theory.md section 7.2).
+    """The best E|Z| any lossless verifier reaches on ``method``'s trees (docs/theory.md section 7.2).
 
     Parameters
     ----------
-    pair
-        A toy pair; ``exact`` converts it to rationals (True) or float64 (False), None keeps it.
-        The exact re-check runs only on exact pairs.
-    method
+    pair : ToyPair or GeneratedPair
+        A toy pair, holding the prefixes up to the method's depth. The exact re-check runs only
+        on exact pairs.
+    method : Method
         A resolved :class:`~rheotheory.methods.Method`; only its tree construction matters (the
         verifier field is ignored).
-    max_branches
+    exact : bool, optional
+        Convert the pair to rationals (True) or float64 (False); None keeps its number type.
+    max_branches : int, optional
         Bound on the enumerator's builder runs (:func:`~rheotheory.exact.enumerate_classes`).
-    max_variables, max_constraints
-        Size caps (:data:`MAX_LP_VARIABLES`, :data:`MAX_LP_CONSTRAINTS`): beyond them an
-        :class:`LPSizeError` is raised before the LP is built.
-    eager
+    max_variables : int, default MAX_LP_VARIABLES
+        Size cap on the LP's columns: beyond it an :class:`LPSizeError` is raised before the LP
+        is built.
+    max_constraints : int, default MAX_LP_CONSTRAINTS
+        Size cap on the LP's equality rows, likewise.
+    eager : bool, default False
         Enumerate every draw instead of expanding the classes' unresolved leaves (cross-check).
 
     Returns
     -------
     TreeOptimum
-        ``value`` is the exact rational optimum when ``exact`` is True, else HiGHS's float.
+        Its ``value`` is the exact rational optimum when the re-check succeeded (``exact`` True),
+        else HiGHS's float (with ``upper_bound`` a rigorous rational bound when the pair is exact).
+
+    Raises
+    ------
+    LPSizeError
+        If the LP would exceed ``max_variables`` or ``max_constraints``.
+    TreeError
+        If the method's depth exceeds the pair's horizon.
+    RheoError
+        If HiGHS does not solve the LP.
     """
 
     from .exact import prepare_pair

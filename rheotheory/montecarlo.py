@@ -67,7 +67,22 @@ _STEP_TAG, _CONTEXT_TAG = 0, 1
 
 @dataclass(frozen=True)
 class StepRecord:
-    """One sampled step."""
+    """One sampled step.
+
+    Attributes
+    ----------
+    z : tuple of int
+        The step's output tokens (accepted drafts, then one target token).
+    node_accept : tuple of float
+        Acceptance sum(cont) at each visited node with candidates, root first.
+    node_opt : tuple of float
+        Per-node optimum (or upper bound, :func:`node_optimum`) at the same nodes; nan where
+        unknown; empty unless the optimum was asked for.
+    nodes : int
+        Kept non-root nodes of the tree (the verification cost).
+    arm : int, default 0
+        Which arm of an online method's policy ran the step (0 for a fixed method).
+    """
 
     z: tuple  # the step's output tokens (accepted drafts, then one target token)
     node_accept: tuple  # acceptance sum(cont) at each visited node with candidates, root first
@@ -78,7 +93,29 @@ class StepRecord:
 
 @dataclass(frozen=True)
 class MCResult:
-    """Summary of many sampled steps (plain data; :meth:`to_dict` serialises it)."""
+    """Summary of many sampled steps (plain data; :meth:`to_dict` serialises it).
+
+    Attributes
+    ----------
+    steps : int
+        Number of sampled steps.
+    tau : float
+        Mean tokens per step E|Z|, bonus token included.
+    tau_low, tau_high : float
+        95% confidence interval of tau (normal approximation, :func:`mean_ci`).
+    node_accept : float
+        Mean acceptance over visited nodes with candidates (nan when no node had any).
+    node_opt : float
+        Mean per-node optimum over the same nodes (nan where unknown); an upper bound on
+        node_accept on average (not node by node: given the drawn sampled token the verifier may
+        accept more often than the optimum, which averages over that token).
+    nodes : float
+        Mean kept tree nodes.
+    seconds : float
+        Wall-clock time of the sampling.
+    steps_per_second : float
+        steps / seconds (``inf`` when no time was measured).
+    """
 
     steps: int  # number of sampled steps
     tau: float  # mean tokens per step E|Z|, bonus token included
@@ -93,11 +130,31 @@ class MCResult:
     steps_per_second: float
 
     def to_dict(self) -> dict:
+        """The fields as a JSON-ready dict, NaN written as None.
+
+        Returns
+        -------
+        dict[str, object]
+            Field name -> value, in field order; a NaN float becomes ``None`` (JSON has no NaN).
+        """
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(self).items()}
 
 
 def mean_ci(values) -> tuple[float, float, float]:
-    """Mean and its 95% normal-approximation confidence interval."""
+    """Mean and its 95% normal-approximation confidence interval.
+
+    The interval is ``mean +- Z_95 * s / sqrt(n)``, s the sample standard deviation (ddof 1).
+
+    Parameters
+    ----------
+    values : array_like of shape (n,), float
+        The observations, at least one.
+
+    Returns
+    -------
+    mean, low, high : float
+        The mean and the interval's bounds; ``(mean, -inf, inf)`` when n < 2.
+    """
     x = np.asarray(values, dtype=np.float64)
     m = float(x.mean())
     if x.size < 2:
@@ -118,11 +175,24 @@ def node_optimum(p, cands) -> float:
       optimal-transport value ``p(G) + sum_{x not in G} min(p(x), L(x))``
       (:func:`~rheotheory.verify.optimum.ot_value`); exact when the deterministic children do
       not depend on the sampled token (RheoSampling's fillers do; they are taken as given);
-    - ``k`` i.i.d. children from one law ``L``: the upper bound
+    - ``k`` i.i.d. children from one law ``L`` and no deterministic child: the upper bound
       :math:`\sum_x \min(p(x), 1 - (1 - L(x))^k)` (each token can be accepted at most as often
       as it is proposed); equal to the optimum for ``k = 1``;
-    - otherwise (draws without replacement, k >= 2): ``nan`` (the inclusion probabilities are
-      not computed at this scale).
+    - otherwise (draws without replacement, k >= 2, or several sampled children beside
+      deterministic ones): ``nan`` (the inclusion probabilities are not computed at this scale).
+
+    Parameters
+    ----------
+    p : numpy.ndarray of shape (V,), float64
+        The target law at the node, # [vocab].
+    cands : sequence of Candidate
+        The node's kept children as the verifier sees them (:class:`~rheotheory.trees.Candidate`:
+        a token, and the law # [vocab] it was drawn from, or None for a deterministic child).
+
+    Returns
+    -------
+    float
+        The optimum or its upper bound, in [0, 1]; ``nan`` where unknown.
     """
     sampled = [c for c in cands if c.law is not None]
     det = sorted({c.token for c in cands if c.law is None})
@@ -139,8 +209,23 @@ def node_optimum(p, cands) -> float:
 def sample_step(pair, method: Method, rng: np.random.Generator, build=None, optimum: bool = False) -> StepRecord:
     """Sample one step of ``method`` on ``pair`` (float laws) with generator ``rng``.
 
-    ``build`` is ``method.builder(pair)`` (pass it to reuse its per-pair cache); ``optimum``
-    also evaluates :func:`node_optimum` at the visited nodes.
+    Parameters
+    ----------
+    pair : ToyPair or SyntheticPair
+        The LM pair, with float64 laws.
+    method : Method
+        The method whose builder and tree verifier run.
+    rng : numpy.random.Generator
+        The one source of randomness: the builder's draws and the walk's uniforms.
+    build : callable, optional
+        ``method.builder(pair)``; pass it to reuse its per-pair cache (built here when None).
+    optimum : bool, default False
+        Also evaluate :func:`node_optimum` at the visited nodes.
+
+    Returns
+    -------
+    StepRecord
+        The output Z, the acceptance (and optimum) at each visited node, and the tree's size.
     """
     build = build or method.builder(pair)
     tree = build(RandomChooser(rng))
@@ -174,7 +259,31 @@ def _check_run_args(steps, seed):
 def sample_outputs(pair, method: Method, samples: int, seed: int = 0, progress=None) -> list[tuple]:
     """``samples`` i.i.d. draws of Z from the pair's root prefix (reproducible from ``seed``).
 
-    ``progress``, when given, is called with 1 after each draw (e.g. a tqdm bar's ``update``).
+    An exact pair is converted to float first. An online method runs the arm its policy picks at
+    each draw (docs/theory.md section 2.8).
+
+    Parameters
+    ----------
+    pair : ToyPair or SyntheticPair
+        The LM pair.
+    method : Method
+        The method to sample.
+    samples : int
+        Number of draws, >= 1.
+    seed : int, default 0
+        Non-negative seed of the step stream.
+    progress : callable, optional
+        Called with 1 after each draw (e.g. a tqdm bar's ``update``).
+
+    Returns
+    -------
+    list of tuple of int
+        The outputs Z, in draw order.
+
+    Raises
+    ------
+    RheoError
+        If ``samples`` is not a positive integer or ``seed`` not a non-negative one.
     """
     _check_run_args(samples, seed)
     pair = _as_float_pair(pair)
@@ -198,16 +307,42 @@ def run_steps(pair, method: Method, steps: int, seed: int = 0, contexts: bool = 
               optimum: bool = False, records: list | None = None, draw_seed: int | None = None) -> MCResult:
     """Sample ``steps`` steps and summarise them (tau with its 95% interval, acceptances, speed).
 
-    ``contexts=True`` starts every step from a fresh random context (``pair.at(ctx)``, synthetic
-    pairs); the contexts depend on ``seed`` only, so every method run with one seed sees the
-    same contexts. Otherwise every step starts from the root prefix. Sampled
-    :class:`StepRecord` objects are appended to ``records`` when given.
-
-    ``draw_seed`` (default ``seed``) seeds the steps' own randomness alone: the same contexts with
-    other draws, a second independent run of a method at the same contexts.
-
     Each step runs what ``method.policy(seed)`` chooses (docs/theory.md section 2.8): the method
     itself at every step, or for an online method the arm its policy picks from the earlier steps.
+    An exact pair is converted to float first.
+
+    Parameters
+    ----------
+    pair : ToyPair or SyntheticPair
+        The LM pair.
+    method : Method
+        The method to run.
+    steps : int
+        Number of steps, >= 1.
+    seed : int, default 0
+        Non-negative seed of the contexts and (unless ``draw_seed`` is given) of the steps' draws.
+    contexts : bool, default False
+        True starts every step from a fresh random context of :data:`CONTEXT_LENGTH` tokens
+        (``pair.at(ctx)``, synthetic pairs); the contexts depend on ``seed`` only, so every method
+        run with one seed sees the same contexts. False starts every step from the root prefix.
+    optimum : bool, default False
+        Also evaluate the per-node optimum (:func:`node_optimum`) at the visited nodes.
+    records : list, optional
+        When given, every sampled :class:`StepRecord` is appended to it.
+    draw_seed : int, optional
+        Seeds the steps' own randomness alone (default ``seed``): the same contexts with other
+        draws, a second independent run of a method at the same contexts.
+
+    Returns
+    -------
+    MCResult
+        The summary of the steps.
+
+    Raises
+    ------
+    RheoError
+        If ``steps``, ``seed`` or ``draw_seed`` is out of range, or ``contexts=True`` with a pair
+        that has no ``at(context)``.
     """
     _check_run_args(steps, seed)
     if draw_seed is not None and (not isinstance(draw_seed, (int, np.integer)) or isinstance(draw_seed, bool)

@@ -62,7 +62,17 @@ MAX_NODE_TUPLES = 200_000
 
 @dataclass(frozen=True)
 class NodeBound:
-    """The best per-node verifier's tau on one instance: float optimum and rigorous upper bound."""
+    """The best per-node verifier's tau on one instance: float optimum and rigorous upper bound.
+
+    Attributes
+    ----------
+    value : float
+        Tau of the best per-node verifier (float LPs).
+    upper : fractions.Fraction
+        Rigorous rational upper bound on it.
+    problems : int
+        Node transport problems solved.
+    """
 
     value: float  # tau of the best per-node verifier (float LPs)
     upper: Fraction  # rigorous rational upper bound on it
@@ -71,7 +81,25 @@ class NodeBound:
 
 def fixed_shape(method) -> tuple[list, str]:
     """(shape, sampling mode) of a fixed-shape method's trees: what its builder hands
-    :func:`~rheotheory.trees.build_static`."""
+    :func:`~rheotheory.trees.build_static`.
+
+    Parameters
+    ----------
+    method : Method
+        A method of a family of :data:`NODE_BOUND_FAMILIES` (``static``, ``chain``, ``multichain``).
+
+    Returns
+    -------
+    shape : list of tuple of int
+        The tree's positions, each the tuple of child indices from the root.
+    mode : str
+        The sampling mode of the children: ``"iid"`` or ``"wor"`` (``"iid"`` for a chain).
+
+    Raises
+    ------
+    TreeError
+        If the method's family does not build its trees from a fixed shape.
+    """
     fam = method.family
     if fam == "static":
         return list(method.shape), method.sampling
@@ -130,7 +158,27 @@ def _solve_node(p, tuples, probs, cost_hi, cost_f):
 
 
 def per_node_bound(pair, method) -> NodeBound:
-    """The best per-node verifier's tau on ``method``'s trees over ``pair`` (module docstring)."""
+    """The best per-node verifier's tau on ``method``'s trees over ``pair`` (module docstring).
+
+    Parameters
+    ----------
+    pair : ToyPair or GeneratedPair
+        The LM pair (exact or float; the upper bound is computed in rationals either way).
+    method : Method
+        A method of a family of :data:`NODE_BOUND_FAMILIES`; its verifier field is ignored.
+
+    Returns
+    -------
+    NodeBound
+        The float optimum ``1 + W(root, ())``, its rigorous rational upper bound, and the number of
+        node problems solved.
+
+    Raises
+    ------
+    TreeError
+        If the method's trees have no fixed shape, a node's transport problem would have more than
+        :data:`MAX_NODE_TUPLES` variables (``V^k * V`` for k children), or HiGHS does not solve one.
+    """
     shape, mode = fixed_shape(method)
     children: dict[tuple, int] = {}
     for s in shape:

@@ -111,7 +111,20 @@ _SHOW = 40
 
 
 def prefixes(vocab_size: int, horizon: int) -> Iterator[Prefix]:
-    """All prefixes of length 0..horizon in lexicographic order by length."""
+    """All prefixes of length 0..horizon in lexicographic order by length.
+
+    Parameters
+    ----------
+    vocab_size : int
+        The vocabulary size V (token ids 0..V-1).
+    horizon : int
+        The longest prefix length H.
+
+    Yields
+    ------
+    tuple of int
+        Each prefix, the empty one first: V^0 + ... + V^H of them.
+    """
     for length in range(horizon + 1):
         yield from itertools.product(range(vocab_size), repeat=length)
 
@@ -165,6 +178,22 @@ def table_rows(vocab_size: int, horizon: int, limit: int) -> int:
 
     A huge horizon costs a few steps, never a huge power.
 
+    Parameters
+    ----------
+    vocab_size : int
+        The vocabulary size V >= 1.
+    horizon : int
+        The longest prefix length H >= 0.
+    limit : int
+        The count beyond which summing stops.
+
+    Returns
+    -------
+    int
+        The number of prefix rows of one table, or ``limit + 1`` if it is above ``limit``.
+
+    Examples
+    --------
     >>> table_rows(3, 2, limit=100), table_rows(2, 10**6, limit=100)
     (13, 101)
     """
@@ -182,8 +211,25 @@ def table_rows(vocab_size: int, horizon: int, limit: int) -> int:
 def check_table_size(vocab_size: int, horizon: int, max_entries: int = MAX_TABLE_ENTRIES) -> int:
     """Validate V and H; return the number of prefix rows V^0 + ... + V^H of one table.
 
-    Raises :class:`InstanceError`, one line naming the cap and the parameter that raises it, when
-    a table would hold more than ``max_entries`` probabilities (rows x V).
+    Parameters
+    ----------
+    vocab_size : int
+        The vocabulary size V, a positive int.
+    horizon : int
+        The longest prefix length H, a non-negative int.
+    max_entries : int, default MAX_TABLE_ENTRIES
+        Most probabilities (rows x V) one table may hold.
+
+    Returns
+    -------
+    int
+        The number of prefix rows of one table.
+
+    Raises
+    ------
+    InstanceError
+        If V or H is not an int in range, or (one line naming the cap and the parameter that raises
+        it) if a table would hold more than ``max_entries`` probabilities.
     """
     _check_dims(vocab_size, horizon)
     rows = table_rows(vocab_size, horizon, max_entries)
@@ -219,7 +265,33 @@ def table_entries_text(vocab_size: int, horizon: int) -> str:
 
 @dataclass(frozen=True)
 class ToyPair:
-    """An explicit target/draft pair over a small vocabulary, for every prefix up to ``horizon``."""
+    """An explicit target/draft pair over a small vocabulary, for every prefix up to ``horizon``.
+
+    The tables are validated on construction: every prefix of length 0..horizon has a law in each,
+    no key is longer than the horizon, and every law passes :func:`rheotheory.laws.check_law` in the
+    number type ``exact`` names.
+
+    Attributes
+    ----------
+    vocab_size : int
+        V, number of tokens (ids 0..V-1).
+    horizon : int
+        Longest prefix length with a stored law.
+    target : dict[tuple of int, numpy.ndarray of shape (V,)]
+        Prefix tuple -> law p(. | prefix), # [vocab].
+    draft : dict[tuple of int, numpy.ndarray of shape (V,)]
+        Prefix tuple -> law q(. | prefix), # [vocab].
+    exact : bool
+        True: Fraction object arrays; False: float64 arrays.
+
+    Raises
+    ------
+    InstanceError
+        If V or H is out of range, a table is not a dict, misses a prefix or has one longer than
+        the horizon, or a law's number type does not match ``exact``.
+    LawError
+        If a law is not a probability vector of length V.
+    """
 
     vocab_size: int  # V, number of tokens (ids 0..V-1)
     horizon: int  # longest prefix length with a stored law
@@ -250,14 +322,46 @@ class ToyPair:
 
     # -- the pair protocol -------------------------------------------------------------------
     def p(self, prefix: Prefix) -> np.ndarray:
-        """Target law after ``prefix``. # [vocab]"""
+        """Target law after ``prefix``. # [vocab]
+
+        Parameters
+        ----------
+        prefix : tuple of int
+            The token ids before the position, of length at most ``horizon``.
+
+        Returns
+        -------
+        numpy.ndarray of shape (V,), Fractions or float64
+            p(. | prefix), the stored array itself (not a copy).
+
+        Raises
+        ------
+        InstanceError
+            If the table has no law for ``prefix`` (too long, or a token outside the vocabulary).
+        """
         try:
             return self.target[prefix]
         except KeyError:
             raise InstanceError(f"target: no law for prefix {_key(prefix)!r} (horizon {self.horizon})") from None
 
     def q(self, prefix: Prefix) -> np.ndarray:
-        """Draft law after ``prefix``. # [vocab]"""
+        """Draft law after ``prefix``. # [vocab]
+
+        Parameters
+        ----------
+        prefix : tuple of int
+            The token ids before the position, of length at most ``horizon``.
+
+        Returns
+        -------
+        numpy.ndarray of shape (V,), Fractions or float64
+            q(. | prefix), the stored array itself (not a copy).
+
+        Raises
+        ------
+        InstanceError
+            If the table has no law for ``prefix`` (too long, or a token outside the vocabulary).
+        """
         try:
             return self.draft[prefix]
         except KeyError:
@@ -265,14 +369,28 @@ class ToyPair:
 
     # -- conversions -------------------------------------------------------------------------
     def to_float(self) -> "ToyPair":
-        """The same pair in float64."""
+        """The same pair in float64.
+
+        Returns
+        -------
+        ToyPair
+            ``self`` when already float, else a new pair with every law converted by
+            :func:`rheotheory.laws.to_float`.
+        """
         if not self.exact:
             return self
         conv = lambda t: {k: laws.to_float(v) for k, v in t.items()}  # noqa: E731
         return ToyPair(self.vocab_size, self.horizon, conv(self.target), conv(self.draft), exact=False)
 
     def to_exact(self) -> "ToyPair":
-        """The same pair in exact rationals (floats are converted exactly, then renormalised)."""
+        """The same pair in exact rationals (floats are converted exactly, then renormalised).
+
+        Returns
+        -------
+        ToyPair
+            ``self`` when already exact, else a new pair whose laws are the exact values of the floats
+            divided by their exact sum.
+        """
         if self.exact:
             return self
 
@@ -287,7 +405,21 @@ class ToyPair:
         return ToyPair(self.vocab_size, self.horizon, conv(self.target), conv(self.draft), exact=True)
 
     def to_dict(self) -> dict:
-        """The instance JSON object (exact values as "a/b" strings, floats as numbers)."""
+        """The instance JSON object (exact values as "a/b" strings, floats as numbers).
+
+        Returns
+        -------
+        dict
+            ``{"vocab_size", "horizon", "target", "draft"}``, each table keyed by the canonical prefix
+            key (ids separated by single spaces, "" for the empty prefix) in the order of
+            :func:`prefixes`.
+
+        Raises
+        ------
+        InstanceError
+            If an exact probability has an integer of more than :data:`rheotheory.laws.MAX_INT_DIGITS`
+            digits, beyond the instance format.
+        """
         def enc(x, name, pre):
             if not self.exact:
                 return float(x)
@@ -305,16 +437,47 @@ class ToyPair:
                 "target": table(self.target, "target"), "draft": table(self.draft, "draft")}
 
     def save(self, path) -> None:
+        """Write the instance JSON file (:meth:`to_dict`, one space of indent, a final newline).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write (UTF-8), replaced if it exists.
+
+        Raises
+        ------
+        InstanceError
+            If :meth:`to_dict` cannot write an exact probability.
+        """
         Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
 
     @classmethod
     def from_dict(cls, obj, exact: bool = True, max_entries: int = MAX_TABLE_ENTRIES) -> "ToyPair":
         """Parse an instance object; ``exact`` selects the number type of the laws.
 
-        Raises :class:`InstanceError` on any input that breaks the rules of the module docstring;
-        ``max_entries`` bounds the probabilities per table (see :func:`check_table_size`). An
-        object with ``"kind": "generated"`` is read by :meth:`GeneratedPair.from_dict` and
-        returns a :class:`GeneratedPair`.
+        An object with a ``"kind"`` field is read by :meth:`GeneratedPair.from_dict` and returns a
+        :class:`GeneratedPair`.
+
+        Parameters
+        ----------
+        obj : dict
+            The parsed instance JSON object (see the module docstring for the format).
+        exact : bool, default True
+            Read the laws as Fraction object arrays (True) or float64 (False).
+        max_entries : int, default MAX_TABLE_ENTRIES
+            Most probabilities per table (see :func:`check_table_size`), checked before a table is read.
+
+        Returns
+        -------
+        ToyPair or GeneratedPair
+            The pair; a :class:`GeneratedPair` for a generated instance.
+
+        Raises
+        ------
+        InstanceError
+            One line, on any input that breaks the rules of the module docstring: not an object, a
+            missing field, a table too large, a non-canonical or out-of-range prefix key, a row of the
+            wrong type or length, a probability outside [0, 1], a law that does not sum to 1.
         """
         if not isinstance(obj, dict):
             raise InstanceError("instance must be a JSON object with vocab_size, horizon, target and draft")
@@ -352,7 +515,29 @@ class ToyPair:
 
     @classmethod
     def load(cls, path, exact: bool = True, max_entries: int = MAX_TABLE_ENTRIES) -> "ToyPair":
-        """Read an instance file (see the module docstring for the format and its rules)."""
+        """Read an instance file (see the module docstring for the format and its rules).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The instance file: a regular UTF-8 JSON file of at most :data:`MAX_INSTANCE_BYTES` bytes.
+        exact : bool, default True
+            Read the laws as Fraction object arrays (True) or float64 (False).
+        max_entries : int, default MAX_TABLE_ENTRIES
+            Most probabilities per table (see :func:`check_table_size`).
+
+        Returns
+        -------
+        ToyPair or GeneratedPair
+            The pair (see :meth:`from_dict`).
+
+        Raises
+        ------
+        InstanceError
+            One line starting ``instance <path>:`` if the file cannot be read, is not a regular file, is
+            too large or too deeply nested, is not UTF-8 JSON (NaN/Infinity literals and repeated keys
+            refused), or breaks a rule of :meth:`from_dict`.
+        """
         name = _show(os.fsdecode(path)) if isinstance(path, (str, bytes, os.PathLike)) else laws._show(path)
         try:
             obj = _parse_json(_read_text(path, name), name)
@@ -493,16 +678,43 @@ def random_pair(vocab_size: int, horizon: int, seed: int = 0, exact: bool = True
                 keyed: bool = False) -> ToyPair:
     """A random pair from small integer weights (a coarse, seeded Dirichlet-like family).
 
-    ``mismatch`` in [0, 1] mixes the draft's weights between the target's (0: q = p) and
-    independent ones (1); ``zero_prob`` is the chance that a weight is 0 (tests zero-mass tokens).
-    ``max_entries`` bounds the probabilities per table (see :func:`check_table_size`).
+    Probabilities are integer weights in 0 to :data:`RANDOM_WEIGHT_SCALE` divided by their sum.
 
-    ``keyed=False`` (the default) draws every prefix's weights from one sequential stream seeded
-    with ``seed``, in the order of :func:`prefixes`: the instances every committed certificate
-    (``simulations/results/certify_table.csv``, ``benchmarks/certificate_snapshot.py``) was
-    computed on. ``keyed=True`` draws each prefix's laws from (seed, prefix) alone
-    (:func:`keyed_laws`): the tabulated twin of ``GeneratedPair(vocab_size, horizon, seed)``,
-    equal to it on every prefix. The two generators give different laws for the same seed.
+    Parameters
+    ----------
+    vocab_size : int
+        The vocabulary size V >= 1.
+    horizon : int
+        The longest prefix length H >= 0.
+    seed : int, default 0
+        The generator seed, in 0 to :data:`MAX_SEED`.
+    exact : bool, default True
+        Return Fraction laws (True) or their float64 conversion (False).
+    mismatch : float, default 1.0
+        In [0, 1]: mixes the draft's weights between the target's (0: q = p) and independent ones
+        (1).
+    zero_prob : float, default 0.0
+        In [0, 1): the chance that a weight is 0 (tests zero-mass tokens).
+    max_entries : int, default MAX_TABLE_ENTRIES
+        Most probabilities per table (see :func:`check_table_size`).
+    keyed : bool, default False
+        ``False`` draws every prefix's weights from one sequential stream seeded with ``seed``, in
+        the order of :func:`prefixes`: the instances every committed certificate
+        (``simulations/results/certify_table.csv``, ``benchmarks/certificate_snapshot.py``) was
+        computed on. ``True`` draws each prefix's laws from (seed, prefix) alone
+        (:func:`keyed_laws`): the tabulated twin of ``GeneratedPair(vocab_size, horizon, seed)``,
+        equal to it on every prefix. The two generators give different laws for the same seed.
+
+    Returns
+    -------
+    ToyPair
+        The pair, with a law for every prefix up to the horizon.
+
+    Raises
+    ------
+    InstanceError
+        If V, H, the seed, ``mismatch`` or ``zero_prob`` is out of range, or a table would hold more
+        than ``max_entries`` probabilities.
     """
     check_table_size(vocab_size, horizon, max_entries)
     _check_seed(seed)
@@ -558,6 +770,24 @@ def keyed_laws(seed: int, prefix: Prefix, vocab_size: int, mismatch: float = 1.0
     from the stream keyed by (seed, TARGET_STREAM, prefix) and the draft's from (seed,
     DRAFT_STREAM, prefix), so a prefix's laws never depend on which other prefixes were drawn.
     Arguments are not checked here (:class:`GeneratedPair` and :func:`random_pair` do it).
+
+    Parameters
+    ----------
+    seed : int
+        The generator seed, in 0 to :data:`MAX_SEED`.
+    prefix : tuple of int
+        The token ids before the position, at most :data:`MAX_KEYED_HORIZON` of them.
+    vocab_size : int
+        The vocabulary size V.
+    mismatch : float, default 1.0
+        In [0, 1]: the draft's weights mix the target's (0) and independent ones (1).
+    zero_prob : float, default 0.0
+        In [0, 1): the chance that a weight is 0.
+
+    Returns
+    -------
+    p, q : numpy.ndarray of shape (V,), Fractions
+        The target and the draft law after ``prefix``.
     """
     p, w = _weights_law(_keyed_rng(seed, TARGET_STREAM, prefix), vocab_size, zero_prob=zero_prob)
     q, _ = _weights_law(_keyed_rng(seed, DRAFT_STREAM, prefix), vocab_size, base=w, mismatch=mismatch,
@@ -574,21 +804,35 @@ class GeneratedPair:
     exhaustive certificate visits few of the V^0 + ... + V^H prefixes (at V = 1000, H = 8 the
     table would have about 10^24 rows).
 
-    Parameters
-    ----------
-    vocab_size, horizon, seed, mismatch, zero_prob
-        As for :func:`random_pair`; ``horizon`` is the longest prefix with a law, at most
-        :data:`MAX_KEYED_HORIZON`.
-    exact
-        True: laws are Fraction object arrays; False: float64 (``laws.to_float`` of the exact
-        laws, as :meth:`ToyPair.to_float` converts them).
-    max_entries
-        Most probabilities in one law (default :data:`MAX_TABLE_ENTRIES`): the vocabulary is
-        refused beyond it, as a table is.
-
     Made laws are cached for the pair's lifetime (a law of V = 1000 exact entries takes about
     100 kB).
 
+    Parameters
+    ----------
+    vocab_size : int
+        The vocabulary size V (ids 0..V-1), as for :func:`random_pair`.
+    horizon : int
+        The longest prefix with a law, at most :data:`MAX_KEYED_HORIZON`.
+    seed : int, default 0
+        The generator seed, in 0 to :data:`MAX_SEED`.
+    exact : bool, default True
+        True: laws are Fraction object arrays; False: float64 (``laws.to_float`` of the exact
+        laws, as :meth:`ToyPair.to_float` converts them).
+    mismatch : float, default 1.0
+        In [0, 1], as for :func:`random_pair`.
+    zero_prob : float, default 0.0
+        In [0, 1), as for :func:`random_pair`.
+    max_entries : int, default MAX_TABLE_ENTRIES
+        Most probabilities in one law: the vocabulary is refused beyond it, as a table is.
+
+    Raises
+    ------
+    InstanceError
+        If V or H is out of range (H above :data:`MAX_KEYED_HORIZON` included), V is above
+        ``max_entries``, or the seed, ``mismatch`` or ``zero_prob`` is out of range.
+
+    Examples
+    --------
     >>> pair = GeneratedPair(3, 2, seed=5)
     >>> all(list(pair.p(u)) == list(random_pair(3, 2, seed=5, keyed=True).p(u)) for u in prefixes(3, 2))
     True
@@ -621,6 +865,13 @@ class GeneratedPair:
                 f"exact={self.exact}, mismatch={self.mismatch}, zero_prob={self.zero_prob})")
 
     def describe(self) -> str:
+        """A one-line name of the pair, e.g. ``generated V=1000 H=8 seed=0``.
+
+        Returns
+        -------
+        str
+            The name (vocabulary, horizon and seed; ``mismatch`` and ``zero_prob`` left out).
+        """
         return f"generated V={self.vocab_size} H={self.horizon} seed={self.seed}"
 
     # -- the pair protocol -------------------------------------------------------------------
@@ -645,11 +896,43 @@ class GeneratedPair:
         return hit
 
     def p(self, prefix: Prefix) -> np.ndarray:
-        """Target law after ``prefix``. # [vocab]"""
+        """Target law after ``prefix``. # [vocab]
+
+        Parameters
+        ----------
+        prefix : tuple of int
+            The token ids before the position, each in 0..V-1, at most ``horizon`` of them.
+
+        Returns
+        -------
+        numpy.ndarray of shape (V,), Fractions or float64
+            p(. | prefix), made on first use and cached.
+
+        Raises
+        ------
+        InstanceError
+            If ``prefix`` is not a tuple of token ids of the vocabulary, or is longer than the horizon.
+        """
         return self._pq(prefix, "target")[0]
 
     def q(self, prefix: Prefix) -> np.ndarray:
-        """Draft law after ``prefix``. # [vocab]"""
+        """Draft law after ``prefix``. # [vocab]
+
+        Parameters
+        ----------
+        prefix : tuple of int
+            The token ids before the position, each in 0..V-1, at most ``horizon`` of them.
+
+        Returns
+        -------
+        numpy.ndarray of shape (V,), Fractions or float64
+            q(. | prefix), made on first use and cached.
+
+        Raises
+        ------
+        InstanceError
+            If ``prefix`` is not a tuple of token ids of the vocabulary, or is longer than the horizon.
+        """
         return self._pq(prefix, "draft")[1]
 
     # -- conversions -------------------------------------------------------------------------
@@ -658,30 +941,93 @@ class GeneratedPair:
                              zero_prob=self.zero_prob, max_entries=self.max_entries)
 
     def to_float(self) -> "GeneratedPair":
-        """The same pair in float64."""
+        """The same pair in float64.
+
+        Returns
+        -------
+        GeneratedPair
+            ``self`` when already float, else a new float pair of the same generator (empty cache).
+        """
         return self if not self.exact else self._with(False)
 
     def to_exact(self) -> "GeneratedPair":
-        """The same pair in exact rationals: the generator's own rationals (its laws are exact)."""
+        """The same pair in exact rationals: the generator's own rationals (its laws are exact).
+
+        Returns
+        -------
+        GeneratedPair
+            ``self`` when already exact, else a new exact pair of the same generator (empty cache).
+        """
         return self if self.exact else self._with(True)
 
     def tabulate(self, max_entries: int | None = None) -> ToyPair:
-        """The tabulated twin, ``random_pair(..., keyed=True)`` (bounded by ``max_entries``)."""
+        """The tabulated twin, ``random_pair(..., keyed=True)`` (bounded by ``max_entries``).
+
+        Parameters
+        ----------
+        max_entries : int, optional
+            Most probabilities per table; the pair's own ``max_entries`` when None.
+
+        Returns
+        -------
+        ToyPair
+            Every prefix's laws up to the horizon, in the pair's number type.
+
+        Raises
+        ------
+        InstanceError
+            If the table would hold more than ``max_entries`` probabilities.
+        """
         return random_pair(self.vocab_size, self.horizon, self.seed, exact=self.exact, mismatch=self.mismatch,
                            zero_prob=self.zero_prob, keyed=True,
                            max_entries=self.max_entries if max_entries is None else max_entries)
 
     def to_dict(self) -> dict:
-        """The generated instance object (see the module docstring)."""
+        """The generated instance object (see the module docstring).
+
+        Returns
+        -------
+        dict
+            ``{"kind": "generated", "vocab_size", "horizon", "seed", "mismatch", "zero_prob"}``.
+        """
         return {"kind": GENERATED_KIND, "vocab_size": self.vocab_size, "horizon": self.horizon, "seed": self.seed,
                 "mismatch": self.mismatch, "zero_prob": self.zero_prob}
 
     def save(self, path) -> None:
+        """Write the generated instance JSON file (:meth:`to_dict` on one line, a final newline).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write (UTF-8), replaced if it exists.
+        """
         Path(path).write_text(json.dumps(self.to_dict()) + "\n", encoding="utf-8")
 
     @classmethod
     def from_dict(cls, obj, exact: bool = True, max_entries: int = MAX_TABLE_ENTRIES) -> "GeneratedPair":
-        """Parse a generated instance object; InstanceError (one line) on anything else."""
+        """Parse a generated instance object; InstanceError (one line) on anything else.
+
+        Parameters
+        ----------
+        obj : dict
+            The instance object: ``"kind": "generated"``, ``vocab_size``, ``horizon`` and ``seed``, and
+            optionally ``mismatch`` (default 1.0) and ``zero_prob`` (default 0.0).
+        exact : bool, default True
+            Make Fraction laws (True) or float64 (False).
+        max_entries : int, default MAX_TABLE_ENTRIES
+            Most probabilities in one law.
+
+        Returns
+        -------
+        GeneratedPair
+            The pair.
+
+        Raises
+        ------
+        InstanceError
+            If ``obj`` is not a dict, its kind is not ``"generated"``, it has an unknown field or misses
+            a required one, or a value is out of range.
+        """
         if not isinstance(obj, dict):
             raise InstanceError("a generated instance must be a JSON object")
         kind = obj.get("kind")
@@ -704,10 +1050,46 @@ def logits_pair(vocab_size: int, horizon: int, seed: int = 0, temperature: float
                 logit_scale: float = 2.0, exact: bool = True, max_entries: int = MAX_TABLE_ENTRIES) -> ToyPair:
     """A pair from Gaussian logits: target softmax(l / T), draft from perturbed logits.
 
-    The draft's logits are ``draft_scale * l + noise * N(0, 1)`` (``draft_scale`` > 1 makes a cooler,
-    < 1 a hotter draft). ``temper_draft=False`` leaves the draft untempered, as EAGLE does; T = 0
-    is exact greedy on the target (and on the draft if tempered). A positive T must be at least
-    :data:`MIN_TEMPERATURE`; the scales are bounded by :data:`MAX_LOGIT_SCALE`.
+    For each prefix the target's logits are ``l = logit_scale * N(0, 1)`` # [vocab], and the draft's
+    ``draft_scale * l + noise * N(0, 1)``, all from one stream seeded with ``seed``.
+
+    Parameters
+    ----------
+    vocab_size : int
+        The vocabulary size V >= 1.
+    horizon : int
+        The longest prefix length H >= 0.
+    seed : int, default 0
+        The generator seed, in 0 to :data:`MAX_SEED`.
+    temperature : float, default 1.0
+        The target's temperature T: 0 is exact greedy (argmax, ties by smaller id); a positive T
+        must be at least :data:`MIN_TEMPERATURE`.
+    temper_draft : bool, default False
+        Temper the draft with T too; False leaves it at temperature 1, as EAGLE does.
+    draft_scale : float, default 1.0
+        Factor on the target's logits in the draft's: > 1 makes a cooler, < 1 a hotter draft;
+        |draft_scale| at most :data:`MAX_LOGIT_SCALE`.
+    noise : float, default 0.5
+        Standard deviation of the draft's logit noise; |noise| at most :data:`MAX_LOGIT_SCALE`.
+    logit_scale : float, default 2.0
+        Standard deviation of the target's logits; |logit_scale| at most :data:`MAX_LOGIT_SCALE`.
+    exact : bool, default True
+        Round the float laws to rationals (:func:`rheotheory.laws.to_exact`, renormalised exactly)
+        or keep them float64.
+    max_entries : int, default MAX_TABLE_ENTRIES
+        Most probabilities per table (see :func:`check_table_size`).
+
+    Returns
+    -------
+    ToyPair
+        The pair.
+
+    Raises
+    ------
+    InstanceError
+        If a positive temperature is below :data:`MIN_TEMPERATURE`, or V, H, the seed, the
+        temperature or a scale is out of range, or a table would hold more than ``max_entries``
+        probabilities.
     """
     check_table_size(vocab_size, horizon, max_entries)
     _check_seed(seed)
@@ -737,7 +1119,21 @@ EXAMPLE_PAIR_FILE = os.path.join(os.path.dirname(__file__), "data", "example_pai
 
 
 def example_pair(exact: bool = True) -> ToyPair:
-    """The built-in example instance used when ``rheo certify`` is given no file."""
+    """The built-in example instance used when ``rheo certify`` is given no file.
+
+    It is ``random_pair(**EXAMPLE_PAIR)`` (V = 4, H = 3, seed 7, mismatch 0.6), read exact from
+    ``data/example_pair.json``.
+
+    Parameters
+    ----------
+    exact : bool, default True
+        Return the exact pair (read from the file) or its float64 version (drawn).
+
+    Returns
+    -------
+    ToyPair
+        The example pair.
+    """
     if not exact:
         return random_pair(**EXAMPLE_PAIR, exact=False)
     return ToyPair.load(EXAMPLE_PAIR_FILE)

@@ -81,12 +81,32 @@ def provenance(seed=None, started: float | None = None, command: list[str] | Non
 
     Parameters
     ----------
-    seed : the recipe's seed (any JSON value; ``None`` for a deterministic recipe).
-    started : ``time.time()`` when the run began; gives ``wall_seconds``.
-    command : argv of the run (default ``sys.argv`` with the interpreter named ``python``).
-    machine_note : where the numbers were measured when that is not a quiet machine of the
-        project's CI kind; default: the ``RHEO_MACHINE_NOTE`` environment variable.
-    extra : more fields (e.g. ``recipe``, ``arguments``).
+    seed : object, optional
+        The recipe's seed (any JSON value; ``None`` for a deterministic recipe).
+    started : float, optional
+        ``time.time()`` when the run began; gives ``wall_seconds`` (None when not given).
+    command : list of str, optional
+        argv of the run (default ``sys.argv`` with the interpreter named ``python``).
+    machine_note : str, optional
+        Where the numbers were measured when that is not a quiet machine of the project's CI kind;
+        default: the ``RHEO_MACHINE_NOTE`` environment variable.
+    **extra : object
+        More fields (e.g. ``recipe``, ``arguments``), added last (they may replace a standard one).
+
+    Returns
+    -------
+    dict[str, object]
+        ``command`` (shell-quoted), ``commit`` (``+dirty`` with uncommitted changes; ``"<sha>
+        (stated)"`` from ``$RHEO_COMMIT`` or ``"unknown"`` without git), ``seed``, ``packages``
+        (Python and the installed :data:`PACKAGES` -> version), ``wall_seconds``, ``finished`` (UTC,
+        ISO 8601), ``machine`` (system, architecture, processor, CPU model, CPU count, the CPU matmul
+        asked for, the note), then ``extra``.
+
+    Examples
+    --------
+    >>> rec = provenance(seed=3, started=None, command=["python", "x.py"])
+    >>> rec["seed"], rec["command"], "python" in rec["packages"]
+    (3, 'python x.py', True)
     """
     argv = command if command is not None else ["python", *sys.argv]
     note = machine_note if machine_note is not None else os.environ.get(MACHINE_NOTE_ENV, "")
@@ -108,13 +128,41 @@ def provenance(seed=None, started: float | None = None, command: list[str] | Non
 
 
 def provenance_path(results_file) -> Path:
-    """Where the provenance of ``results_file`` lives: ``<results file>.provenance.json``."""
+    """Where the provenance of ``results_file`` lives: ``<results file>.provenance.json``.
+
+    Parameters
+    ----------
+    results_file : str or os.PathLike
+        The results file.
+
+    Returns
+    -------
+    pathlib.Path
+        The record's path, beside the results file.
+    """
     p = Path(results_file)
     return p.with_name(p.name + ".provenance.json")
 
 
 def write_provenance(results_file, seed=None, started: float | None = None, **kwargs) -> Path:
-    """Write the provenance record of ``results_file`` beside it and return its path."""
+    """Write the provenance record of ``results_file`` beside it and return its path.
+
+    Parameters
+    ----------
+    results_file : str or os.PathLike
+        The results file the record is for.
+    seed : object, optional
+        The recipe's seed (:func:`provenance`).
+    started : float, optional
+        ``time.time()`` when the run began (:func:`provenance`).
+    **kwargs : object
+        The other arguments of :func:`provenance` (``command``, ``machine_note``, extra fields).
+
+    Returns
+    -------
+    pathlib.Path
+        :func:`provenance_path` of ``results_file``, written as indented JSON.
+    """
     path = provenance_path(results_file)
     path.write_text(json.dumps(provenance(seed=seed, started=started, **kwargs), indent=2) + "\n")
     return path

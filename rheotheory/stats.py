@@ -103,6 +103,20 @@ def rejects(p_value: float, alpha: float) -> bool:
     """The one rejection convention of the package: a test at level ``alpha`` rejects iff
     ``p_value < alpha``.
 
+    Parameters
+    ----------
+    p_value : float
+        The test's p-value, in [0, 1].
+    alpha : float
+        The significance level.
+
+    Returns
+    -------
+    bool
+        True when the test rejects (``p_value < alpha``; equality does not reject).
+
+    Examples
+    --------
     >>> rejects(0.001, 0.01), rejects(0.01, 0.01), rejects(0.5, 0.01)
     (True, False, False)
     """
@@ -111,7 +125,28 @@ def rejects(p_value: float, alpha: float) -> bool:
 
 @dataclass(frozen=True)
 class ChiSquare:
-    """Outcome of a Pearson chi-square goodness-of-fit test (plain data)."""
+    """Outcome of a Pearson chi-square goodness-of-fit test (plain data).
+
+    Attributes
+    ----------
+    statistic : float
+        Pearson's X^2 (a sum over independent tests after :func:`combine`); ``inf`` when an
+        impossible outcome was observed.
+    df : int
+        Degrees of freedom: cells - 1 (summed after :func:`combine`).
+    p_value : float
+        P(chi2_df >= statistic); 1.0 when df == 0 (nothing to test).
+    n : int
+        Observations in total.
+    cells : int
+        Cells after pooling (summed after :func:`combine`).
+    worst_cell : str
+        The cell with the largest contribution to X^2, for failure messages.
+    observed : int
+        Its observed count.
+    expected : float
+        Its expected count.
+    """
 
     statistic: float  # Pearson's X^2 (a sum over independent tests after :func:`combine`)
     df: int  # degrees of freedom: cells - 1 (summed after :func:`combine`)
@@ -123,14 +158,43 @@ class ChiSquare:
     expected: float  # its expected count
 
     def to_dict(self) -> dict:
+        """The fields as a plain dict.
+
+        Returns
+        -------
+        dict[str, object]
+            Field name -> value, in field order.
+        """
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def rejects(self, alpha: float) -> bool:
-        """Whether the test rejects at level ``alpha`` (:func:`rejects`: iff p < alpha)."""
+        """Whether the test rejects at level ``alpha`` (:func:`rejects`: iff p < alpha).
+
+        Parameters
+        ----------
+        alpha : float
+            The significance level.
+
+        Returns
+        -------
+        bool
+            True when ``p_value < alpha``.
+        """
         return rejects(self.p_value, alpha)
 
     def report(self, alpha: float) -> str:
-        """One line: statistic, degrees of freedom, p-value, N and the verdict at ``alpha``."""
+        """One line: statistic, degrees of freedom, p-value, N and the verdict at ``alpha``.
+
+        Parameters
+        ----------
+        alpha : float
+            The significance level of the verdict.
+
+        Returns
+        -------
+        str
+            E.g. ``chi2 =      3.0  df =    2  p = 0.223  N = 100  -> no rejection at alpha = 0.01``.
+        """
         verdict = "reject" if self.rejects(alpha) else "no rejection"
         return (f"chi2 = {self.statistic:8.1f}  df = {self.df:4d}  p = {self.p_value:.3g}  N = {self.n}  "
                 f"-> {verdict} at alpha = {alpha:g}")
@@ -138,14 +202,40 @@ class ChiSquare:
 
 @dataclass(frozen=True)
 class LengthTest(ChiSquare):
-    """The chi-square test of the law of the first ``length`` tokens."""
+    """The chi-square test of the law of the first ``length`` tokens.
+
+    A :class:`ChiSquare` (every field of it, in its order) with one more field.
+
+    Attributes
+    ----------
+    length : int
+        l, the number of first tokens whose law is tested.
+    """
 
     length: int  # l
 
 
 @dataclass(frozen=True)
 class LosslessTest:
-    """Verdict of :func:`lossless_test` (plain data)."""
+    """Verdict of :func:`lossless_test` (plain data).
+
+    Attributes
+    ----------
+    lossless : bool
+        True: the test did not reject at level alpha (p >= alpha, :func:`rejects`).
+    p_value : float
+        Bonferroni-combined over the lengths (:func:`bonferroni`).
+    alpha : float
+        The significance level of the verdict.
+    samples : int
+        Sampled steps n.
+    tokens_per_step : float
+        Mean |Z|, the tokens one step produces.
+    tau_low, tau_high : float
+        Its 95% confidence interval (:func:`rheotheory.montecarlo.mean_ci`).
+    per_length : tuple of LengthTest, default ()
+        The tests of l = 1..D+1.
+    """
 
     lossless: bool  # True: the test did not reject at level alpha (p >= alpha, :func:`rejects`)
     p_value: float  # Bonferroni-combined over the lengths
@@ -159,11 +249,34 @@ class LosslessTest:
     def detectable(self, power: float = POWER) -> list[float]:
         """Per length l, the smallest total variation of the law of the first l tokens, over the
         test's pooled cells, that its chi-square (at level alpha / lengths) detects with probability
-        ``power`` (:func:`detectable_tv`): what a "not rejected" could have caught."""
+        ``power`` (:func:`detectable_tv`): what a "not rejected" could have caught.
+
+        Parameters
+        ----------
+        power : float, default POWER
+            The detection probability, in (0, 1).
+
+        Returns
+        -------
+        list of float
+            One total variation per entry of ``per_length``; ``inf`` for a test with no degree of
+            freedom.
+        """
         level = self.alpha / max(1, len(self.per_length))
         return [detectable_tv(t.df, self.samples, level, power) for t in self.per_length]
 
     def to_dict(self) -> dict:
+        """The verdict as a dict of plain types (the base of the object ``rheo mc --json`` prints).
+
+        Returns
+        -------
+        dict[str, object]
+            ``lossless``, ``p_value``, ``alpha``, ``samples``, ``tokens_per_step``,
+            ``tokens_per_step_ci95`` (``[tau_low, tau_high]``), ``per_length`` (each test's
+            :meth:`ChiSquare.to_dict` with its ``length``), ``power`` (:data:`POWER`) and
+            ``min_detectable_tv_by_length`` (:meth:`detectable` at that power; ``inf`` where a test
+            has no degree of freedom).
+        """
         return {
             "lossless": self.lossless, "p_value": self.p_value, "alpha": self.alpha, "samples": self.samples,
             "tokens_per_step": self.tokens_per_step, "tokens_per_step_ci95": [self.tau_low, self.tau_high],
@@ -181,8 +294,26 @@ def detectable_tv(df: int, n: int, level: float, power: float = POWER) -> float:
     :math:`\lambda = n \sum_c \delta_c^2 / \pi_c \ge 4 n d^2` (Cauchy-Schwarz;
     docs/theory.md section 6.5). With :math:`\lambda^*` the non-centrality at which the power is
     ``power``, every deviation with :math:`d \ge \sqrt{\lambda^* / (4n)}` is detected with at
-    least that probability. With no degree of freedom nothing is detected: ``inf``.
+    least that probability.
 
+    Parameters
+    ----------
+    df : int
+        Degrees of freedom of the test (its pooled cells - 1).
+    n : int
+        Number of observations.
+    level : float
+        Significance level of the test, in (0, 1).
+    power : float, default POWER
+        Detection probability, in (level, 1).
+
+    Returns
+    -------
+    float
+        :math:`\sqrt{\lambda^* / (4n)}`; ``inf`` when ``df < 1`` or ``n < 1`` (nothing is detected).
+
+    Examples
+    --------
     >>> round(detectable_tv(1, 1000, 0.05), 4)
     0.0443
     >>> detectable_tv(0, 1000, 0.05)
@@ -215,6 +346,20 @@ def pool_cells(expected, min_expected: float = DEFAULT_MIN_EXPECTED) -> list[np.
     merged into the kept cell of smallest expected count (the first on a tie). The groups
     partition ``range(len(expected))``; no cell is dropped.
 
+    Parameters
+    ----------
+    expected : array_like of shape (k,), float
+        Expected count of each cell.
+    min_expected : float, default DEFAULT_MIN_EXPECTED
+        Smallest expected count of a cell after pooling.
+
+    Returns
+    -------
+    list of numpy.ndarray of int
+        The groups of indices, one per cell of the test.
+
+    Examples
+    --------
     >>> [g.tolist() for g in pool_cells([50.0, 45.0, 2.0, 3.0])]
     [[0], [1], [2, 3]]
     >>> [g.tolist() for g in pool_cells([50.0, 30.0, 18.0, 2.0])]
@@ -238,6 +383,22 @@ def pooled_law(probs, n: int, min_expected: float = DEFAULT_MIN_EXPECTED) -> np.
     """The cell law the test of ``n`` observations against ``probs`` actually compares with:
     ``probs`` summed over the groups of :func:`pool_cells` (used to state a test's power).
 
+    Parameters
+    ----------
+    probs : array_like of shape (k,), float
+        The cell law (renormalised to sum 1).
+    n : int
+        Number of observations.
+    min_expected : float, default DEFAULT_MIN_EXPECTED
+        Smallest expected count of a cell after pooling.
+
+    Returns
+    -------
+    numpy.ndarray of shape (k',), float64
+        The law of the pooled cells, in test order.
+
+    Examples
+    --------
     >>> pooled_law([0.5, 0.3, 0.18, 0.02], 100).round(12).tolist()
     [0.5, 0.3, 0.2]
     """
@@ -265,11 +426,11 @@ def chi_square(observed, probs, min_expected: float = DEFAULT_MIN_EXPECTED, name
 
     Parameters
     ----------
-    observed : (k,) array_like of int
+    observed : array_like of shape (k,), int
         Counts of the cells; they must partition the observations.
-    probs : (k,) array_like of float
+    probs : array_like of shape (k,), float
         Target law of the cells (sums to 1 within :data:`PROB_SUM_ATOL`; renormalised).
-    min_expected : float
+    min_expected : float, default DEFAULT_MIN_EXPECTED
         Smallest expected count of a cell after pooling.
     names : sequence of str, optional
         Cell names for the failure message (default: the indices).
@@ -277,6 +438,15 @@ def chi_square(observed, probs, min_expected: float = DEFAULT_MIN_EXPECTED, name
     Returns
     -------
     ChiSquare
+        The statistic, degrees of freedom, p-value and the worst cell (pooled cells named
+        ``a + b + (pooled rare cells)``).
+
+    Raises
+    ------
+    RheoError
+        If ``observed`` and ``probs`` are not two non-empty 1-d arrays of one length, a count or
+        probability is negative (or a probability not finite), the probabilities do not sum to 1
+        within :data:`PROB_SUM_ATOL`, or there are no observations.
 
     Examples
     --------
@@ -343,10 +513,15 @@ def chi_square_law(samples: Sequence, law: Mapping, min_expected: float = DEFAUL
     ----------
     samples : sequence of hashable
         The sampled outcomes (e.g. the tuples Z of sampled steps).
-    law : mapping outcome -> probability
+    law : mapping of outcome to float or fractions.Fraction
         The exact law (floats or Fractions), summing to 1.
-    min_expected : float
+    min_expected : float, default DEFAULT_MIN_EXPECTED
         Smallest expected count of a cell after pooling.
+
+    Returns
+    -------
+    ChiSquare
+        The test; its worst cell is named by ``str(outcome)``, or ``(outside the law)``.
 
     Examples
     --------
@@ -375,7 +550,26 @@ def _contribution(t: ChiSquare) -> float:
 def combine(tests: Sequence[ChiSquare], labels: Sequence[str] | None = None) -> ChiSquare:
     r"""One test from independent ones (different prompts): :math:`X^2 = \sum_j X^2_j`,
     ``df`` :math:`= \sum_j \mathrm{df}_j`; the worst cell is the one of largest contribution,
-    prefixed with its test's label."""
+    prefixed with its test's label.
+
+    Parameters
+    ----------
+    tests : sequence of ChiSquare
+        The independent tests, at least one.
+    labels : sequence of str, optional
+        One label per test for the worst cell's name (default: the indices).
+
+    Returns
+    -------
+    ChiSquare
+        The combined test: ``n`` and ``cells`` summed too; ``p = 0`` when a statistic is infinite,
+        1 when no test has a degree of freedom.
+
+    Raises
+    ------
+    RheoError
+        If ``tests`` is empty.
+    """
     if not tests:
         raise RheoError("nothing to combine")
     labels = [str(i) for i in range(len(tests))] if labels is None else list(labels)
@@ -389,7 +583,18 @@ def combine(tests: Sequence[ChiSquare], labels: Sequence[str] | None = None) -> 
 
 
 def bonferroni(p_values: Sequence[float]) -> float:
-    """Bonferroni combination ``min(1, L * min p_l)`` of ``L`` (possibly dependent) p-values."""
+    """Bonferroni combination ``min(1, L * min p_l)`` of ``L`` (possibly dependent) p-values.
+
+    Parameters
+    ----------
+    p_values : sequence of float
+        The p-values p_1..p_L, at least one.
+
+    Returns
+    -------
+    float
+        The combined p-value.
+    """
     return min(1.0, len(p_values) * min(p_values))
 
 
@@ -398,6 +603,19 @@ class PrefixCells:
     """Frequent prefixes of a target law on sequences (module docstring, steps 1-2).
 
     Build with :func:`prefix_cells`; :meth:`chi_square` maps sequences to cells and runs the test.
+
+    Attributes
+    ----------
+    n : int
+        Sample size the cells are built for.
+    max_len : int
+        Longest length that can be tested.
+    min_expected : float
+        m, the smallest expected count of a frequent prefix.
+    frequent : dict[tuple of int, float]
+        Prefix u (len <= max_len) with n p(u) >= m, and the root -> p(u).
+    rare : dict[tuple of int, float]
+        Frequent u with len(u) < max_len -> p(u *), the mass below u in no frequent uy.
     """
 
     n: int  # sample size the cells are built for
@@ -408,7 +626,25 @@ class PrefixCells:
 
     def cells(self, length: int) -> tuple[list, np.ndarray]:
         """Cell keys and their probabilities for ``length`` (step 2): the frequent sequences of
-        that length (lexicographic order), then the cells ``u *`` (lexicographic order of u)."""
+        that length (lexicographic order), then the cells ``u *`` (lexicographic order of u).
+
+        Parameters
+        ----------
+        length : int
+            The tested length l, in 1..max_len.
+
+        Returns
+        -------
+        keys : list of tuple
+            ``("leaf", u)`` for a frequent sequence u of length l, ``("rare", u)`` for the cell ``u *``.
+        probs : numpy.ndarray of shape (cells,), float64
+            The target probability of each cell.
+
+        Raises
+        ------
+        RheoError
+            If ``length`` is outside 1..max_len.
+        """
         if not 1 <= length <= self.max_len:
             raise RheoError(f"length must be in 1..{self.max_len}, got {length!r}")
         leaves = sorted(u for u in self.frequent if len(u) == length)
@@ -418,7 +654,21 @@ class PrefixCells:
         return keys, np.asarray(probs, dtype=np.float64)
 
     def cell_of(self, seq: tuple, length: int) -> tuple:
-        """The step-2 cell of ``seq[:length]``: its longest frequent prefix decides."""
+        """The step-2 cell of ``seq[:length]``: its longest frequent prefix decides.
+
+        Parameters
+        ----------
+        seq : tuple of int
+            A token sequence, at least ``length`` long.
+        length : int
+            The tested length l.
+
+        Returns
+        -------
+        tuple
+            ``("leaf", seq[:length])`` when that prefix is frequent, else ``("rare", u)`` with u its
+            longest frequent prefix.
+        """
         u = ()
         for i in range(length):
             nxt = tuple(seq[:i + 1])
@@ -428,7 +678,26 @@ class PrefixCells:
         return ("leaf", u)
 
     def chi_square(self, seqs: Sequence[tuple], length: int) -> ChiSquare:
-        """Pearson's test of the law of ``seq[:length]`` over ``seqs`` (each at least ``length`` long)."""
+        """Pearson's test of the law of ``seq[:length]`` over ``seqs`` (each at least ``length`` long).
+
+        Parameters
+        ----------
+        seqs : sequence of tuple of int
+            The sampled sequences, each at least ``length`` long.
+        length : int
+            The tested length l, in 1..max_len.
+
+        Returns
+        -------
+        ChiSquare
+            :func:`chi_square` of the cell counts against the cell probabilities (cells named
+            ``"0 2"`` or ``"0 *"``).
+
+        Raises
+        ------
+        RheoError
+            If a sequence is shorter than ``length``, or ``length`` is outside 1..max_len.
+        """
         keys, probs = self.cells(length)
         index = {k: i for i, k in enumerate(keys)}
         obs = np.zeros(len(keys), dtype=np.int64)  # [cells]
@@ -444,8 +713,23 @@ def prefix_cells(next_laws: NextLaws, n: int, max_len: int,
                  min_expected: float = DEFAULT_MIN_EXPECTED) -> PrefixCells:
     """Frequent prefixes up to ``max_len`` for ``n`` samples (module docstring, step 1).
 
-    ``next_laws(prefixes)`` returns the target laws p(. | u) of a list of frequent prefixes of
-    one length, ``# [len(prefixes), V]``; it is called once per length ``0..max_len - 1``.
+    Parameters
+    ----------
+    next_laws : callable
+        :data:`NextLaws`: ``next_laws(prefixes)`` returns the target laws p(. | u) of a list of
+        frequent prefixes of one length, ``# [len(prefixes), V]``; it is called once per length
+        ``0..max_len - 1``.
+    n : int
+        The sample size.
+    max_len : int
+        The longest length to test.
+    min_expected : float, default DEFAULT_MIN_EXPECTED
+        m: a prefix is frequent when n p(u) >= m.
+
+    Returns
+    -------
+    PrefixCells
+        The frequent prefixes and the rare mass below each.
     """
     frequent = {(): 1.0}
     rare = {}
@@ -469,14 +753,42 @@ def prefix_cells(next_laws: NextLaws, n: int, max_len: int,
 
 
 def pair_laws(pair) -> NextLaws:
-    """:data:`NextLaws` of a toy or synthetic pair's target (``pair.p(u)``)."""
+    """:data:`NextLaws` of a toy or synthetic pair's target (``pair.p(u)``).
+
+    Parameters
+    ----------
+    pair : ToyPair or SyntheticPair
+        Any pair with ``p(prefix)``.
+
+    Returns
+    -------
+    callable
+        ``prefixes -> numpy.ndarray of shape (len(prefixes), V)``, the float64 target laws stacked.
+    """
     return lambda prefixes: np.stack([np.asarray(pair.p(u), dtype=np.float64) for u in prefixes])
 
 
 def extend_outputs(pair, outputs, length: int, rng: np.random.Generator) -> list[tuple]:
     """Complete each output Z to ``length`` tokens with fresh target samples ``y ~ p(. | prefix)``
     (exactly what the next steps would produce) and cut it there: the sequences W whose first
-    ``l`` tokens must follow the target law for every ``l`` when the method is lossless."""
+    ``l`` tokens must follow the target law for every ``l`` when the method is lossless.
+
+    Parameters
+    ----------
+    pair : ToyPair or SyntheticPair
+        The pair whose target ``p(prefix)`` completes the outputs.
+    outputs : iterable of sequence of int
+        The outputs Z of sampled steps.
+    length : int
+        The length L of every returned sequence.
+    rng : numpy.random.Generator
+        The source of the completion draws (through a :class:`~rheotheory.trees.RandomChooser`).
+
+    Returns
+    -------
+    list of tuple of int
+        One sequence W of ``length`` tokens per output, in order.
+    """
     chooser = RandomChooser(rng)
     out = []
     for z in outputs:
@@ -489,7 +801,24 @@ def extend_outputs(pair, outputs, length: int, rng: np.random.Generator) -> list
 
 def chi_square_by_length(pair, seqs: list[tuple], max_len: int,
                          min_expected: float = DEFAULT_MIN_EXPECTED) -> list[LengthTest]:
-    """Pearson chi-square tests of the laws of ``W[:l]``, l = 1..max_len, against the pair's target."""
+    """Pearson chi-square tests of the laws of ``W[:l]``, l = 1..max_len, against the pair's target.
+
+    Parameters
+    ----------
+    pair : ToyPair or SyntheticPair
+        The pair whose target the sequences must follow.
+    seqs : list of tuple of int
+        The sequences W, each at least ``max_len`` long (:func:`extend_outputs`).
+    max_len : int
+        The longest tested length L.
+    min_expected : float, default DEFAULT_MIN_EXPECTED
+        Smallest expected count of a cell (frequent prefixes and pooling).
+
+    Returns
+    -------
+    list of LengthTest
+        The tests of l = 1..max_len, in order.
+    """
     cells = prefix_cells(pair_laws(pair), len(seqs), max_len, min_expected)
     out = []
     for l in range(1, max_len + 1):
@@ -513,9 +842,36 @@ def lossless_test(pair, method: Method, samples: int = 2000, alpha: float = DEFA
 
     Each output Z is completed to ``L = D + 1`` tokens (:func:`extend_outputs`), the law of its
     first ``l`` tokens is tested for ``l = 1..L`` (:func:`chi_square_by_length`) and the p-values
-    are combined by :func:`bonferroni`. Reproducible from ``seed``; ``lossless`` is True when the
-    combined p-value does not reject at ``alpha`` (:func:`rejects`: reject iff p < alpha).
-    ``progress`` is called with 1 after each sampled step.
+    are combined by :func:`bonferroni`. An exact pair is converted to float first.
+
+    Parameters
+    ----------
+    pair : ToyPair or SyntheticPair
+        The LM pair (a pair with a ``horizon`` must reach the method's depth D).
+    method : Method
+        The method to test (tree family, verifier, parameters).
+    samples : int, default 2000
+        Number of sampled steps n, at least 2.
+    alpha : float, default DEFAULT_ALPHA
+        Significance level, in (0, 1).
+    seed : int, default 0
+        Seed of the step and completion streams: the test is reproducible from it.
+    min_expected : float, default DEFAULT_MIN_EXPECTED
+        Smallest expected count of a cell, > 0.
+    progress : callable, optional
+        Called with 1 after each sampled step.
+
+    Returns
+    -------
+    LosslessTest
+        ``lossless`` is True when the combined p-value does not reject at ``alpha``
+        (:func:`rejects`: reject iff p < alpha); with the mean tokens per step and its interval.
+
+    Raises
+    ------
+    RheoError
+        If ``samples``, ``alpha`` or ``min_expected`` is out of range, or the method's depth exceeds
+        the pair's horizon.
     """
     _check(samples, alpha, min_expected)
     pair = pair.to_float() if getattr(pair, "exact", False) else pair

@@ -77,7 +77,40 @@ TEXT_FIELDS = ("mismatch", "method", "description", "resolved", "lossless")
 
 @dataclass(frozen=True)
 class SweepConfig:
-    """What to sweep (plain data)."""
+    """What to sweep (plain data).
+
+    Every field is validated on construction, each method spec resolved at each tree size.
+
+    Attributes
+    ----------
+    vocab_size : int, default 1000
+        V of the synthetic pair.
+    draft_top_k : int or None, default DEFAULT_DRAFT_TOP_K
+        Sparse draft: the draft's top-k logits kept (None: off).
+    mismatch : tuple of str or float, default ("low", "high")
+        Names of :data:`~rheotheory.synthetic.MISMATCH_LEVELS` or numbers >= 0.
+    temperatures : tuple of float, default (0.0, 0.5, 1.0, 1.5)
+        Temperatures T >= 0, at least one.
+    trees : tuple of tuple of int, default ((6, 5, 32),)
+        (K, D, N) tree sizes, at least one.
+    methods : tuple of str, default DEFAULT_METHODS
+        Method specs, see the module docstring.
+    steps : int, default 200
+        Sampled steps per row, >= 2.
+    seed : int, default 0
+        Language and sampling seed (the same for every row: paired steps).
+    workers : int, default 2
+        Pool processes or LocalCluster workers (1: run in this process); rows do not depend on it.
+    temper_draft : bool, default False
+        Also temper the draft (EAGLE does not).
+
+    Raises
+    ------
+    RheoError
+        If ``steps`` < 2, ``workers`` < 1, a temperature is negative or not finite, a mismatch level
+        is unknown, no tree size or method is given, a tree size is not three positive ints, a method
+        spec does not resolve at a tree size, or V or ``draft_top_k`` is out of range.
+    """
 
     vocab_size: int = 1000  # V of the synthetic pair
     draft_top_k: int | None = DEFAULT_DRAFT_TOP_K  # sparse draft (None: off)
@@ -112,13 +145,37 @@ class SweepConfig:
         SyntheticPair(self.vocab_size, seed=self.seed, draft_top_k=self.draft_top_k)  # validates V, k
 
     def tasks(self) -> list[dict]:
+        """The sweep's rows, one task each, in the order rows are reported.
+
+        Returns
+        -------
+        list of dict
+            ``{"mismatch", "temperature", "tree", "method"}`` for every mismatch level, temperature,
+            tree size and method spec, nested in that order (method innermost).
+        """
         return [dict(mismatch=level, temperature=float(t), tree=tuple(tree), method=spec)
                 for level in self.mismatch for t in self.temperatures for tree in self.trees
                 for spec in self.methods]
 
 
 def sweep_method(spec, tree: tuple, temperature: float) -> Method:
-    """The method a sweep row runs: ``spec`` resolved at tree size (K, D, N), then at T."""
+    """The method a sweep row runs: ``spec`` resolved at tree size (K, D, N), then at T.
+
+    Parameters
+    ----------
+    spec : str
+        A preset or family name with optional ``:field=value`` options
+        (:func:`rheotheory.methods.resolve`).
+    tree : tuple of int
+        The tree size (K, D, N).
+    temperature : float
+        The row's temperature T (:meth:`~rheotheory.methods.Method.at_temperature`).
+
+    Returns
+    -------
+    Method
+        The resolved method.
+    """
     return resolve(spec, size=tuple(tree)).at_temperature(temperature)
 
 
@@ -199,11 +256,23 @@ WORKER_START_SECONDS = 0.5
 
 
 def estimate_seconds(cfg: SweepConfig) -> float:
-    """Estimated wall seconds of :func:`run_sweep` on ``cfg``, from a pilot run here: every row's
-    method runs :data:`PILOT_STEPS` steps (seeded with :data:`PILOT_SEED`, so the sweep's own
-    steps are untouched) and a row's fixed work (its single-draft acceptance) is timed once per
-    mismatch level and temperature; the rows are shared among ``cfg.workers`` processes. The
-    pilot costs about ``PILOT_STEPS / cfg.steps`` of the sweep, and its own time is included.
+    """Estimated wall seconds of :func:`run_sweep` on ``cfg``, from a pilot run here.
+
+    Every row's method runs :data:`PILOT_STEPS` steps (seeded with :data:`PILOT_SEED`, so the
+    sweep's own steps are untouched) and a row's fixed work (its single-draft acceptance) is timed
+    once per mismatch level and temperature; the rows are shared among ``cfg.workers`` processes
+    (plus :data:`WORKER_START_SECONDS` when there are several). The pilot costs about
+    ``PILOT_STEPS / cfg.steps`` of the sweep, and its own time is included.
+
+    Parameters
+    ----------
+    cfg : SweepConfig
+        The sweep to estimate.
+
+    Returns
+    -------
+    float
+        The estimated seconds, the pilot's included.
     """
     t_start = time.perf_counter()
     tasks = cfg.tasks()
@@ -279,9 +348,9 @@ def run_sweep(cfg: SweepConfig, progress: bool = True, executor: str | Executor 
     ----------
     cfg : SweepConfig
         What to sweep.
-    progress : bool
+    progress : bool, default True
         Show a tqdm bar (rows already in ``log`` count as done).
-    executor : {'process', 'dask', 'ray'} or Executor
+    executor : {'process', 'dask', 'ray'} or concurrent.futures.Executor, default 'process'
         Where rows run (:func:`rheotheory.executors.open_executor` with ``cfg.workers`` and
         ``scheduler``), or an executor the caller manages.
     scheduler : str, optional
@@ -294,7 +363,13 @@ def run_sweep(cfg: SweepConfig, progress: bool = True, executor: str | Executor 
     Returns
     -------
     list of dict
-        One row per task of ``cfg.tasks()``, with the paired gains against ``eagle``.
+        One row per task of ``cfg.tasks()`` (the columns of :data:`CSV_FIELDS` but ``lossless``),
+        with the paired gains against ``eagle``.
+
+    Raises
+    ------
+    RheoError
+        If ``log`` holds a row for a task this sweep does not have.
     """
     tasks = cfg.tasks()
     rows: list = [None] * len(tasks)
@@ -337,7 +412,17 @@ def _executor(executor, workers: int, scheduler):
 
 
 def write_csv(rows: list[dict], path) -> None:
-    """Write the rows as a CSV of :data:`CSV_FIELDS` (atomically: temporary file, then rename)."""
+    """Write the rows as a CSV of :data:`CSV_FIELDS` (atomically: temporary file, then rename).
+
+    Floats are written with 6 significant digits; keys outside :data:`CSV_FIELDS` are left out.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Sweep rows (:func:`run_sweep`, with ``lossless`` filled or not).
+    path : str or os.PathLike
+        The CSV file, replaced if it exists.
+    """
     with atomic_open(path, newline="") as f:
         w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
         w.writeheader()
@@ -365,7 +450,19 @@ LEGEND_INSIDE = 6
 
 
 def plot_sweep(rows: list[dict], path, title: str = "") -> None:
-    """Tau against temperature per method (95% bands), one panel per (mismatch, tree size)."""
+    """Tau against temperature per method (95% bands), one panel per (mismatch, tree size).
+
+    The PNG is written atomically (temporary file, then rename).
+
+    Parameters
+    ----------
+    rows : list of dict
+        Sweep rows (:func:`run_sweep` or :func:`read_csv`).
+    path : str or os.PathLike
+        The image file (PNG, 110 dpi), replaced if it exists.
+    title : str, default ""
+        The figure's title (none when empty).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -437,7 +534,18 @@ def format_table(rows: list[dict]) -> str:
 
     A per-node column the sampler could not fill (``nan`` in the row) prints a mark instead of
     ``nan``, and a footnote under the table says why (:data:`NO_NODE_ACCEPT`,
-    :data:`NO_NODE_OPT`).
+    :data:`NO_NODE_OPT`); the footnote of the ``lossless`` column (:data:`LOSSLESS_NOTE`) always
+    ends it.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Sweep rows (:func:`run_sweep` or :func:`read_csv`).
+
+    Returns
+    -------
+    str
+        The table: a header, a rule, one line per row, a blank line and the footnotes.
     """
     head = ("mismatch", "T", "K", "D", "N", "nodes", "method", "tau", "95% CI", "vs eagle", "node acc", "node opt",
             "lossless", "steps/s")

@@ -60,7 +60,23 @@ _PREFIX_TAG, _GLOBAL_TAG = 0, 2
 
 
 def mismatch_value(level) -> float:
-    """The draft noise scale of a mismatch level: a name of :data:`MISMATCH_LEVELS` or a number >= 0."""
+    """The draft noise scale of a mismatch level: a name of :data:`MISMATCH_LEVELS` or a number >= 0.
+
+    Parameters
+    ----------
+    level : str or float
+        ``"low"`` or ``"high"`` (:data:`MISMATCH_LEVELS`), or a number (or its text) >= 0.
+
+    Returns
+    -------
+    float
+        The noise scale ``mismatch`` of a :class:`SyntheticPair`.
+
+    Raises
+    ------
+    RheoError
+        If ``level`` is neither a level name nor a number, or is negative, NaN or infinite.
+    """
     if isinstance(level, str):
         if level in MISMATCH_LEVELS:
             return MISMATCH_LEVELS[level]
@@ -74,7 +90,44 @@ def mismatch_value(level) -> float:
 
 @dataclass(frozen=True)
 class SyntheticPair:
-    """A seeded synthetic target/draft pair (see the module docstring). Float64 laws."""
+    """A seeded synthetic target/draft pair (see the module docstring). Float64 laws.
+
+    Attributes
+    ----------
+    vocab_size : int
+        V, at least 2.
+    seed : int, default 0
+        Language seed (the same seed gives the same language), >= 0.
+    mismatch : float, default MISMATCH_LEVELS["low"]
+        Draft noise scale, 0 = draft equals target logits.
+    temperature : float, default 1.0
+        T applied to the target (0 = exact greedy).
+    temper_draft : bool, default False
+        Also apply T to the draft (EAGLE does not).
+    draft_top_k : int or None, default DEFAULT_DRAFT_TOP_K
+        Sparse draft: top-k logits kept; None = off.
+    zipf : float, default 3.0
+        alpha, slope of the base log-law.
+    context_noise : float, default 2.0
+        sigma, context perturbation of the head logits.
+    context_head : int, default 512
+        H, tokens whose logits depend on the context.
+    sharpness : float, default 0.4
+        gamma, spread of the per-context logit scale.
+    context : tuple of int, default ()
+        Prefix prepended to every query (see :meth:`at`).
+    cache_size : int, default 128
+        Prefixes whose laws are kept (LRU).
+    exact : bool
+        Always False (float64 laws); not a constructor argument.
+
+    Raises
+    ------
+    InstanceError
+        If a field is out of range: V < 2, a negative seed, a negative or non-finite ``mismatch``,
+        ``zipf``, ``context_noise``, ``sharpness`` or temperature, a ``draft_top_k``,
+        ``context_head`` or ``cache_size`` below 1, or a negative token in ``context``.
+    """
 
     vocab_size: int  # V
     seed: int = 0  # language seed (the same seed gives the same language)
@@ -134,6 +187,16 @@ class SyntheticPair:
         """The same language seen after ``context`` (queries become ``context + prefix``).
 
         The view shares nothing mutable with ``self`` except the seed-derived base law.
+
+        Parameters
+        ----------
+        context : iterable of int
+            Token ids appended to the pair's own :attr:`context`.
+
+        Returns
+        -------
+        SyntheticPair
+            The view, with an empty law cache.
         """
         view = replace(self, context=tuple(self.context) + tuple(int(x) for x in context))
         if "global" in self._state:
@@ -142,7 +205,18 @@ class SyntheticPair:
         return view
 
     def with_temperature(self, temperature: float) -> "SyntheticPair":
-        """The same language and draft at another temperature."""
+        """The same language and draft at another temperature.
+
+        Parameters
+        ----------
+        temperature : float
+            The new target temperature T >= 0 (and the draft's, if ``temper_draft``).
+
+        Returns
+        -------
+        SyntheticPair
+            A copy with that temperature (and an empty law cache).
+        """
         return replace(self, temperature=temperature)
 
     # -- logits --------------------------------------------------------------------------------
@@ -202,7 +276,23 @@ class SyntheticPair:
         return entry
 
     def p(self, prefix) -> np.ndarray:
-        """Target law after ``prefix`` (computed on first use, then cached). # [vocab]"""
+        """Target law after ``prefix`` (computed on first use, then cached). # [vocab]
+
+        Parameters
+        ----------
+        prefix : tuple of int
+            Token ids after :attr:`context`, each in 0..V-1.
+
+        Returns
+        -------
+        numpy.ndarray of shape (V,), float64
+            p(. | context + prefix), read-only.
+
+        Raises
+        ------
+        InstanceError
+            If a token of ``prefix`` is outside the vocabulary.
+        """
         e = self._entry(prefix)
         if e[3] is None:
             p = _softmax(self._full(e[0], e[1]), float(self.temperature))
@@ -211,7 +301,23 @@ class SyntheticPair:
         return e[3]
 
     def q(self, prefix) -> np.ndarray:
-        """Draft law after ``prefix`` (top-k truncated when sparse; cached). # [vocab]"""
+        """Draft law after ``prefix`` (top-k truncated when sparse; cached). # [vocab]
+
+        Parameters
+        ----------
+        prefix : tuple of int
+            Token ids after :attr:`context`, each in 0..V-1.
+
+        Returns
+        -------
+        numpy.ndarray of shape (V,), float64
+            q(. | context + prefix), read-only; zero outside the top ``draft_top_k`` when sparse.
+
+        Raises
+        ------
+        InstanceError
+            If a token of ``prefix`` is outside the vocabulary.
+        """
         e = self._entry(prefix)
         if e[4] is None:
             q = self._draft_law(e[0], e[2])
@@ -220,15 +326,47 @@ class SyntheticPair:
         return e[4]
 
     def laws_at(self, prefix):
-        """(p, q) after ``prefix`` (relative to :attr:`context`). # [vocab] each"""
+        """(p, q) after ``prefix`` (relative to :attr:`context`). # [vocab] each
+
+        Parameters
+        ----------
+        prefix : tuple of int
+            Token ids after :attr:`context`, each in 0..V-1.
+
+        Returns
+        -------
+        p, q : numpy.ndarray of shape (V,), float64
+            The target and draft laws, as :meth:`p` and :meth:`q` return them.
+
+        Raises
+        ------
+        InstanceError
+            If a token of ``prefix`` is outside the vocabulary.
+        """
         return self.p(prefix), self.q(prefix)
 
     def describe(self) -> str:
+        """A one-line name of the pair: vocabulary, seed, mismatch, temperature, draft tempering and sparsity.
+
+        Returns
+        -------
+        str
+            E.g. ``synthetic V=32000 seed=0 mismatch=0.7 T=1 temper_draft=False sparse=top-128``.
+        """
         sparse = f"top-{self.draft_top_k}" if self.draft_top_k is not None else "off"
         return (f"synthetic V={self.vocab_size} seed={self.seed} mismatch={self.mismatch:g} "
                 f"T={self.temperature:g} temper_draft={self.temper_draft} sparse={sparse}")
 
     def to_dict(self) -> dict:
+        """The pair's settings as a JSON-ready dict (``"kind": "synthetic"``).
+
+        Returns
+        -------
+        dict[str, object]
+            ``kind``, ``vocab_size``, ``seed``, ``mismatch``, ``temperature``, ``temper_draft`` and
+            ``draft_top_k``; the shape parameters (``zipf``, ``context_noise``, ``context_head``,
+            ``sharpness``), ``context`` and ``cache_size`` are not written.
+        """
         return {"kind": "synthetic", "vocab_size": self.vocab_size, "seed": self.seed,
                 "mismatch": self.mismatch, "temperature": self.temperature,
                 "temper_draft": self.temper_draft, "draft_top_k": self.draft_top_k}
@@ -261,7 +399,24 @@ def _top_k_mask(x: np.ndarray, k: int) -> np.ndarray:
 
 
 def single_draft_acceptance(pair: SyntheticPair, contexts: int = 200, seed: int = 0) -> float:
-    """Mean of 1 - TV(p, q) over random contexts: the acceptance of one sampled draft token."""
+    """Mean of 1 - TV(p, q) over random contexts: the acceptance of one sampled draft token.
+
+    Each context is 3 uniform token ids; the laws are compared at the empty prefix after it.
+
+    Parameters
+    ----------
+    pair : SyntheticPair
+        The pair to measure.
+    contexts : int, default 200
+        Number of random contexts averaged over.
+    seed : int, default 0
+        Seed of the contexts.
+
+    Returns
+    -------
+    float
+        The mean of sum(min(p, q)) over the contexts, in [0, 1].
+    """
     rng = np.random.default_rng(seed)
     vals = []
     for _ in range(contexts):

@@ -38,8 +38,22 @@ def _add_plugin_flag(parser) -> None:
 
 
 def build_parser(only: str | None = None) -> Parser:
-    """The ``rheo`` parser with every subcommand, or with subcommand ``only`` alone (what ``main``
-    builds when the command line names one, so that a command imports no other command's library)."""
+    """The ``rheo`` parser with every subcommand, or with subcommand ``only`` alone.
+
+    Building one subcommand alone is what :func:`main` does when the command line names one, so
+    that a command imports no other command's library.
+
+    Parameters
+    ----------
+    only : str, optional
+        The name of one subcommand (one of :data:`COMMANDS`) to register; every subcommand when None.
+
+    Returns
+    -------
+    Parser
+        The argument parser (``--version``, ``--plugin`` on it and on every subcommand); a parsed
+        subcommand's ``func`` default takes the parsed arguments and returns an exit code.
+    """
     ap = Parser(prog="rheo", description="Prove, measure and run stochastic dynamic-tree speculative decoding "
                 "(p = target, q = draft).")
     ap.add_argument("--version", action="version", version=f"rheo {__version__}")
@@ -75,6 +89,26 @@ def _named_command(argv: list[str]) -> str | None:
 
 
 def main(argv=None) -> int:
+    """Run the ``rheo`` command line and return its exit status.
+
+    Plugins named by ``--plugin`` (and the installed ones, unless the command is ``head`` or no
+    command is named) are loaded before the parser is built, so that their families have their
+    flags and their names their choices. Nothing is raised to the caller: bad input
+    (:class:`RheoError`) prints one line ``rheo: error: ...`` on stderr, Ctrl-C prints
+    ``rheo: interrupted``, and a closed output pipe stops quietly.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after the program name; ``sys.argv[1:]`` when None.
+
+    Returns
+    -------
+    int
+        The exit status: the subcommand's own (e.g. 0 lossless, 1 lossy), the parser's for ``--help``
+        and usage errors, 2 (``EXIT_BAD_INPUT``) for bad input or no subcommand, 130
+        (``EXIT_INTERRUPTED``) on Ctrl-C, 0 when the reader of the output went away.
+    """
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
         # NOTE: inside the try: building the parser imports modules, and Ctrl-C can land there

@@ -49,15 +49,42 @@ __all__ = ["Mutant", "MUTANTS", "planted", "mutants_of", "keep_target", "emit_ta
 # -- per-node rules ------------------------------------------------------------------------------
 
 def keep_target(p, law):
-    """The skipped residual update: after a rejected candidate drawn from ``law`` the node keeps
-    ``p`` (# [vocab]) instead of :math:`\\mathrm{norm}((p - L)_+)`."""
+    r"""The skipped residual update: after a rejected candidate drawn from ``law`` the node keeps
+    ``p`` (# [vocab]) instead of :math:`\mathrm{norm}((p - L)_+)`.
+
+    A drop-in ``residual`` argument of the real rules.
+
+    Parameters
+    ----------
+    p : numpy.ndarray of shape (V,), Fractions or float64
+        The node's current target law # [vocab].
+    law : numpy.ndarray of shape (V,), Fractions or float64
+        The member law L # [vocab] of the rejected candidate (ignored).
+
+    Returns
+    -------
+    numpy.ndarray of shape (V,)
+        ``p`` itself.
+    """
     return p
 
 
 def emit_target(rule: Callable[..., Transition]) -> Callable[..., Transition]:
     """``rule`` whose node, once every candidate is rejected, emits from the untouched target
     ``p`` instead of the rule's residual law (the skipped update, for rules with no
-    ``residual`` keyword); the continuation probabilities are the real rule's."""
+    ``residual`` keyword); the continuation probabilities are the real rule's.
+
+    Parameters
+    ----------
+    rule : callable
+        A per-node rule ``rule(p, cands) -> Transition``.
+
+    Returns
+    -------
+    callable
+        The mutant rule ``(p, cands) -> Transition``, named ``<rule>_emit_target``: its emission is
+        ``(1 - sum(cont)) * p``.
+    """
 
     def mutant(p, cands):
         tr = rule(p, cands)
@@ -77,25 +104,75 @@ kseq_skip_residual.__doc__ = "kseq whose node emits from p, not SpecTr's residua
 
 
 def sequential_skip_residual(p, cands: Sequence[Candidate]) -> Transition:
-    """:func:`~rheotheory.verify.rules.sequential` with :func:`keep_target` as the residual."""
+    """:func:`~rheotheory.verify.rules.sequential` with :func:`keep_target` as the residual.
+
+    Parameters
+    ----------
+    p : numpy.ndarray of shape (V,), Fractions or float64
+        The target law at the node # [vocab].
+    cands : sequence of Candidate
+        The node's candidates, in verification order.
+
+    Returns
+    -------
+    Transition
+        The mutant's continuation probabilities # [num_candidates] and emission law # [vocab].
+    """
     return sequential(p, cands, residual=keep_target)
 
 
 def ot_skip_residual(p, cands: Sequence[Candidate]) -> Transition:
     """:func:`~rheotheory.verify.rules.ot` drawing ``Y`` from ``p`` instead of the residual after
-    the sampled candidate is rejected (the decoding tests' planted bug, ``verifier=``)."""
+    the sampled candidate is rejected (the decoding tests' planted bug, ``verifier=``).
+
+    Parameters
+    ----------
+    p : numpy.ndarray of shape (V,), Fractions or float64
+        The target law at the node # [vocab].
+    cands : sequence of Candidate
+        The node's candidates: deterministic ones and at most one sampled.
+
+    Returns
+    -------
+    Transition
+        The mutant's continuation probabilities # [num_candidates] and emission law # [vocab].
+    """
     return ot(p, cands, residual=keep_target)
 
 
 def ot_wor_skip_residual(p, cands: Sequence[Candidate]) -> Transition:
-    """:func:`~rheotheory.verify.rules.ot_wor` with :func:`keep_target` as the residual."""
+    """:func:`~rheotheory.verify.rules.ot_wor` with :func:`keep_target` as the residual.
+
+    Parameters
+    ----------
+    p : numpy.ndarray of shape (V,), Fractions or float64
+        The target law at the node # [vocab].
+    cands : sequence of Candidate
+        The node's candidates: deterministic ones and samples drawn without replacement.
+
+    Returns
+    -------
+    Transition
+        The mutant's continuation probabilities # [num_candidates] and emission law # [vocab].
+    """
     return ot_wor(p, cands, residual=keep_target)
 
 
 def first_law_for_all(rule: Callable[..., Transition]) -> Callable[..., Transition]:
     """``rule`` given the wrong member laws: every sampled candidate is verified against the law
     of the first sampled one (without replacement: the draft before any removal, as if the draws
-    were i.i.d.), instead of the law it was drawn from."""
+    were i.i.d.), instead of the law it was drawn from.
+
+    Parameters
+    ----------
+    rule : callable
+        A per-node rule ``rule(p, cands) -> Transition``.
+
+    Returns
+    -------
+    callable
+        The mutant rule ``(p, cands) -> Transition``, named ``<rule>_first_law_for_all``.
+    """
 
     def mutant(p, cands):
         first = next((c.law for c in cands if c.law is not None), None)
@@ -177,7 +254,19 @@ class SkipResidualGBV(GreedyBlockVerifier):
 
 @dataclass(frozen=True)
 class Mutant:
-    """One planted bug of one registered verifier."""
+    """One planted bug of one registered verifier.
+
+    Attributes
+    ----------
+    verifier : str
+        The registered verifier it breaks.
+    name : str
+        Short name of the bug, unique per verifier.
+    bug : str
+        One line: what the mutant does wrong.
+    tree_verifier : TreeVerifier
+        The mutant as a tree verifier (never registered).
+    """
 
     verifier: str  # the registered verifier it breaks
     name: str  # short name of the bug, unique per verifier
@@ -258,14 +347,38 @@ MUTANTS: dict[str, tuple[Mutant, ...]] = {
 
 
 def mutants_of(verifier: str) -> tuple[Mutant, ...]:
-    """The mutants of a registered verifier (empty for one that has none: a test fails on that)."""
+    """The mutants of a registered verifier (empty for one that has none: a test fails on that).
+
+    Parameters
+    ----------
+    verifier : str
+        A registered verifier name.
+
+    Returns
+    -------
+    tuple of Mutant
+        Its mutants from :data:`MUTANTS`, the default one first; ``()`` when it has none.
+    """
     return MUTANTS.get(verifier, ())
 
 
 def planted(method, mutant: Mutant | TreeVerifier):
     """``method`` with its tree verifier replaced by ``mutant`` (a :class:`Mutant` or any
     :class:`~rheotheory.verify.walk.TreeVerifier`): same family, fields and builder, so every
-    evaluation that reads ``method.tree_verifier`` runs the bug."""
+    evaluation that reads ``method.tree_verifier`` runs the bug.
+
+    Parameters
+    ----------
+    method : Method
+        The real method.
+    mutant : Mutant or TreeVerifier
+        The bug to plant.
+
+    Returns
+    -------
+    Method
+        An instance of a subclass ``Planted<Class>`` of the method's class, with the same fields.
+    """
     tv = mutant.tree_verifier if isinstance(mutant, Mutant) else mutant
     cls = type(method)
     planted_cls = type(f"Planted{cls.__name__}", (cls,), {"tree_verifier": property(lambda self: tv),
@@ -314,7 +427,22 @@ MEMBER_LAW_BUGS = frozenset({"iid-member-law", "plain-draft"})
 
 @dataclass(frozen=True)
 class Case:
-    """One mutant with the method it is run in and the synthetic pair of its Monte-Carlo test."""
+    """One mutant with the method it is run in and the synthetic pair of its Monte-Carlo test.
+
+    Attributes
+    ----------
+    mutant : Mutant
+        The planted bug.
+    spec : str
+        The method spec (preset or family with options), sized by ``size``.
+    size : tuple of int
+        (K, D, N).
+    mismatch : str
+        Synthetic pair: draft mismatch level (a name of
+        :data:`~rheotheory.synthetic.MISMATCH_LEVELS`).
+    draft_top_k : int
+        Synthetic pair: sparse draft size.
+    """
 
     mutant: Mutant
     spec: str  # the method spec (preset or family with options), sized by ``size``
@@ -330,13 +458,25 @@ class Case:
         return resolve(self.spec, size=self.size).at_temperature(1.0)
 
     def exact_pairs(self) -> list:
-        """The exact instances (see :data:`EXACT_SEEDS`)."""
+        """The exact instances (see :data:`EXACT_SEEDS`).
+
+        Returns
+        -------
+        list of ToyPair
+            ``random_pair(EXACT_VOCAB, depth + 1, seed)`` for each seed of :data:`EXACT_SEEDS`, exact.
+        """
         from ..pairs import random_pair
 
         return [random_pair(EXACT_VOCAB, self.method.depth + 1, seed=s) for s in EXACT_SEEDS]
 
     def mc_pair(self):
-        """The V = 32k synthetic pair of ``rheo mc --mismatch M --sparse K`` (pair seed 0, T = 1)."""
+        """The V = 32k synthetic pair of ``rheo mc --mismatch M --sparse K`` (pair seed 0, T = 1).
+
+        Returns
+        -------
+        SyntheticPair
+            V = :data:`MC_VOCAB`, seed :data:`MC_PAIR_SEED`, the case's mismatch and draft top-k.
+        """
         from ..synthetic import SyntheticPair, mismatch_value
 
         return SyntheticPair(MC_VOCAB, seed=MC_PAIR_SEED, mismatch=mismatch_value(self.mismatch),
@@ -344,7 +484,16 @@ class Case:
 
 
 def cases() -> list[Case]:
-    """Every mutant of :data:`MUTANTS` in the method of its verifier (:data:`CASE_METHODS`)."""
+    """Every mutant of :data:`MUTANTS` in the method of its verifier (:data:`CASE_METHODS`).
+
+    A mutant whose bug is a wrong member law (:data:`MEMBER_LAW_BUGS`) is tested on the
+    ``member-law`` pair of :data:`MC_PAIRS`, every other on the ``residual`` pair.
+
+    Returns
+    -------
+    list of Case
+        One case per mutant, in the order of :data:`MUTANTS`.
+    """
     out = []
     for verifier, mutants in MUTANTS.items():
         spec, size = CASE_METHODS[verifier]
@@ -357,7 +506,13 @@ def cases() -> list[Case]:
 def missing_mutants() -> list[str]:
     """Registered verifiers (per-node and tree-level) with no mutant or no case method: each is
     a verifier no lossless test has been shown to catch when broken. A verifier registered as lossy
-    (:attr:`~rheotheory.verify.walk.TreeVerifier.lossy`) needs none: there is no lossless rule to break."""
+    (:attr:`~rheotheory.verify.walk.TreeVerifier.lossy`) needs none: there is no lossless rule to break.
+
+    Returns
+    -------
+    list of str
+        Their names (empty when every registered verifier is covered).
+    """
     from ..verify.rules import VERIFIERS
     from ..verify.walk import TREE_VERIFIERS
 
@@ -402,7 +557,21 @@ def _peeking_chain():
 
 
 def peeking_chain(depth: int):
-    """The chain of ``depth`` that peeks at its first draw (never registered)."""
+    """The chain of ``depth`` that peeks at its first draw (never registered).
+
+    Unless its first drafted token is the draft's arg-max at the root, the step runs the
+    autoregressive arm instead (a root with no draft); each arm is lossless, the composition is not.
+
+    Parameters
+    ----------
+    depth : int
+        The chain's depth D >= 1.
+
+    Returns
+    -------
+    Method
+        A ``PeekingChain``, a subclass of the chain method with the ``sequential`` verifier.
+    """
     return _peeking_chain()(depth=depth, verifier="sequential")
 
 
@@ -412,16 +581,50 @@ class PeekingPolicy:
     every later step chooses between that chain and autoregressive decoding *after* seeing the
     chain's first draft sample (:func:`peeking_chain`). Each arm is lossless; the choice reads the
     current step's draw, and the exact n-step certifier (:func:`rheotheory.exact.certify_steps`)
-    finds the composition lossy."""
+    finds the composition lossy.
+
+    Attributes
+    ----------
+    depth : int
+        The chain's depth D.
+    step : int, default 0
+        The index of the step this policy chooses for (0: the first step).
+    """
 
     depth: int
     step: int = 0
     reads_root = False
 
     def choose(self, root_q=None):
+        """The method of this step: the plain chain at step 0, the peeking chain afterwards.
+
+        Parameters
+        ----------
+        root_q : numpy.ndarray of shape (V,), optional
+            The draft's root law; not read (:attr:`reads_root` is False).
+
+        Returns
+        -------
+        Method
+            ``make_method("chain", depth=depth)`` at step 0, else :func:`peeking_chain`.
+        """
         from ..methods import make_method
 
         return make_method("chain", depth=self.depth) if self.step == 0 else peeking_chain(self.depth)
 
     def after(self, method, z) -> "PeekingPolicy":
+        """The policy of the next step, once this step ran ``method`` and emitted ``z``.
+
+        Parameters
+        ----------
+        method : Method
+            The method this step ran (not read).
+        z : tuple of int
+            The step's output (not read).
+
+        Returns
+        -------
+        PeekingPolicy
+            The same depth, ``step + 1``.
+        """
         return PeekingPolicy(self.depth, self.step + 1)
