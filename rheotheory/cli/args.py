@@ -8,9 +8,11 @@ family's fields appear on every command without an edit here.
 from __future__ import annotations
 
 import argparse
+import textwrap
 import contextlib
 import math
 import os
+import re
 import sys
 
 from ..errors import RheoError
@@ -21,7 +23,8 @@ __all__ = ["EXIT_BAD_INPUT", "EXIT_INTERRUPTED", "Parser", "int_range", "float_r
            "method_from_args", "method_overrides", "method_at", "given_settings", "MAX_SEED", "MAX_SYNTHETIC_VOCAB",
            "MAX_WORK", "NODE_OVERHEAD", "threads_arg", "add_max_entries", "add_max_work", "add_progress",
            "check_work", "mc_work", "check_fits_vocab", "check_out_file", "progress_bar", "progress_on", "busy",
-           "announce", "EXIT_LOSSY", "EXIT_LOSSLESS", "EXIT_CODES", "WORK_PER_SECOND", "ANNOUNCE_SECONDS",
+           "announce", "EXIT_LOSSY", "EXIT_LOSSLESS", "EXIT_DONE", "COMMON_EXITS", "set_exit_statuses",
+           "WORK_PER_SECOND", "ANNOUNCE_SECONDS",
            "PILOT_FROM_SECONDS", "wants_pilot",
            "format_seconds"]
 
@@ -30,12 +33,33 @@ EXIT_LOSSLESS = 0
 EXIT_LOSSY = 1
 EXIT_BAD_INPUT = 2
 
-#: The ``--help`` epilog of a command with a verdict.
-EXIT_CODES = (f"exit status: {EXIT_LOSSLESS} LOSSLESS, {EXIT_LOSSY} LOSSY, {EXIT_BAD_INPUT} bad input "
-              "(one line on stderr), 130 interrupted")
-
 #: Exit code after Ctrl-C (128 + SIGINT, as shells report it).
 EXIT_INTERRUPTED = 130
+
+#: The exit statuses of a command that only does its work (``instance``, ``decode``, ...).
+EXIT_DONE = ((0, "done"),)
+
+#: What every command's bad input and Ctrl-C exit with (a command's own rows may say more of 2).
+COMMON_EXITS = ((EXIT_BAD_INPUT, "bad input: one line on stderr saying what is wrong, never a traceback"),
+                (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"))
+
+
+def set_exit_statuses(parser, rows) -> None:
+    """Give a command its table of exit statuses: the ``--help`` epilog lists them one per line,
+    and the CLI reference renders them (``parser.exit_statuses``).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The command's parser.
+    rows : sequence of (int, str)
+        Each status the command's own outcome gives, with its meaning; bad input (2) and Ctrl-C
+        (130) are added from :data:`COMMON_EXITS` unless ``rows`` already says what they mean.
+    """
+    own = {code for code, _ in rows}
+    rows = tuple(rows) + tuple(r for r in COMMON_EXITS if r[0] not in own)
+    parser.exit_statuses = tuple(sorted(rows))
+    parser.epilog = "exit status:\n" + "\n".join(f"  {code:<3}  {meaning}" for code, meaning in parser.exit_statuses)
 
 #: Seeds are integers in 0..MAX_SEED (numpy and torch take 64-bit seeds).
 MAX_SEED = 2**63 - 1
@@ -195,7 +219,21 @@ class ListArg(argparse.Action):
 
 
 class HelpFormatter(argparse.HelpFormatter):
-    """argparse's help, with a list flag shown in one form (its metavar, ``SPEC,...``)."""
+    """argparse's help, with a list flag shown in one form (its metavar, ``SPEC,...``), and a
+    description or epilog written on several lines (an exit-status table) kept line by line."""
+
+    def _fill_text(self, text, width, indent):
+        if "\n" not in text:
+            return super()._fill_text(text, width, indent)
+        out = []
+        for line in text.splitlines():
+            lead = len(line) - len(line.lstrip())
+            code = re.match(r"\s*\d+\s+", line)
+            hang = len(code.group(0)) if code else lead  # NOTE: under the meaning, not the code
+            wrapped = textwrap.wrap(line.strip(), max(width - hang, 20)) or [""]
+            out.append(indent + " " * lead + wrapped[0])
+            out += [indent + " " * hang + w for w in wrapped[1:]]
+        return "\n".join(out)
 
     def _format_args(self, action, default_metavar):
         if isinstance(action, ListArg):

@@ -6,7 +6,7 @@ import json
 import sys
 
 from .args import (EXIT_BAD_INPUT, EXIT_LOSSLESS, EXIT_LOSSY, add_progress, announce, float_range, int_range,
-                   progress_bar, seed_arg)
+                   progress_bar, seed_arg, set_exit_statuses)
 
 __all__ = ["register", "run", "PILOT_RUNS", "AUDIT_THREADS", "EXIT_DIFFERS"]
 
@@ -22,21 +22,27 @@ PILOT_RUNS = 5
 #: target is per core.
 AUDIT_THREADS = 1
 
-EPILOG = (f"exit status: {EXIT_LOSSLESS} not rejected (reported as lossless), {EXIT_LOSSY} rejected (lossy, or "
-          f"lossy-by-design), {EXIT_BAD_INPUT} bad input or a verifier that breaks its contract or avoids being "
-          f"tested, or a pass its planted companion shows it could not have failed, {EXIT_DIFFERS} law not rejected but the calls follow neither standard rejection sampling nor the "
-          "one-hot rule (--rule any: test the law alone)")
+#: What each exit status of ``rheo audit`` means (its ``--help`` and the CLI reference).
+EXIT_STATUSES = (
+    (EXIT_LOSSLESS, "not rejected: no setting's law was rejected (the output states the smallest deviation each "
+                    "test would detect)"),
+    (EXIT_LOSSY, "rejected: lossy, or lossy-by-design (a setting approximate on purpose)"),
+    (EXIT_BAD_INPUT, "bad input, a verifier that breaks its contract or avoids being tested, or a pass its planted "
+                     "companion shows it could not have failed (inconclusive): one line on stderr"),
+    (EXIT_DIFFERS, "law not rejected, but the calls follow no known lossless rule"),
+)
 
 
 def register(sub) -> None:
     a = sub.add_parser("audit", help="test a verifier function or an engine's sampled output against the exact "
-                       "target law", epilog=EPILOG,
+                       "target law",
                        description="Drive a verifier function (--verifier, with seeded toy laws) or an engine's "
                        "real code path (--engine) and test the law of the first L generated tokens (bonus token "
                        "included) against the exact target law, one Pearson test per setting, Bonferroni over "
                        "the settings. Reports p, N, alpha and the smallest total variation detected with power "
                        "0.8; runs a planted companion through the same harness, which must be rejected. "
                        "docs/guide/audit.md.")
+    set_exit_statuses(a, EXIT_STATUSES)
     who = a.add_mutually_exclusive_group()
     who.add_argument("--verifier", metavar="SPEC", help="MODULE:FUNCTION or path/to/file.py:FUNCTION")
     who.add_argument("--engine", metavar="NAME", help="an engine adapter (rheo audit --list)")

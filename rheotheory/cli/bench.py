@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from .args import (TEMPERATURE_RANGE, add_list, add_method_arguments, add_progress, given_settings, int_range,
-                   method_at, method_overrides, positive_int, progress_bar, spec_arg, temperature_arg)
+from .args import (EXIT_DONE, TEMPERATURE_RANGE, add_list, add_method_arguments, add_progress, given_settings,
+                   int_range, method_at, method_overrides, positive_int, progress_bar, set_exit_statuses, spec_arg,
+                   temperature_arg)
 from .models import (add_model_arguments, auto_budget, auto_choice, check_model_fits, describe_choice,
                      draft_top_k_option, load_pair, need_torch, refuse_sized_specs, set_threads, size_row,
                      warn_if_lossy)
@@ -26,6 +27,8 @@ def register(sub) -> None:
                        "autoregressive sampling for each temperature. Tokens per step comes with a 95% interval "
                        "(mean of the per-step |Z| +- 1.96 sd / sqrt(steps)). Method flags apply to every method "
                        "that has the field.")
+
+    set_exit_statuses(b, EXIT_DONE)
     add_list(b, "--temperatures", temperature_arg, "T,...", f"temperatures ({TEMPERATURE_RANGE}; default 0,0.5,1; "
              "with --out 0,0.25,...,1.5)", default=None)
     add_list(b, "--methods", spec_arg, "SPEC,...", "method specs: presets or families with :field=value options "

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from .args import (EXIT_CODES, EXIT_LOSSLESS, EXIT_LOSSY, add_method_arguments, add_progress, add_toy_instance_arguments,
-                   announce, check_work, method_from_args, positive_int, print_toy_header, progress_bar,
-                   toy_pair_from_args)
+from .args import (EXIT_BAD_INPUT, EXIT_LOSSLESS, EXIT_LOSSY, add_method_arguments, add_progress,
+                   add_toy_instance_arguments, announce, check_work, method_from_args, positive_int, print_toy_header,
+                   progress_bar, set_exit_statuses, toy_pair_from_args)
 
 __all__ = ["register", "run", "sized_certify", "size_enumeration"]
 
@@ -30,7 +30,14 @@ def register(sub) -> None:
                        "equivalence classes and report the exact output law's deviation from the target "
                        "(docs/theory.md section 4), the exact tokens per step and the class counts. A large "
                        "enumeration is estimated first (random probes of the construction tree) and refused "
-                       "over --max-branches.", epilog=EXIT_CODES)
+                       "over --max-branches.")
+    set_exit_statuses(c, (
+        (EXIT_LOSSLESS, "LOSSLESS: the exact output law equals the target's on the instance (every deviation is "
+                        "exactly 0)"),
+        (EXIT_LOSSY, "LOSSY: some deviation is not 0 (the worst sequence is printed)"),
+        (EXIT_BAD_INPUT, "bad input, or with --strict a method that breaks the builder's contract (docs/theory.md "
+                         "section 5.3): one line on stderr naming the fault"),
+    ))
     add_toy_instance_arguments(c)
     add_method_arguments(c, size="toy")
     c.add_argument("--json", action="store_true", help="print one JSON object")

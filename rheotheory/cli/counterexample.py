@@ -6,7 +6,10 @@ import json
 
 from ..executors import EXECUTORS
 from .args import (add_method_arguments, add_progress, announce, check_out_file, check_work, int_range,
-                   method_from_args, positive_int, progress_bar, seed_arg, threads_arg)
+                   method_from_args, positive_int, progress_bar, seed_arg, set_exit_statuses, threads_arg)
+
+#: Exit status when a lossy instance is found (as ``certify`` exits 1 on a loss).
+EXIT_FOUND = 1
 
 __all__ = ["register", "run", "MAX_SEARCH_VOCAB", "MAX_INSTANCES", "DEFAULT_SEARCH_BRANCHES"]
 
@@ -37,6 +40,10 @@ def register(sub) -> None:
         "families with K, D, N draw K in 2..--top-k, D in 2..--depth, N in K..min(2K, --budget); chains draw "
         "D in 2..--depth). The first lossy instance is shrunk greedily (fewest tokens, smallest depth, top-K "
         "and budget, simplest rationals) and written as instance JSON.")
+    set_exit_statuses(c, (
+        (0, "none found in the instances searched"),
+        (EXIT_FOUND, "a lossy instance found: printed, shrunk, and written with --out"),
+    ))
     add_method_arguments(c, size="toy")
     c.add_argument("--instances", type=int_range(1, MAX_INSTANCES), default=200, metavar="N",
                    help=f"random instances to certify, 1..{MAX_INSTANCES} (default 200)")
@@ -101,7 +108,7 @@ def run(args) -> int:
         d["searched"] = method.to_dict()
         d["estimated_seconds"] = round(estimated[0], 3) if estimated else None
         print(json.dumps(d))
-        return 0
+        return EXIT_FOUND if res.found else 0
     if not res.found:
         print(f"none found in {res.instances} instances ({method.describe()}, seed {args.seed})")
         return 0
@@ -113,7 +120,7 @@ def run(args) -> int:
     print(f"sequence        : {list(res.sequence)}")
     print(f"instance        : {args.out if args.out else '(not written; use --out FILE)'}")
     print(f"certifications  : {res.certifications}")
-    return 0
+    return EXIT_FOUND
 
 
 def check_search(method, args) -> None:

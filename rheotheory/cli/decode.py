@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from .args import (TEMPERATURE_RANGE, add_method_arguments, add_progress, given_settings, method_at, method_from_args,
-                   positive_int, progress_bar, temperature_arg)
+from .args import (EXIT_DONE, TEMPERATURE_RANGE, add_method_arguments, add_progress, given_settings, method_at,
+                   method_from_args, positive_int, progress_bar, set_exit_statuses, temperature_arg)
 from .models import (add_model_arguments, auto_budget, check_model_fits, choose_auto_size, draft_top_k_option,
                      load_pair, need_torch, set_threads, size_row, warn_if_lossy)
 
@@ -23,6 +23,7 @@ def register(sub) -> None:
                        "Hugging Face model directories (--target, --draft). Prints the continuation "
                        "and per-step statistics. Tree sizes the preset leaves open: row 'builtin' (K=2 D=4 "
                        "N=8) for the built-in pair, row 'smollm2' (K=2 D=1 N=2) for SmolLM2, row 'model' (K=4 D=6 N=20) for a --target/--draft pair (`rheo methods`).")
+    set_exit_statuses(d, EXIT_DONE)
     d.add_argument("--prompt", default="def fib(", help="ASCII prompt (default 'def fib(')")
     add_method_arguments(d, default=DECODE_PRESET, size=None, auto_budget=True)
     d.add_argument("--temperature", type=temperature_arg, default=1.0,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .args import add_progress, busy
+from .args import (EXIT_DONE, add_progress, busy, set_exit_statuses)
 
 __all__ = ["register", "run"]
 
@@ -19,6 +19,7 @@ def register(sub) -> None:
                        "SpecForge, SGLang and vLLM load unchanged, its manifest.json copied beside. A head in "
                        "rheotheory's first architecture (v1, v2) is refused: no EAGLE-3 layer reproduces it. "
                        "docs/guide/smollm2.md.")
+    set_exit_statuses(h, EXIT_DONE)
     h.add_argument("action", choices=("info", "export"), help="info or export")
     h.add_argument("src", metavar="SRC", help="the head's folder")
     h.add_argument("out", metavar="OUT", nargs="?", default=None, help="export: the folder to write")

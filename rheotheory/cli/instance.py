@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from .args import add_max_entries, add_progress, announce, busy, float_range, nonneg_int, positive_int, seed_arg
+from .args import (EXIT_DONE, add_max_entries, add_progress, announce, busy, float_range, nonneg_int, positive_int,
+                   seed_arg, set_exit_statuses)
 
 #: Seconds per probability of an instance made and written (measured: V = 10^6, horizon 0,
 #: weights, 2 x 10^6 probabilities in 88 s on a shared core).
@@ -16,6 +17,7 @@ __all__ = ["register", "run"]
 def register(sub) -> None:
     i = sub.add_parser("instance", help="write a random toy instance JSON to stdout",
                        description="Generate a seeded toy LM pair and print it in the instance format.")
+    set_exit_statuses(i, EXIT_DONE)
     i.add_argument("--vocab", type=positive_int, default=4, help="vocabulary size (default 4)")
     i.add_argument("--horizon", type=nonneg_int, default=3, help="longest prefix (default 3)")
     i.add_argument("--seed", type=seed_arg, default=0, help="seed (0..2^63-1, default 0)")

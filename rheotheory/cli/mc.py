@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from .args import (EXIT_CODES, EXIT_LOSSLESS, EXIT_LOSSY, MAX_SEED, MAX_SYNTHETIC_VOCAB, TEMPERATURE_RANGE,
-                   WORK_PER_SECOND, add_max_entries, add_max_work, add_method_arguments, add_progress, announce,
-                   check_fits_vocab, check_work, float_range, given_settings, int_range, mc_work, method_at,
-                   method_from_args, progress_bar, seed_arg, show, temperature_arg, vocab_arg, wants_pilot)
+from .args import (EXIT_LOSSLESS, EXIT_LOSSY, MAX_SEED, MAX_SYNTHETIC_VOCAB, TEMPERATURE_RANGE, WORK_PER_SECOND,
+                   add_max_entries, add_max_work, add_method_arguments, add_progress, announce, check_fits_vocab,
+                   check_work, float_range, given_settings, int_range, mc_work, method_at, method_from_args,
+                   progress_bar, seed_arg, set_exit_statuses, show, temperature_arg, vocab_arg, wants_pilot)
 
 __all__ = ["register", "run", "mismatch_arg"]
 
@@ -52,8 +52,12 @@ def register(sub) -> None:
         description="Sample steps of a method, complete short outputs with fresh target samples and test the "
         "extended output law against the target for every length 1..D+1 (Pearson chi-square with pooled rare "
         "cells, Bonferroni over lengths; docs/theory.md section 6). Prints the statistic, p-value, sample size, "
-        "verdict and tokens per step with a 95% interval. Without INSTANCE a seeded synthetic pair is used.",
-        epilog=EXIT_CODES)
+        "verdict and tokens per step with a 95% interval. Without INSTANCE a seeded synthetic pair is used.")
+    set_exit_statuses(m, (
+        (EXIT_LOSSLESS, "not rejected: the chi-square test did not reject the target law at alpha (the output states "
+                         "the smallest deviation it would detect)"),
+        (EXIT_LOSSY, "rejected: the sampled output law differs from the target's (p < alpha)"),
+    ))
     m.add_argument("instance", nargs="?", default=None, help="instance JSON (toy pair); default: a synthetic pair")
     add_method_arguments(m, size="toy")
     g = m.add_argument_group("synthetic pair (only when no INSTANCE is given)")
@@ -170,12 +174,12 @@ def run(args) -> int:
     if res.lossless:
         best = min(range(len(detect)), key=lambda i: detect[i])
         first = "first token" if best == 0 else f"first {best + 1} tokens"
-        print(f"verdict         : LOSSLESS (not rejected at N = {res.samples})")
+        print(f"verdict         : not rejected at N = {res.samples}, alpha {res.alpha:g} (a test, not a proof)")
         print(f"detects         : with power {POWER:g}, a TV >= {detect[best]:.3g} in the law of the {first}, "
               f">= {detect[-1]:.3g} in the law of all {len(detect)} (over the pooled cells); smaller deviations "
               "can pass")
     else:
-        print("verdict         : LOSSY (rejected)")
+        print(f"verdict         : rejected at alpha {res.alpha:g}: the output law is not the target's (lossy)")
     if not res.lossless:
         print(f"worst cell      : l={worst.length} '{worst.worst_cell}': observed {worst.observed}, "
               f"expected {worst.expected:.1f}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .args import set_exit_statuses, EXIT_DONE
+
 import json
 
 __all__ = ["register", "run"]
@@ -12,6 +14,7 @@ def register(sub) -> None:
                        description="Every preset is a full method spec shared by every command (--preset NAME); "
                        "explicit flags override single fields. Tree sizes a preset leaves open come from the "
                        "command family's row of the size table.")
+    set_exit_statuses(m, EXIT_DONE)
     m.add_argument("--json", action="store_true", help="print one JSON object")
     m.set_defaults(func=run)
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 
-from .args import (add_list, add_method_arguments, add_progress, add_toy_instance_arguments, method_from_args,
-                   positive_int, print_toy_header, progress_bar, toy_pair_from_args)
+from .args import (EXIT_DONE, add_list, add_method_arguments, add_progress, add_toy_instance_arguments,
+                   method_from_args, positive_int, print_toy_header, progress_bar, set_exit_statuses,
+                   toy_pair_from_args)
 from .certify import DEFAULT_MAX_BRANCHES, size_enumeration
 
 __all__ = ["register", "run"]
@@ -28,6 +29,8 @@ def register(sub) -> None:
                        "every lossless verifier, attained or not. On trees of a fixed shape (static, chain, "
                        "multichain) it also prints the best per-node verifier's bound (docs/theory.md section 7.4): "
                        "what no verifier deciding node by node can pass, even knowing the whole pair.")
+
+    set_exit_statuses(c, EXIT_DONE)
     add_toy_instance_arguments(c)
     add_method_arguments(c, size="toy")
     add_list(c, "--verifiers", None, "NAME,...", "verifiers to certify beside the optimum (default: every verifier "

@@ -6,9 +6,9 @@ import json
 import math
 import sys
 
-from .args import (MAX_SYNTHETIC_VOCAB, TEMPERATURE_RANGE, WORK_PER_SECOND, add_list,
-                   add_max_work, add_progress, announce, check_fits_vocab, check_work, file_stem, int_range, mc_work,
-                   positive_int, progress_on, seed_arg, spec_arg, temperature_arg, threads_arg, vocab_arg,
+from .args import (EXIT_DONE, MAX_SYNTHETIC_VOCAB, TEMPERATURE_RANGE, WORK_PER_SECOND, add_list, add_max_work,
+                   add_progress, announce, check_fits_vocab, check_work, file_stem, int_range, mc_work, positive_int,
+                   progress_on, seed_arg, set_exit_statuses, spec_arg, temperature_arg, threads_arg, vocab_arg,
                    wants_pilot)
 from .mc import mismatch_arg
 
@@ -30,6 +30,7 @@ def register(sub) -> None:
         "and tree size (K,D,N), each step from a fresh random context (the same contexts for every method). "
         "Writes a CSV and a PNG and prints the table. Method specs: preset or family names with optional "
         ":field=value options (see `rheo methods`), e.g. eagle, rheo, rheo-tuned, rheo:m=K/2:proxy=tail.")
+    set_exit_statuses(s, EXIT_DONE)
     s.add_argument("--vocab", type=vocab_arg, default=d.vocab_size, metavar="V",
                    help=f"vocabulary size, 2..{MAX_SYNTHETIC_VOCAB} (default {d.vocab_size})")
     s.add_argument("--sparse", type=int_range(1, MAX_SYNTHETIC_VOCAB), default=d.draft_top_k, metavar="K",
