@@ -80,7 +80,7 @@ def point_mass(law, token: int):
     Returns
     -------
     numpy.ndarray of shape (V,), Fractions or float64
-        # [vocab]: 1 on ``token``, 0 elsewhere, in the shape and type of ``law``.
+        1 on ``token``, 0 elsewhere, in the shape and type of ``law``, # [vocab].
     """
     out = law * 0
     out[token] = _one(law)

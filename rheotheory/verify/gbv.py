@@ -87,7 +87,7 @@ def rank_order(P, Q) -> np.ndarray:
     Returns
     -------
     numpy.ndarray of shape (S,), int
-        # [support]: the token ids with :math:`Q(t) > 0`, in GBV's order.
+        The token ids with :math:`Q(t) > 0`, in GBV's order, # [support].
     """
     supp = np.flatnonzero(Q != 0)  # [support]
     return supp[np.lexsort((supp, P[supp] / Q[supp]))]  # last key first: by ratio, then by id
@@ -106,7 +106,7 @@ def rank_positions(P, Q) -> np.ndarray:
     Returns
     -------
     numpy.ndarray of shape (V,), int64
-        # [vocab]: each token's position.
+        Each token's position, # [vocab].
     """
     pos = np.empty(len(Q), dtype=np.int64)
     pos[np.concatenate([rank_order(P, Q), np.flatnonzero(Q == 0)])] = np.arange(len(Q))

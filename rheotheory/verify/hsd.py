@@ -63,16 +63,16 @@ def joint_weights(toks, P, Q):
     toks : sequence of int
         The chain's tokens :math:`X_1 .. X_\\gamma`.
     P : list of numpy.ndarray of shape (V,), Fractions or float64
-        # [gamma + 1, vocab]: the target laws at the chain's nodes, root first.
+        The target laws at the chain's nodes, root first, # [gamma + 1, vocab].
     Q : list of numpy.ndarray of shape (V,), Fractions or float64
-        # [gamma, vocab]: the drafts each token was drawn from.
+        The drafts each token was drawn from, # [gamma, vocab].
 
     Returns
     -------
     r : list of Fraction or float
-        # [gamma + 1]: the joint ratios, :math:`r_0 = 1`, uncapped.
+        The joint ratios, :math:`r_0 = 1`, uncapped, # [gamma + 1].
     w : list of Fraction or float
-        # [gamma + 1]: :math:`\\min(1, r_i)`.
+        The weights :math:`\\min(1, r_i)`, # [gamma + 1].
     """
     r = [_one(P[0])]
     for i, x in enumerate(toks):

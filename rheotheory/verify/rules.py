@@ -73,9 +73,9 @@ class Transition:
     Attributes
     ----------
     cont : list of Fraction or float
-        # [num_candidates]: the probability of continuing into each candidate.
+        The probability of continuing into each candidate, # [num_candidates].
     emit : numpy.ndarray of shape (V,), Fractions or float64
-        # [vocab]: the probability of emitting ``y`` and stopping.
+        The probability of emitting ``y`` and stopping, # [vocab].
     """
 
     cont: list  # [num_candidates] probability of continuing into each candidate
@@ -118,9 +118,10 @@ def sequential(p, cands: Sequence[Candidate], residual=laws.residual) -> Transit
     cands : sequence of Candidate
         The node's kept children in the order they are tried (creation order): a deterministic one
         has ``law=None``, a sampled one the law it was drawn from (# [vocab]).
-    residual : callable, default :func:`rheotheory.laws.residual`
-        ``residual(p, L)``: the law after a sampled candidate from ``L`` was rejected; only the
-        planted bugs of :mod:`rheotheory.testing.mutants` replace it.
+    residual : callable, optional
+        ``residual(p, L)``: the law after a sampled candidate from ``L`` was rejected, by default
+        :func:`rheotheory.laws.residual`; only the planted bugs of :mod:`rheotheory.testing.mutants`
+        replace it.
 
     Returns
     -------
@@ -333,8 +334,9 @@ def ot(p, cands: Sequence[Candidate], residual=laws.residual) -> Transition:
     cands : sequence of Candidate
         The node's kept children in the order they are tried (creation order): a deterministic one
         has ``law=None``, a sampled one the law it was drawn from (# [vocab]).
-    residual : callable, default :func:`rheotheory.laws.residual`
-        ``residual(p, L)``: the law of ``Y`` after the rejection, as in :func:`sequential`.
+    residual : callable, optional
+        ``residual(p, L)``: the law of ``Y`` after the rejection, by default
+        :func:`rheotheory.laws.residual`, as in :func:`sequential`.
 
     Returns
     -------
@@ -423,9 +425,10 @@ def ot_wor(p, cands: Sequence[Candidate], residual=laws.residual) -> Transition:
     cands : sequence of Candidate
         The node's kept children in the order they are tried (creation order): a deterministic one
         has ``law=None``, a sampled one the law it was drawn from (# [vocab]).
-    residual : callable, default :func:`rheotheory.laws.residual`
-        ``residual(p, L)``: the law after a sampled candidate from ``L`` was rejected; only the
-        planted bugs of :mod:`rheotheory.testing.mutants` replace it.
+    residual : callable, optional
+        ``residual(p, L)``: the law after a sampled candidate from ``L`` was rejected, by default
+        :func:`rheotheory.laws.residual`; only the planted bugs of :mod:`rheotheory.testing.mutants`
+        replace it.
 
     Returns
     -------
@@ -630,7 +633,7 @@ def output_law(tr: Transition, cands: Sequence[Candidate]) -> np.ndarray:
     Returns
     -------
     numpy.ndarray of shape (V,), Fractions or float64
-        # [vocab]: ``tr.emit`` plus each candidate's continuation probability on its token.
+        ``tr.emit`` plus each candidate's continuation probability on its token, # [vocab].
     """
     out = tr.emit * 1
     for c, w in zip(cands, tr.cont):
