@@ -38,7 +38,13 @@ class PluginError(RheoError):
 
 
 def loaded_plugins() -> list[str]:
-    """What has been loaded, in order (files as absolute paths, modules by name)."""
+    """What has been loaded, in order.
+
+    Returns
+    -------
+    list of str
+        Files as absolute paths, modules by name, entry points by their value (``module:attr``).
+    """
     return list(_LOADED)
 
 
@@ -133,7 +139,15 @@ def _export(path: str) -> None:
 
 
 def ensure_plugins() -> None:
-    """Load the plugins :data:`ENV_VAR` names and the installed entry points, once."""
+    """Load the plugins :data:`ENV_VAR` names and the installed entry points, once.
+
+    An entry point names a module (importing it registers) or a function, called with no arguments.
+
+    Raises
+    ------
+    PluginError
+        A plugin or an entry point does not load (or its function raises).
+    """
     global _ENV_AND_ENTRY_POINTS_LOADED
     if _ENV_AND_ENTRY_POINTS_LOADED:
         return
@@ -159,9 +173,21 @@ def ensure_plugins() -> None:
 
 
 def is_reference(text) -> bool:
-    """Whether a method or verifier spec is a reference ``WHERE:NAME[:field=value...]`` (its second
-    part is a Python name, not a ``field=value`` option).
+    """Whether a method or verifier spec is a reference ``WHERE:NAME[:field=value...]``.
 
+    Parameters
+    ----------
+    text : str
+        A spec as a command or :func:`rheotheory.methods.resolve` takes it (any other object: False).
+
+    Returns
+    -------
+    bool
+        True when its first part is non-empty and its second a Python name, not a ``field=value``
+        option.
+
+    Examples
+    --------
     >>> is_reference("fork_method.py:ForkMethod:width=3"), is_reference("rheo:m=1"), is_reference("rheo")
     (True, False, False)
     """
@@ -173,6 +199,18 @@ def is_reference(text) -> bool:
 
 def load_object(ref: str):
     """The object ``WHERE:NAME`` names (``WHERE`` a file or a module, loaded by :func:`load_plugin`).
+
+    Parameters
+    ----------
+    ref : str
+        A reference ``WHERE:NAME[:field=value...]`` (the options are not read here).
+
+    Returns
+    -------
+    object
+        The attribute ``NAME`` of the loaded plugin: a :class:`~rheotheory.methods.registry.Method`
+        subclass or object, a preset, a per-node rule or a
+        :class:`~rheotheory.verify.walk.TreeVerifier`, as the caller expects.
 
     Raises
     ------

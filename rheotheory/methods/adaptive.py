@@ -104,7 +104,60 @@ _PARSE = {"threshold": _fraction_value("threshold", False), "accept": _fraction_
 @register
 @dataclass(frozen=True)
 class AdaptiveMethod(DynamicMethod):
-    """Adaptive RheoSampling: head by threshold on q, K - m tail samples without replacement, ot-wor."""
+    """Adaptive RheoSampling: a head of m ranked tokens sized from q, K - m tail samples without
+    replacement, ``ot-wor`` (docs/theory.md section 2.7).
+
+    The head's size m comes from the draft law at each expansion (the ``predicted`` or
+    ``threshold`` rule), or is fixed. Fractions and temperatures are kept as text (plain data,
+    exact); the constructor writes temperatures in their shortest form (``"0.50"`` becomes ``"0.5"``).
+
+    Attributes
+    ----------
+    verifier : str, optional
+        The verifier (default ``ot-wor``; also ``onehot``, ``sequential``, ``traversal`` with
+        ``head=0`` and the tail proxy only, and ``traversal-ot``, a lossy negative control).
+    top_k : int
+        K: slots per expansion and nodes expanded per layer.
+    depth : int
+        D: tree depth (layers below the root).
+    budget : int
+        N: non-root nodes kept by the global prune.
+    head : int or str, default "predicted"
+        The deterministic head per expansion: ``"predicted"`` (the m with the best per-node
+        acceptance predicted for p-hat = norm(q^(1/T))), ``"threshold"`` (the ranked tokens with
+        q >= ``threshold``), or a fixed integer m (at most K-1 in every case).
+    threshold : str, default "1/4"
+        Theta of the ``threshold`` head rule: the draft probability from which a ranked token is
+        placed deterministically, a fraction in [0, 1].
+    proxy : str, default "predicted"
+        The slot scores: ``predicted`` (path probabilities under p-hat), ``tail``, ``next``, or
+        ``true`` (a lossy negative control).
+    t_hat : str, default "1"
+        T of the predicted target p-hat = norm(q^(1/T)), a number > 0; sweeps and decoding set it
+        to the target temperature (:meth:`at_temperature`).
+    accept : str, default "3/4"
+        Tail proxy: the first sample of an expansion scores its parent times this times the tail
+        mass; a fraction in (0, 1].
+    decay : str, default "1/2"
+        Tail and predicted proxies: each later sample of an expansion scores this times the one
+        before; a fraction in (0, 1].
+    greedy : str, default "eagle"
+        The tree at T = 0: ``eagle`` (all slots deterministic) or ``same``.
+    eagle_below : str, default "0.5"
+        For 0 < T below this target temperature the EAGLE tree runs (as at T = 0 with
+        ``greedy=eagle``); ``"off"``: never.
+    below : str, default "rheo"
+        The tree for ``eagle_below`` <= T < ``sampled_from``: ``rheo`` (the ``rheo-tuned`` preset's
+        RheoSampling tree at the same size) or ``same`` (this family's head rule).
+    sampled_from : str, default "1"
+        From this target temperature on: head 0 (every slot sampled without replacement), the tail
+        proxy and Traversal Verification; ``"off"``: never.
+
+    Raises
+    ------
+    TreeError
+        On construction: a field outside its range (see :meth:`validate`).
+    """
 
     family: ClassVar[str] = "adaptive"
     summary: ClassVar[str] = ("adaptive RheoSampling: head = ranked tokens with q >= threshold, the other "
@@ -147,6 +200,15 @@ class AdaptiveMethod(DynamicMethod):
                                parse=_PARSE["sampled_from"], metavar="T")
 
     def validate(self) -> None:
+        """Parse and normalise the head, the fractions and the temperatures, then check the bands, the
+        ``traversal`` restriction, the sizes and the builder's own checks.
+
+        Raises
+        ------
+        TreeError
+            A field outside its range, ``greedy`` or ``below`` not one of its two values, or
+            ``traversal`` with a head other than 0 or a proxy other than ``tail``.
+        """
         object.__setattr__(self, "head", _head_value(self.head))
         for name, parse in _PARSE.items():
             object.__setattr__(self, name, parse(getattr(self, name)))
@@ -161,16 +223,57 @@ class AdaptiveMethod(DynamicMethod):
         super().validate()  # positive sizes and the builder's own checks
 
     def config(self) -> AdaptiveConfig:
+        """The adaptive builder's configuration of this method.
+
+        Returns
+        -------
+        AdaptiveConfig
+            K, D, N, the head rule, threshold and proxy, ``t_hat`` as the temperature, and the
+            fractions as :class:`fractions.Fraction`.
+        """
         return AdaptiveConfig(self.top_k, self.depth, self.budget, head=self.head,
                               threshold=Fraction(self.threshold), proxy=self.proxy,
                               temperature=float(self.t_hat), sample_accept=Fraction(self.accept),
                               sample_decay=Fraction(self.decay))
 
     def build_tree(self, pair, cfg, chooser, cache):
+        """One adaptive tree (:func:`~rheotheory.trees.adaptive.build_adaptive`).
+
+        Parameters
+        ----------
+        pair : ToyPair or SyntheticPair
+            The target and draft laws (the pair protocol of :mod:`rheotheory.pairs`).
+        cfg : AdaptiveConfig
+            The builder's configuration (:meth:`config`).
+        chooser : Chooser
+            Answers every draw of the construction (:class:`~rheotheory.trees.tree.Chooser`).
+        cache : ExpansionCache
+            Ranked draft laws shared by the trees built on ``pair``.
+
+        Returns
+        -------
+        Tree
+            The finished (pruned) draft tree.
+        """
         return build_adaptive(pair, cfg, chooser, cache)
 
     def at_temperature(self, temperature: float) -> Method:
-        """The method run at target temperature T: the regimes of the module docstring."""
+        """The method run at target temperature T: the bands of the module docstring.
+
+        Parameters
+        ----------
+        temperature : float
+            The target's sampling temperature T (0: greedy).
+
+        Returns
+        -------
+        Method
+            An :class:`~rheotheory.methods.dynamic.EagleMethod` of the same size at T = 0 (with
+            ``greedy=eagle``) and for 0 < T < ``eagle_below``; for T >= ``sampled_from``, this
+            method with head 0, the tail proxy, ``traversal`` and ``t_hat = T``; below that, with
+            ``below=rheo``, the ``rheo-tuned`` preset at the same size; else this method with
+            ``t_hat = T`` where the head or the proxy is ``predicted``, or itself.
+        """
         if (temperature == 0 and self.greedy == "eagle") or \
                 (0 < temperature and self.eagle_below != "off" and temperature < float(self.eagle_below)):
             return EagleMethod(top_k=self.top_k, depth=self.depth, budget=self.budget)
@@ -183,8 +286,15 @@ class AdaptiveMethod(DynamicMethod):
         return self
 
     def run_key(self) -> str:
-        """The step's own fields: the band fields (greedy, eagle_below, below, sampled_from) only choose
-        what :meth:`at_temperature` returns, and T-hat is read by the predicted head and proxy only."""
+        """What a step of this method builds and verifies, as text: the step's own fields.
+
+        Returns
+        -------
+        str
+            JSON of :meth:`to_dict` with sorted keys, without the band fields (greedy, eagle_below,
+            below, sampled_from: they only choose what :meth:`at_temperature` returns), and without
+            ``t_hat`` unless the head or the proxy is ``predicted`` (the only readers of T-hat).
+        """
         import json
 
         d = self.to_dict()
@@ -195,6 +305,14 @@ class AdaptiveMethod(DynamicMethod):
         return json.dumps(d, sort_keys=True)
 
     def known_lossy(self) -> str | None:
+        """Why this method is known to be lossy (docs/theory.md section 8), or None.
+
+        Returns
+        -------
+        str or None
+            The ``true`` proxy with any verifier but ``onehot``; ``traversal-ot`` with a head other
+            than 0; else :meth:`Method.known_lossy`.
+        """
         if self.proxy == "true" and self.verifier != "onehot":
             return "the true proxy lets the sampled tokens' identities decide which nodes survive the prune"
         if self.verifier == "traversal-ot" and self.head != 0:

@@ -94,7 +94,22 @@ _COUNTERFACTUAL_TAG = 3
 
 def drafted_paths(method: Method, pair, chooser) -> frozenset:
     """The token paths (below the root) of every kept node of ``method``'s tree on ``pair``, its
-    sampled tokens drawn by ``chooser``: what the tree offers a greedy target."""
+    sampled tokens drawn by ``chooser``: what the tree offers a greedy target.
+
+    Parameters
+    ----------
+    method : Method
+        A fixed method (an arm).
+    pair : ToyPair or SyntheticPair
+        The target and draft laws at the step's prefix (the pair protocol of :mod:`rheotheory.pairs`).
+    chooser : Chooser
+        Draws the tree's sampled tokens (e.g. :meth:`OnlinePolicy.chooser`), unresolved leaves included.
+
+    Returns
+    -------
+    frozenset of tuple of int
+        The token path from the root to each kept node; empty for a method without draft nodes.
+    """
     if method.nodes == 0:
         return frozenset()
     tree = method.builder(pair)(chooser)
@@ -106,8 +121,20 @@ def drafted_paths(method: Method, pair, chooser) -> frozenset:
 
 
 def greedy_accepted(paths, greedy) -> int:
-    """Drafted tokens a greedy target accepts from a tree with these ``paths``: the longest prefix
-    of the greedy text ``greedy`` that is a path of the tree."""
+    """Drafted tokens a greedy target accepts from a tree with these ``paths``.
+
+    Parameters
+    ----------
+    paths : frozenset of tuple of int
+        The tree's token paths (:func:`drafted_paths`).
+    greedy : sequence of int
+        The greedy text after the step's prefix (:func:`greedy_text`).
+
+    Returns
+    -------
+    int
+        The length of the longest prefix of ``greedy`` that is a path of the tree.
+    """
     k = 0
     while k < len(greedy) and tuple(greedy[:k + 1]) in paths:
         k += 1
@@ -115,8 +142,22 @@ def greedy_accepted(paths, greedy) -> int:
 
 
 def greedy_text(pair, depth: int) -> tuple:
-    """The target's argmax chain of ``depth`` tokens from ``pair``'s root (the first of tied tokens):
-    the greedy text at T = 0, where the target law is one-hot."""
+    """The target's argmax chain of ``depth`` tokens from ``pair``'s root: the greedy text at T = 0,
+    where the target law is one-hot.
+
+    Parameters
+    ----------
+    pair : ToyPair or SyntheticPair
+        The target and draft laws at the step's prefix (exact or float laws).
+    depth : int
+        The chain's length.
+
+    Returns
+    -------
+    tuple of int
+        ``depth`` token ids, each the arg-max of ``pair.p`` after the ones before (the first of
+        tied tokens).
+    """
     out: tuple = ()
     for _ in range(depth):
         out += (int(np.argmax(np.asarray(pair.p(out)))),)  # NOTE: object arrays of Fractions too
@@ -160,7 +201,47 @@ _explore_value, _t_value = _nonnegative("explore"), _nonnegative("T-hat")
 @register
 @dataclass(frozen=True)
 class OnlineMethod(Method):
-    """A bandit over fixed methods at one node budget; a step's arm depends on earlier steps only."""
+    """A bandit over fixed methods at one node budget; a step's arm depends on earlier steps only
+    (docs/theory.md section 2.8).
+
+    Its verifier is each arm's own (the field ``verifier`` is always ``"arms"``). A single step
+    (certification, the optimum, the counterexample search) runs :meth:`first`; a run follows
+    :meth:`policy`.
+
+    Attributes
+    ----------
+    verifier : str, optional
+        None or ``"arms"`` (the only value; the constructor writes ``"arms"``).
+    top_k : int
+        K: the arms' slots per expansion.
+    depth : int
+        D: the arms' tree depth; a step's reward is its accepted drafts over D.
+    budget : int
+        N: the arms' node budget.
+    arms : str, default "eagle,rheo-tuned,static-wor,rheo-sampled"
+        Comma-separated presets (at least two, none of them online), each resolved at this K, D, N
+        and temperature (:data:`DEFAULT_ARMS`).
+    rule : str, default "thompson"
+        The bandit rule: ``thompson`` (Gaussian posteriors) or ``ucb1`` (:data:`RULES`).
+    explore : str, default "1"
+        Scale of the rule's exploration term, a number >= 0 (1: the rule as published; 0: greedy
+        after one pull of each arm).
+    explore_t0 : str, default ""
+        The exploration scale at T = 0 (a greedy target), where every exploratory step shows in
+        full; unset: ``"0"`` with ``feedback=greedy`` (every arm observed), else ``explore``'s (the
+        constructor writes it out).
+    feedback : str, default "own"
+        What a step teaches the policy: ``own`` (the arm it ran) or ``greedy`` (at T = 0 every arm's,
+        the others' trees drafted at the same prefix and scored against the greedy text).
+    t_hat : str, default "1"
+        The target temperature the arms are resolved at, a number >= 0; sweeps and decoding set it
+        (:meth:`at_temperature`).
+
+    Raises
+    ------
+    TreeError
+        On construction: a verifier other than ``"arms"``, or a field :meth:`validate` refuses.
+    """
 
     family: ClassVar[str] = "online"
     summary: ClassVar[str] = ("online: each step runs one of several fixed methods (arms) at the same node budget, "
@@ -197,6 +278,15 @@ class OnlineMethod(Method):
         self.validate()
 
     def validate(self) -> None:
+        """Parse and normalise the fields, write out ``explore_t0``, and resolve every arm at this size.
+
+        Raises
+        ------
+        TreeError
+            A size is not a positive integer, ``arms`` names an unknown or online preset or fewer than
+            two, a number is negative or not finite, an unknown ``rule`` or ``feedback``, an arm
+            invalid at this size, or arms that are one method at ``t_hat``.
+        """
         self.require_positive("top_k", "depth", "budget")
         object.__setattr__(self, "arms", _arms_value(self.arms))
         object.__setattr__(self, "t_hat", _t_value(self.t_hat))
@@ -213,7 +303,20 @@ class OnlineMethod(Method):
         self.arm_methods()  # every arm valid at this size
 
     def arm_methods(self) -> tuple[Method, ...]:
-        """The distinct arms at this size and temperature, rheo-adaptive's choice first."""
+        """The distinct arms at this size and temperature, rheo-adaptive's choice first.
+
+        Returns
+        -------
+        tuple of Method
+            Each preset of ``arms`` resolved at (K, D, N) and run at ``t_hat``
+            (:meth:`~rheotheory.methods.registry.Method.at_temperature`), arms with equal run keys
+            once; the one rheo-adaptive runs there first when it is among them.
+
+        Raises
+        ------
+        TreeError
+            Fewer than two distinct arms remain.
+        """
         size, t = (self.top_k, self.depth, self.budget), float(self.t_hat)
         arms, keys = [], []
         for name in self.arms.split(","):
@@ -229,41 +332,107 @@ class OnlineMethod(Method):
         return tuple(arms)
 
     def at_temperature(self, temperature: float) -> Method:
+        """This method with its arms resolved at target temperature T.
+
+        Parameters
+        ----------
+        temperature : float
+            The target's sampling temperature T (0: greedy).
+
+        Returns
+        -------
+        Method
+            A copy with ``t_hat = T``.
+
+        Raises
+        ------
+        TreeError
+            T is negative or not finite, or the arms are one method at T.
+        """
         return self.fit(t_hat=_t_value(temperature))
 
     def policy(self, seed: int = 0) -> "OnlinePolicy":
+        """The bandit's policy before a run's first step.
+
+        Parameters
+        ----------
+        seed : int, default 0
+            The run's seed; the policy's own draws come from it and the step's index only.
+
+        Returns
+        -------
+        OnlinePolicy
+            No pulls yet, this method's rule, depth and exploration scale, and counterfactual
+            feedback when ``feedback=greedy`` at T = 0.
+        """
         arms = self.arm_methods()
         return OnlinePolicy(arms, self.rule, self.depth, int(seed), tuple((0, 0.0, 0.0) for _ in arms),
                             explore=self.exploration(),
                             counterfactual=self.feedback == "greedy" and float(self.t_hat) == 0)
 
     def exploration(self) -> float:
-        """The exploration scale at this method's temperature: ``explore_t0`` at T = 0, else ``explore``."""
+        """The exploration scale at this method's temperature.
+
+        Returns
+        -------
+        float
+            ``explore_t0`` at T = 0 (``t_hat`` 0), else ``explore``.
+        """
         return float(self.explore_t0 if float(self.t_hat) == 0 else self.explore)
 
     def first(self) -> Method:
-        """The arm of a first step (no history): what a single step of this method runs."""
+        """The arm of a first step (no history): what a single step of this method runs.
+
+        Returns
+        -------
+        Method
+            The lead arm (rheo-adaptive's choice, when it is an arm).
+        """
         return self.policy().choose()
 
     # -- one step: the first step's arm (certify, optimum, counterexample; runs use the policy) ------
     @property
     def nodes(self) -> int:
+        """Most draft nodes a tree holds: the largest of the arms'."""
         return max(m.nodes for m in self.arm_methods())
 
     def builder(self, pair, cache=None):
+        """The first step's builder: :meth:`first`'s.
+
+        Parameters
+        ----------
+        pair : ToyPair or SyntheticPair
+            The target and draft laws (the pair protocol of :mod:`rheotheory.pairs`).
+        cache : ExpansionCache, optional
+            Not passed on (the arm builds its own).
+
+        Returns
+        -------
+        callable
+            ``build(chooser) -> Tree`` of the lead arm.
+        """
         return self.first().builder(pair)
 
     @property
     def tree_verifier(self):
+        """The first step's tree verifier: the lead arm's (docs/theory.md section 7)."""
         from ..verify.walk import method_tree_verifier
 
         return method_tree_verifier(self.first())
 
     @property
     def verify(self):
+        """The first step's per-node rule: the lead arm's (a VerifierError for a tree-level verifier)."""
         return self.first().verify
 
     def known_lossy(self) -> str | None:
+        """Why this method is known to be lossy, or None: the first arm found lossy makes it so.
+
+        Returns
+        -------
+        str or None
+            ``"its arm FAMILY is lossy: REASON"`` for the first lossy arm, else None.
+        """
         for m in self.arm_methods():
             why = m.known_lossy()
             if why:
@@ -273,7 +442,32 @@ class OnlineMethod(Method):
 
 @dataclass(frozen=True)
 class OnlinePolicy(StepPolicy):
-    """The bandit's state after some steps: per arm (pulls, sum of rewards, sum of squares)."""
+    """The bandit's state after some steps: per arm (pulls, sum of rewards, sum of squares).
+
+    A value (docs/theory.md section 2.8): :meth:`after`, :meth:`next` and :meth:`observe` return a
+    new policy and leave this one as it was.
+
+    Attributes
+    ----------
+    arms : tuple of Method
+        The distinct arms (:meth:`OnlineMethod.arm_methods`), the lead arm first.
+    rule : str
+        The bandit rule, ``thompson`` or ``ucb1``.
+    depth : int
+        D: a step's reward is its accepted drafts over D.
+    seed : int
+        The run's seed (the policy's own draws come from it and the step's index).
+    stats : tuple of tuple of (int, float, float)
+        Per arm: (n, sum, sum of squares) of the rewards (|Z| - 1) / depth.
+    step : int, default 0
+        The steps run so far.
+    pulls : tuple of int, default ()
+        The arm index of every step so far (reports; not compared).
+    explore : float, default 1.0
+        Scale of the exploration term (:attr:`OnlineMethod.explore`).
+    counterfactual : bool, default False
+        ``feedback=greedy`` at T = 0: every arm is scored at every step.
+    """
 
     arms: tuple
     rule: str
@@ -286,9 +480,18 @@ class OnlinePolicy(StepPolicy):
     counterfactual: bool = False  # feedback=greedy at T = 0: every arm is scored at every step
 
     def scores(self) -> np.ndarray:
-        """The rule's score per arm. Each arm's statistics start with one optimistic pseudo-pull of
-        reward 1 (so an arm the lead does not beat gets tried, and a second step already depends on
-        the first one's reward); the first step plays the lead arm (index 0)."""
+        """The rule's score per arm.
+
+        Each arm's statistics start with one optimistic pseudo-pull of reward 1 (so an arm the lead
+        does not beat gets tried, and a second step already depends on the first one's reward); the
+        first step plays the lead arm (index 0). ``thompson`` draws from a generator seeded by
+        (seed, step) only.
+
+        Returns
+        -------
+        numpy.ndarray of shape (A,)
+            float64, one score per arm (A arms); the largest is played.
+        """
         if self.step == 0:
             return np.arange(len(self.stats), 0, -1, dtype=np.float64)
         n = np.array([s[0] for s in self.stats], dtype=np.float64)
@@ -307,19 +510,65 @@ class OnlinePolicy(StepPolicy):
         return mean + self.explore * rng.standard_normal(len(n)) * np.sqrt(var / (n + 1.0))
 
     def index(self) -> int:
+        """The arm this step plays.
+
+        Returns
+        -------
+        int
+            The index of the largest of :meth:`scores` (ties go to the earlier arm).
+        """
         s = self.scores()
         return int(np.argmax(s))  # NOTE: ties go to the earlier arm
 
     def choose(self, root_q=None) -> Method:
+        """The method of this step: the arm :meth:`index` names.
+
+        Parameters
+        ----------
+        root_q : numpy.ndarray of shape (V,), optional
+            The draft's root law, # [vocab]; not read.
+
+        Returns
+        -------
+        Method
+            ``arms[index()]``.
+        """
         return self.arms[self.index()]
 
     def after(self, method: Method, z: tuple) -> "OnlinePolicy":
+        """The policy of the next step: ``method``'s reward (|Z| - 1) / depth added, the step counted.
+
+        Parameters
+        ----------
+        method : Method
+            The arm the step ran (one of :attr:`arms`).
+        z : tuple of int
+            The step's output Z: the accepted draft tokens, then the emitted one.
+
+        Returns
+        -------
+        OnlinePolicy
+            The next step's policy.
+        """
         i = self.arms.index(method)
         return replace(self._add(i, len(z) - 1), step=self.step + 1, pulls=self.pulls + (i,))
 
     def observe(self, arm: int, accepted: int) -> "OnlinePolicy":
-        """The policy once arm ``arm`` (an index) is known to have accepted ``accepted`` drafted tokens
-        at an earlier step's prefix it did not run at (feedback=greedy); the step count is unchanged."""
+        """The policy once an arm is known to have accepted ``accepted`` drafted tokens at an earlier
+        step's prefix it did not run at (feedback=greedy); the step count is unchanged.
+
+        Parameters
+        ----------
+        arm : int
+            The arm's index in :attr:`arms`.
+        accepted : int
+            The drafted tokens it would have accepted (its reward is ``accepted / depth``).
+
+        Returns
+        -------
+        OnlinePolicy
+            The policy with that reward added to the arm's statistics.
+        """
         return self._add(arm, accepted)
 
     def _add(self, i: int, accepted: int) -> "OnlinePolicy":
@@ -331,27 +580,78 @@ class OnlinePolicy(StepPolicy):
 
     # -- feedback=greedy: the arms a step did not run, scored against the greedy text --------------
     def others(self, method: Method) -> tuple[int, ...]:
-        """The arms (indices) to score after a step that ran ``method``: every other arm when the
-        feedback is counterfactual (an arm without a tree scores 0), none otherwise."""
+        """The arms to score after a step that ran ``method``.
+
+        Parameters
+        ----------
+        method : Method
+            The arm the step ran (one of :attr:`arms`).
+
+        Returns
+        -------
+        tuple of int
+            The indices of every other arm when the feedback is counterfactual (an arm without a
+            tree scores 0), none otherwise.
+        """
         if not self.counterfactual:
             return ()
         ran = self.arms.index(method)
         return tuple(j for j in range(len(self.arms)) if j != ran)
 
     def chooser(self, arm: int) -> RandomChooser:
-        """The draws of arm ``arm``'s tree at this policy's step: seeded by the policy's seed, the
-        step's index and the arm, apart from every step's randomness."""
+        """The draws of an arm's tree at this policy's step, apart from every step's randomness.
+
+        Parameters
+        ----------
+        arm : int
+            The arm's index in :attr:`arms`.
+
+        Returns
+        -------
+        RandomChooser
+            Seeded by the policy's seed, the step's index and the arm.
+        """
         return RandomChooser(np.random.default_rng([self.seed, self.step, arm, _COUNTERFACTUAL_TAG]))
 
     def counterfactuals(self, method: Method, pair) -> tuple:
-        """``(arm, accepted)`` for every arm :meth:`others` names, its tree drafted on ``pair`` (the
-        step's pair, at its prefix) and scored against the target's argmax chain there: what the
-        decoder learns from the emitted greedy text, for drivers that hold the target's laws."""
+        """What the other arms would have accepted at this step: what the decoder learns from the
+        emitted greedy text, for drivers that hold the target's laws.
+
+        Parameters
+        ----------
+        method : Method
+            The arm the step ran (one of :attr:`arms`).
+        pair : ToyPair or SyntheticPair
+            The step's pair, at its prefix.
+
+        Returns
+        -------
+        tuple of tuple of (int, int)
+            ``(arm, accepted)`` for every arm :meth:`others` names, its tree drafted on ``pair``
+            (:meth:`chooser`'s draws) and scored against the target's argmax chain there
+            (:func:`greedy_text`, :func:`greedy_accepted`).
+        """
         greedy = greedy_text(pair, self.depth) if self.others(method) else ()
         return tuple((j, greedy_accepted(drafted_paths(self.arms[j], pair, self.chooser(j)), greedy))
                      for j in self.others(method))
 
     def next(self, method: Method, z: tuple, pair) -> "OnlinePolicy":
+        """:meth:`after`, then every :meth:`counterfactuals` reward :meth:`observe`-d.
+
+        Parameters
+        ----------
+        method : Method
+            The arm the step ran (one of :attr:`arms`).
+        z : tuple of int
+            The step's output Z.
+        pair : ToyPair or SyntheticPair
+            The step's pair, at its prefix.
+
+        Returns
+        -------
+        OnlinePolicy
+            The next step's policy.
+        """
         nxt = self.after(method, z)
         for j, acc in self.counterfactuals(method, pair):
             nxt = nxt.observe(j, acc)

@@ -59,13 +59,36 @@ def option(default=None, *, help: str, label: str | None = None, parse: Callable
            examples: tuple | None = None):
     """A family field with its command-line metadata.
 
-    ``label`` names the field in :meth:`Method.describe` (default: the field name); ``parse``
-    turns a command-line or spec-string value into the field's type (default: ``str``, or an
-    integer for integer defaults); ``choices`` are the admitted values; ``search`` is the small
-    inclusive range ``(lo, hi)`` the hypothesis strategies and the counterexample search draw
-    integers from; ``examples`` are values of a field with neither (e.g. a head rule or a small
-    integer) the hypothesis strategies draw from, invalid combinations filtered. The flag is ``--``
-    + the field name with ``_`` as ``-``.
+    Used in a :class:`Method` subclass body as ``depth: int = option(None, help=...)``. The flag is
+    ``--`` + the field name with ``_`` as ``-``.
+
+    Parameters
+    ----------
+    default : object, optional
+        The field's default (``None``: unset; size fields are then filled from :data:`TREE_SIZES`
+        by :func:`resolve`).
+    help : str
+        The flag's help text, as ``rheo methods`` and ``--help`` print it.
+    label : str, optional
+        Names the field in :meth:`Method.describe` (default: the field name).
+    parse : callable, optional
+        ``parse(text) -> value``: turns a command-line or spec-string value into the field's type
+        (default: ``str``, or an integer for integer defaults).
+    choices : tuple of str, optional
+        The admitted values.
+    metavar : str, optional
+        The value's name in ``--help`` (``K``, ``D``, ``N``, ...).
+    search : tuple of (int, int), optional
+        The small inclusive range ``(lo, hi)`` the hypothesis strategies and the counterexample
+        search draw integers from.
+    examples : tuple, optional
+        Values of a field with neither ``choices`` nor ``search`` (e.g. a head rule or a small
+        integer) the hypothesis strategies draw from, invalid combinations filtered.
+
+    Returns
+    -------
+    dataclasses.Field
+        The field, with these arguments in its ``metadata`` (:func:`field_options`).
     """
     return field(default=default, metadata=dict(help=help, label=label, parse=parse, choices=choices,
                                                  metavar=metavar, search=search, examples=examples))
@@ -86,9 +109,26 @@ def positive_int(text) -> int:
 class Method:
     """Base of every tree family: a fully resolved, plain-data description of one step.
 
-    Subclasses set the class attributes below, declare their fields with :func:`option`, and
-    implement :meth:`builder`. ``verifier`` is common to all: the per-node rule walked over the
-    finished tree (docs/theory.md section 3), ``None`` meaning the family's default.
+    Subclasses set the class attributes ``family`` (registry name), ``summary`` (one line for
+    ``rheo methods``), ``verifiers`` (admitted per-node verifiers, the default first) and
+    ``shrink_fields`` (integer fields the counterexample search shrinks, in this order, and that
+    bound the depth), declare their fields with :func:`option`, and implement :meth:`builder` and
+    :attr:`nodes`. ``verifier`` is common to all.
+
+    Attributes
+    ----------
+    verifier : str, optional
+        The per-node rule walked over the finished tree (docs/theory.md section 3), or a
+        tree-level verifier (section 7.1), by registered name; ``None`` (the default) means the
+        family's default (:meth:`default_verifier`), which the constructor writes back.
+
+    Raises
+    ------
+    VerifierError
+        On construction: ``verifier`` is unknown, or not admitted by the family
+        (:meth:`admitted_verifiers`).
+    TreeError
+        On construction: a field fails the family's :meth:`validate`.
     """
 
     family: ClassVar[str] = ""  # registry name
@@ -111,8 +151,15 @@ class Method:
 
     @classmethod
     def admitted_verifiers(cls) -> tuple[str, ...]:
-        """The family's per-node verifiers, the per-node rules registered for it (or for every family:
-        :func:`~rheotheory.verify.rules.register_rule`), then the tree-level verifiers that name it."""
+        """The verifier names this family admits.
+
+        Returns
+        -------
+        tuple of str
+            The family's per-node verifiers (``verifiers``, the default first), the per-node rules
+            registered for it (or for every family: :func:`~rheotheory.verify.rules.register_rule`),
+            then the tree-level verifiers that name it.
+        """
         from ..verify.rules import RULE_FAMILIES
 
         rules = tuple(n for n, fams in RULE_FAMILIES.items()
@@ -122,20 +169,59 @@ class Method:
 
     # -- what a family provides -------------------------------------------------------------
     def default_verifier(self) -> str:
+        """The verifier a method with ``verifier=None`` gets.
+
+        Returns
+        -------
+        str
+            The first of the family's ``verifiers`` (a family may choose by its fields).
+        """
         return self.verifiers[0]
 
     def validate(self) -> None:
         """Check and normalise the fields (``object.__setattr__`` on a frozen instance)."""
 
     def require_positive(self, *names: str) -> None:
-        """Each named field must be an integer >= 1 (one message for every family)."""
+        """Each named field must be an integer >= 1 (one message for every family).
+
+        Parameters
+        ----------
+        *names : str
+            The field names to check.
+
+        Raises
+        ------
+        TreeError
+            A named field is not an integer >= 1 (a bool is not an integer here).
+        """
         for name in names:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise TreeError(f"{name} must be a positive integer, got {v!r}")
 
     def builder(self, pair, cache=None) -> Callable:
-        """A function ``chooser -> Tree`` building this method's draft tree on ``pair``."""
+        """A function ``chooser -> Tree`` building this method's draft tree on ``pair``.
+
+        Parameters
+        ----------
+        pair : ToyPair or SyntheticPair
+            The target and draft laws (any object with the pair protocol of
+            :mod:`rheotheory.pairs`: ``p(prefix)``, ``q(prefix)``, each ``# [vocab]``).
+        cache : ExpansionCache, optional
+            Ranked draft laws shared by the trees built on ``pair`` (dynamic families; the others
+            ignore it). Default: a new one per builder.
+
+        Returns
+        -------
+        callable
+            ``build(chooser) -> Tree``: one finished draft tree, every random choice drawn
+            through ``chooser`` (:class:`~rheotheory.trees.tree.Chooser`).
+
+        Raises
+        ------
+        NotImplementedError
+            On the base class: every family implements it.
+        """
         raise NotImplementedError
 
     @property
@@ -144,35 +230,91 @@ class Method:
         raise NotImplementedError
 
     def at_temperature(self, temperature: float) -> "Method":
-        """The method actually run at target temperature T (most families: itself)."""
+        """The method actually run at target temperature T (most families: itself).
+
+        Parameters
+        ----------
+        temperature : float
+            The target's sampling temperature T (0: greedy).
+
+        Returns
+        -------
+        Method
+            The method a step at T runs.
+        """
         return self
 
     def run_key(self) -> str:
-        """What a step of this method builds and verifies, as text: two methods with equal keys run
-        the same step (fields read only by :meth:`at_temperature` are left out where a family says so)."""
+        """What a step of this method builds and verifies, as text.
+
+        Returns
+        -------
+        str
+            JSON of :meth:`to_dict` with sorted keys: two methods with equal keys run the same
+            step (fields read only by :meth:`at_temperature` are left out where a family says so).
+        """
         import json
 
         return json.dumps(self.to_dict(), sort_keys=True)
 
     def policy(self, seed: int = 0) -> "StepPolicy":
-        """What each step of a run of this method runs (docs/theory.md section 2.8): this method at
-        every step, for every family but ``online``, whose policy learns from earlier steps."""
+        """What each step of a run of this method runs (docs/theory.md section 2.8).
+
+        Parameters
+        ----------
+        seed : int, default 0
+            The run's seed; a learning policy seeds its own draws from it (a fixed policy ignores it).
+
+        Returns
+        -------
+        StepPolicy
+            A :class:`FixedPolicy` (this method at every step) for every family but ``online``,
+            whose policy learns from earlier steps.
+        """
         return FixedPolicy(self)
 
     def known_lossy(self) -> str | None:
-        """Why this method is known to be lossy (docs/theory.md section 8), or None: here, the
-        :attr:`~rheotheory.verify.walk.TreeVerifier.lossy` reason of a tree-level verifier found lossy
-        where it is registered; a family adds its own field combinations and falls back on this."""
+        """Why this method is known to be lossy (docs/theory.md section 8), or None.
+
+        Returns
+        -------
+        str or None
+            Here, the :attr:`~rheotheory.verify.walk.TreeVerifier.lossy` reason of a tree-level
+            verifier found lossy where it is registered; a family adds its own field combinations
+            and falls back on this.
+        """
         tv = TREE_VERIFIERS.get(self.verifier)
         return getattr(tv, "lossy", None)
 
     @classmethod
     def size_from_fields(cls, fields: dict) -> bool:
-        """True when ``fields`` already fix the tree's size (then no TREE_SIZES row is applied)."""
+        """Whether ``fields`` already fix the tree's size.
+
+        Parameters
+        ----------
+        fields : dict[str, object]
+            Field name -> value, as :func:`resolve` collected them from the preset, spec and overrides.
+
+        Returns
+        -------
+        bool
+            True when the size is fixed (then no :data:`TREE_SIZES` row is applied); here, never.
+        """
         return False
 
     def fit(self, **changes) -> "Method":
-        """A copy with ``changes``, dependent fields adjusted to stay valid (e.g. rheo's head <= K-1)."""
+        """A copy with ``changes``, dependent fields adjusted to stay valid (e.g. rheo's head <= K-1).
+
+        Parameters
+        ----------
+        **changes : object
+            Field name -> new value.
+
+        Returns
+        -------
+        Method
+            The new method (validated by its constructor).
+        """
         return dataclasses.replace(self, **changes)
 
     # -- shared behaviour --------------------------------------------------------------------
@@ -187,11 +329,23 @@ class Method:
         return tree_verifier(self.verifier)
 
     def fields(self) -> dict:
-        """Field name -> value, in declaration order."""
+        """The fields' values.
+
+        Returns
+        -------
+        dict[str, object]
+            Field name -> value, in declaration order (``verifier`` first).
+        """
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     def describe(self) -> str:
-        """One line: the family, then ``label=value`` for every field."""
+        """One line: the family, then ``label=value`` for every field.
+
+        Returns
+        -------
+        str
+            E.g. ``'chain D=2 verifier=sequential'`` (the verifier last).
+        """
         parts = [self.family]
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
@@ -204,9 +358,14 @@ class Method:
         return " ".join(parts)
 
     def to_dict(self) -> dict:
-        """The fully resolved spec as JSON-ready data: ``{"family": name, field: value, ...}``.
+        """The fully resolved spec as JSON-ready data.
 
         Two results describe the same method exactly when their ``method`` objects are equal.
+
+        Returns
+        -------
+        dict[str, object]
+            ``{"family": name, field: value, ...}``, tuples written as lists.
         """
         d = {"family": self.family}
         for k, v in self.fields().items():
@@ -228,44 +387,157 @@ class StepPolicy:
     reads_root: bool = False
 
     def choose(self, root_q=None) -> "Method":
-        """The method of this step."""
+        """The method of this step.
+
+        Parameters
+        ----------
+        root_q : numpy.ndarray of shape (V,), optional
+            The draft's law at the step's root, # [vocab]; read only when :attr:`reads_root` is
+            true (callers pass None otherwise).
+
+        Returns
+        -------
+        Method
+            The method this step runs.
+
+        Raises
+        ------
+        NotImplementedError
+            On the base class: every policy implements it.
+        """
         raise NotImplementedError
 
     def after(self, method: "Method", z: tuple) -> "StepPolicy":
-        """The policy of the next step, once this step ran ``method`` and emitted ``z``."""
+        """The policy of the next step, once this step ran ``method`` and emitted ``z``.
+
+        Parameters
+        ----------
+        method : Method
+            The method the step ran (what :meth:`choose` returned).
+        z : tuple of int
+            The step's output Z: the accepted draft tokens, then the emitted one.
+
+        Returns
+        -------
+        StepPolicy
+            The next step's policy (this one is left as it was).
+
+        Raises
+        ------
+        NotImplementedError
+            On the base class: every policy implements it.
+        """
         raise NotImplementedError
 
     def next(self, method: "Method", z: tuple, pair) -> "StepPolicy":
-        """:meth:`after`, for a driver that holds the step's pair (``pair``, at the step's prefix): a
-        policy may also learn what the target's laws there say about methods the step did not run
-        (``rheo-online:feedback=greedy``); functions of the prefix, never of the step's draws."""
+        """:meth:`after`, for a driver that holds the step's pair.
+
+        A policy may also learn what the target's laws there say about methods the step did not
+        run (``rheo-online:feedback=greedy``); functions of the prefix, never of the step's draws.
+
+        Parameters
+        ----------
+        method : Method
+            The method the step ran.
+        z : tuple of int
+            The step's output Z.
+        pair : ToyPair or SyntheticPair
+            The step's pair, at the step's prefix (the pair protocol of :mod:`rheotheory.pairs`).
+
+        Returns
+        -------
+        StepPolicy
+            The next step's policy; here ``after(method, z)``.
+        """
         return self.after(method, z)
 
 
 @dataclass(frozen=True)
 class FixedPolicy(StepPolicy):
-    """The same method at every step."""
+    """The same method at every step.
+
+    Attributes
+    ----------
+    method : Method
+        The method every step runs.
+    """
 
     method: "Method"
 
     def choose(self, root_q=None) -> "Method":
+        """The method of this step: always :attr:`method`.
+
+        Parameters
+        ----------
+        root_q : numpy.ndarray of shape (V,), optional
+            The draft's root law, # [vocab]; not read.
+
+        Returns
+        -------
+        Method
+            :attr:`method`.
+        """
         return self.method
 
     def after(self, method: "Method", z: tuple) -> "StepPolicy":
+        """The policy of the next step: this one.
+
+        Parameters
+        ----------
+        method : Method
+            The method the step ran; not read.
+        z : tuple of int
+            The step's output Z; not read.
+
+        Returns
+        -------
+        StepPolicy
+            ``self``.
+        """
         return self
 
 
 def next_policy(policy, method, z: tuple, pair):
-    """The policy after a step of ``method`` that emitted ``z`` on ``pair`` (the step's pair):
-    :meth:`StepPolicy.next`, or ``after`` for a policy object without it."""
+    """The policy after a step of ``method`` that emitted ``z`` on ``pair``.
+
+    Parameters
+    ----------
+    policy : StepPolicy
+        The step's policy (any object with ``after``; ``next`` is used when it has one).
+    method : Method
+        The method the step ran.
+    z : tuple of int
+        The step's output Z: the accepted draft tokens, then the emitted one.
+    pair : ToyPair or SyntheticPair
+        The step's pair, at the step's prefix.
+
+    Returns
+    -------
+    StepPolicy
+        :meth:`StepPolicy.next`, or ``policy.after(method, z)`` for a policy object without it.
+    """
     nxt = getattr(policy, "next", None)
     return nxt(method, z, pair) if nxt is not None else policy.after(method, z)
 
 
 def step_policy(method, seed: int = 0) -> StepPolicy:
-    """``method.policy(seed)``, for an object that stands in for a method too: a wrapper that
-    forwards ``policy`` to the method it wraps gets a fixed policy over itself, not over the
-    wrapped method (whose builder or verifier the wrapper may replace)."""
+    """``method.policy(seed)``, for an object that stands in for a method too.
+
+    A wrapper that forwards ``policy`` to the method it wraps gets a fixed policy over itself, not
+    over the wrapped method (whose builder or verifier the wrapper may replace).
+
+    Parameters
+    ----------
+    method : Method
+        The method, or an object standing in for one (with a ``policy(seed)`` method).
+    seed : int, default 0
+        The run's seed, passed to ``method.policy``.
+
+    Returns
+    -------
+    StepPolicy
+        The run's policy at its first step.
+    """
     policy = method.policy(seed)
     if isinstance(policy, FixedPolicy) and policy.method is not method:
         return FixedPolicy(method)
@@ -273,7 +545,25 @@ def step_policy(method, seed: int = 0) -> StepPolicy:
 
 
 def register(cls: type) -> type:
-    """Class decorator adding a :class:`Method` subclass to :data:`FAMILIES`."""
+    """Class decorator adding a :class:`Method` subclass to :data:`FAMILIES`.
+
+    Parameters
+    ----------
+    cls : type
+        A :class:`Method` subclass with a ``family`` name and at least one verifier.
+
+    Returns
+    -------
+    type
+        ``cls`` itself.
+
+    Raises
+    ------
+    TypeError
+        ``cls`` is not a :class:`Method` subclass, or has no ``family`` name.
+    ValueError
+        The name is already a family or a preset, or the family admits no verifier.
+    """
     if not (isinstance(cls, type) and issubclass(cls, Method)) or not cls.family:
         raise TypeError("register takes a Method subclass with a family name")
     if cls.family in FAMILIES or cls.family in PRESETS:
@@ -285,7 +575,23 @@ def register(cls: type) -> type:
 
 
 def family_class(name: str) -> type:
-    """The registered family ``name``; an unknown name is an error, never a fall-through."""
+    """The registered family ``name``; an unknown name is an error, never a fall-through.
+
+    Parameters
+    ----------
+    name : str
+        A family name (a key of :data:`FAMILIES`).
+
+    Returns
+    -------
+    type
+        The family's :class:`Method` subclass.
+
+    Raises
+    ------
+    TreeError
+        No family has that name (the message lists the registered ones).
+    """
     cls = FAMILIES.get(name)
     if cls is None:
         raise TreeError(f"unknown method family {name!r}; choose from {', '.join(FAMILIES)}")
@@ -293,9 +599,30 @@ def family_class(name: str) -> type:
 
 
 def make_method(method: str, **fields) -> Method:
-    """The method of family ``method`` with ``fields``; size fields not given take the ``toy`` row
-    of :data:`TREE_SIZES`, other fields their family defaults (no preset is applied).
+    """The method of family ``method`` with ``fields`` (no preset is applied).
 
+    Parameters
+    ----------
+    method : str
+        A family name (a key of :data:`FAMILIES`).
+    **fields : object
+        Field name -> value. Size fields not given take the ``toy`` row of :data:`TREE_SIZES`,
+        other fields their family defaults.
+
+    Returns
+    -------
+    Method
+        The fully resolved method.
+
+    Raises
+    ------
+    TreeError
+        An unknown family or field, or a field value the family refuses.
+    VerifierError
+        A ``verifier`` field the family does not admit.
+
+    Examples
+    --------
     >>> make_method("chain", depth=2).describe()
     'chain D=2 verifier=sequential'
     >>> make_method("rheo").describe()
@@ -307,7 +634,19 @@ def make_method(method: str, **fields) -> Method:
 
 @dataclass(frozen=True)
 class Preset:
-    """A named method: a family and the fields it fixes (the tree size may stay open)."""
+    """A named method: a family and the fields it fixes (the tree size may stay open).
+
+    Attributes
+    ----------
+    name : str
+        The name every command accepts (``--preset NAME``, sweep specs).
+    family : str
+        The registered family.
+    fields : dict[str, object]
+        The fixed fields (sizes not listed come from the command's :data:`TREE_SIZES` row).
+    summary : str
+        What it is and why (one or two sentences, with the evidence).
+    """
 
     name: str  # the name every command accepts (`--preset NAME`, sweep specs)
     family: str  # registered family
@@ -315,6 +654,13 @@ class Preset:
     summary: str  # what it is and why (one or two sentences, with the evidence)
 
     def to_dict(self) -> dict:
+        """The preset as JSON-ready data.
+
+        Returns
+        -------
+        dict[str, object]
+            ``{"name": ..., "family": ..., "fields": {...}, "summary": ...}``.
+        """
         return {"name": self.name, "family": self.family, "fields": dict(self.fields), "summary": self.summary}
 
 
@@ -328,7 +674,19 @@ def preset(name: str, family: str, summary: str, **fields) -> Preset:
 
 
 def field_options(cls: type) -> dict:
-    """Field name -> its :func:`option` metadata, for one family."""
+    """Field name -> its :func:`option` metadata, for one family.
+
+    Parameters
+    ----------
+    cls : type
+        A :class:`Method` subclass (a registered family).
+
+    Returns
+    -------
+    dict[str, dict]
+        Field name -> the keyword arguments its :func:`option` was given (``help``, ``label``,
+        ``parse``, ``choices``, ``metavar``, ``search``, ``examples``), in declaration order.
+    """
     return {f.name: dict(f.metadata) for f in dataclasses.fields(cls)}
 
 
@@ -377,12 +735,38 @@ def _no_field(cls, names, field: str, spec, written: str) -> str:
 def resolve(spec, size: str | tuple | None = None, **overrides) -> Method:
     """The fully resolved :class:`Method` of a spec.
 
-    ``spec`` is a :class:`Method` (returned with ``overrides`` applied), a preset or family name
-    with optional ``:field=value`` options (``rheo:m=1:proxy=tail``), or a dict
-    ``{"family": ..., field: value}``. Size fields neither the spec nor ``overrides`` set come
-    from ``size``: a :data:`TREE_SIZES` row name or a ``(K, D, N)`` tuple. ``overrides`` with
-    value None are ignored; one naming a field the family lacks is an error naming it.
+    Parameters
+    ----------
+    spec : Method or str or dict
+        A :class:`Method` (returned with ``overrides`` applied); a preset or family name with
+        optional ``:field=value`` options (``rheo:m=1:proxy=tail``; the aliases ``m``, ``k``,
+        ``d``, ``n`` for head, top_k, depth, budget), or a plugin reference ``WHERE:NAME[:...]``
+        (:mod:`rheotheory.plugin`); or a dict ``{"family": ..., field: value}`` (a family, never a
+        preset).
+    size : str or tuple of (int, int, int), optional
+        Where the size fields neither the spec nor ``overrides`` set come from: a
+        :data:`TREE_SIZES` row name or a ``(K, D, N)`` tuple. None: no size is filled in.
+    **overrides : object
+        Field name -> value, applied last. Values None are ignored; one naming a field the family
+        lacks is an error naming it.
 
+    Returns
+    -------
+    Method
+        The method, validated by its family.
+
+    Raises
+    ------
+    TreeError
+        An unknown preset, family, field or size row, a malformed spec, or a field value the family
+        refuses.
+    VerifierError
+        The verifier is unknown, or not admitted by the family.
+    PluginError
+        A reference's plugin does not load, or names something that is not a method.
+
+    Examples
+    --------
     >>> resolve("rheo", size="toy").to_dict()["head"]
     1
     >>> resolve("chain", size="toy", shape=[[0]])
@@ -473,7 +857,14 @@ def method_by_reference(spec: str):
 
 
 def presets_table() -> list[dict]:
-    """Every preset resolved at every command family's default size (``rheo methods --json``)."""
+    """Every preset resolved at every command family's default size (``rheo methods --json``).
+
+    Returns
+    -------
+    list of dict
+        One :meth:`Preset.to_dict` per preset, in registration order, with a ``"resolved"`` key:
+        :data:`TREE_SIZES` row name -> :meth:`Method.to_dict` at that size.
+    """
     out = []
     for p in PRESETS.values():
         d = p.to_dict()

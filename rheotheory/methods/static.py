@@ -44,7 +44,39 @@ def _shape_value(text):
 @register
 @dataclass(frozen=True)
 class StaticMethod(Method):
-    """A fixed shape whose children are sampled from the draft, i.i.d. or without replacement."""
+    """A fixed shape whose children are sampled from the draft, i.i.d. or without replacement
+    (docs/theory.md section 2.3).
+
+    Give either ``shape`` or ``depth`` and ``budget`` (then the shape is grown greedily,
+    Sequoia-like, with :data:`STATIC_ACCEPT` and :data:`STATIC_DECAY`); the constructor writes the
+    resolved shape, depth, budget and sampling mode back.
+
+    Attributes
+    ----------
+    verifier : str, optional
+        The verifier (default ``rrs-wor`` for ``sampling="wor"``, else ``rrs``; also ``kseq``,
+        ``sequential``, ``onehot``, ``ot`` for a chain shape).
+    shape : tuple of tuple of int, optional
+        Index paths of the nodes, e.g. ``((0,), (1,), (0, 0))`` (from a command line, the JSON
+        ``'[[0],[1],[0,0]]'``); default: the greedy shape of N nodes and depth <= D.
+    depth : int, optional
+        D: the deepest layer of the greedy shape.
+    budget : int, optional
+        N: the nodes of the greedy shape.
+    sampling : str, optional
+        ``"iid"`` or ``"wor"`` (without replacement) children; default: ``wor`` for ``rrs-wor``,
+        else ``iid``.
+
+    Raises
+    ------
+    TreeError
+        On construction: neither a shape nor both sizes, a size that contradicts the shape, or an
+        unknown sampling mode.
+    VerifierError
+        On construction: the verifier does not read the sampling mode (``rrs`` needs ``iid``,
+        ``rrs-wor`` needs ``wor``, ``kseq`` needs ``iid``), or ``ot`` on a node with several
+        sampled children.
+    """
 
     family: ClassVar[str] = "static"
     summary: ClassVar[str] = ("static sampled tree (SpecInfer / Sequoia): fixed shape, children drawn from q "
@@ -62,12 +94,42 @@ class StaticMethod(Method):
 
     @classmethod
     def size_from_fields(cls, fields: dict) -> bool:
+        """Whether ``fields`` already fix the tree's size: they give a shape.
+
+        Parameters
+        ----------
+        fields : dict[str, object]
+            Field name -> value, as :func:`~rheotheory.methods.registry.resolve` collected them.
+
+        Returns
+        -------
+        bool
+            True when ``fields["shape"]`` is set (then no size row is applied).
+        """
         return fields.get("shape") is not None
 
     def default_verifier(self) -> str:
+        """The verifier a method with ``verifier=None`` gets.
+
+        Returns
+        -------
+        str
+            ``rrs-wor`` for ``sampling="wor"``, else ``rrs``.
+        """
         return "rrs-wor" if self.sampling == "wor" else "rrs"
 
     def validate(self) -> None:
+        """Resolve the shape (given or greedy), its depth and budget and the sampling mode, and check
+        that the verifier reads that mode.
+
+        Raises
+        ------
+        TreeError
+            Neither a shape nor both sizes, a size that contradicts the shape, or an unknown
+            sampling mode.
+        VerifierError
+            The verifier is not defined for the sampling mode or the shape.
+        """
         if self.shape is None:
             if self.depth is None or self.budget is None:
                 raise TreeError("static needs a shape (JSON list of index paths) or a node budget and a depth")
@@ -92,20 +154,53 @@ class StaticMethod(Method):
 
     @property
     def nodes(self) -> int:
+        """Most draft nodes a tree holds: the shape's nodes."""
         return len(self.shape)
 
     def builder(self, pair, cache=None):
+        """A function ``chooser -> Tree`` building this shape on ``pair``, its children sampled.
+
+        Parameters
+        ----------
+        pair : ToyPair or SyntheticPair
+            The target and draft laws (the pair protocol of :mod:`rheotheory.pairs`).
+        cache : ExpansionCache, optional
+            Not read (static trees rank nothing).
+
+        Returns
+        -------
+        callable
+            ``build(chooser) -> Tree`` (:func:`~rheotheory.trees.build_static` with this shape and
+            sampling mode).
+        """
         shape = list(self.shape)
         return lambda chooser: build_static(pair, shape, self.sampling, chooser)
 
     def describe(self) -> str:
+        """One line: the shape, the sampling mode and the verifier.
+
+        Returns
+        -------
+        str
+            E.g. ``'static shape=[[0], [1]] sampling=iid verifier=rrs'``.
+        """
         return f"static shape={[list(t) for t in self.shape]} sampling={self.sampling} verifier={self.verifier}"
 
 
 @register
 @dataclass(frozen=True)
 class ChainMethod(Method):
-    """Standard speculative sampling: one path of D tokens sampled from the draft."""
+    """Standard speculative sampling: one path of D tokens sampled from the draft
+    (docs/theory.md section 2.4).
+
+    Attributes
+    ----------
+    verifier : str, optional
+        The verifier (default ``sequential``; also ``onehot``, ``rrs``, ``kseq``, ``ot`` and the
+        tree-level verifiers registered for chains, e.g. ``block``).
+    depth : int
+        D: the chain's length.
+    """
 
     family: ClassVar[str] = "chain"
     summary: ClassVar[str] = "one sampled path of D draft tokens (standard speculative sampling)"
@@ -116,12 +211,34 @@ class ChainMethod(Method):
                         search=(1, 3))
 
     def validate(self) -> None:
+        """Check the depth.
+
+        Raises
+        ------
+        TreeError
+            ``depth`` is not an integer >= 1.
+        """
         self.require_positive("depth")
 
     @property
     def nodes(self) -> int:
+        """Most draft nodes a tree holds: the depth D."""
         return self.depth
 
     def builder(self, pair, cache=None):
+        """A function ``chooser -> Tree`` building one chain of D tokens sampled from the draft.
+
+        Parameters
+        ----------
+        pair : ToyPair or SyntheticPair
+            The target and draft laws (the pair protocol of :mod:`rheotheory.pairs`).
+        cache : ExpansionCache, optional
+            Not read.
+
+        Returns
+        -------
+        callable
+            ``build(chooser) -> Tree``.
+        """
         shape = chain_shape(self.depth)
         return lambda chooser: build_static(pair, shape, "iid", chooser)

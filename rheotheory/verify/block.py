@@ -68,7 +68,20 @@ def _one(law):
 
 
 def point_mass(law, token: int):
-    """The law of a deterministic child: 1 on ``token`` in the shape and type of ``law`` # [vocab]."""
+    """The law of a deterministic child: the point mass on ``token``.
+
+    Parameters
+    ----------
+    law : numpy.ndarray of shape (V,), Fractions or float64
+        Any law of the vocabulary, # [vocab]: gives the shape and number type.
+    token : int
+        The child's token id.
+
+    Returns
+    -------
+    numpy.ndarray of shape (V,), Fractions or float64
+        1 on ``token``, 0 elsewhere, in the shape and type of ``law``, # [vocab].
+    """
     out = law * 0
     out[token] = _one(law)
     return out
@@ -88,8 +101,21 @@ def member_law(tree, node: int, known: dict, like):
 def ratio_weight(a, P, Q, x: int):
     r""":math:`\min(1, a\, P(x) / Q(x))`, the path-level acceptance weight of child ``x``.
 
-    ``a`` is the parent's weight, ``P`` its current target law and ``Q`` the child's member
-    law (# [vocab] each), with :math:`Q(x) > 0`.
+    Parameters
+    ----------
+    a : Fraction or float
+        The parent's weight.
+    P : numpy.ndarray of shape (V,), Fractions or float64
+        The parent's current target law, # [vocab].
+    Q : numpy.ndarray of shape (V,), Fractions or float64
+        The child's member law, # [vocab], with :math:`Q(x) > 0`.
+    x : int
+        The child's token.
+
+    Returns
+    -------
+    Fraction or float
+        The child's weight, in the laws' number type.
     """
     r = a * P[x] / Q[x]
     return r if r < 1 else r * 0 + 1
@@ -98,15 +124,31 @@ def ratio_weight(a, P, Q, x: int):
 def residual_step(a, P, Q):
     r"""The state of a node after a child drawn from ``Q`` was rejected (with its subtree).
 
-    Returns :math:`(a', P')` with :math:`R = (a P - Q)_+`, :math:`S = \sum_x R(x)`,
+    With :math:`R = (a P - Q)_+`, :math:`S = \sum_x R(x)`,
 
     .. math::
 
         a' = \frac{S}{S + 1 - a}, \qquad P' = \mathrm{norm}(R),
 
     where :math:`S + 1 - a = 1 - \sum_x \min(Q(x), a P(x))` is the probability that the child
-    was rejected. ``P``, ``Q``: # [vocab]. NOTE: when that probability is 0 the state is never
-    reached; :math:`a' = 0` then keeps it inert.
+    was rejected. NOTE: when that probability is 0 the state is never reached; :math:`a' = 0`
+    then keeps it inert.
+
+    Parameters
+    ----------
+    a : Fraction or float
+        The node's weight.
+    P : numpy.ndarray of shape (V,), Fractions or float64
+        The node's current target law, # [vocab].
+    Q : numpy.ndarray of shape (V,), Fractions or float64
+        The rejected child's member law, # [vocab].
+
+    Returns
+    -------
+    a2 : Fraction or float
+        :math:`a'`, the node's new weight.
+    P2 : numpy.ndarray of shape (V,), Fractions or float64
+        :math:`P' = \mathrm{norm}(R)`, the node's new target law, # [vocab].
     """
     R = laws.pos(a * P - Q)  # [vocab]
     S = laws.total(R)
@@ -148,6 +190,35 @@ class BlockVerifier(TreeVerifier):
         return "BlockVerifier()"
 
     def outcomes(self, tree, target, branch, weight=1, observe=None):
+        """The values of Z: the chain drawn, then verified by Algorithm 2 (module docstring).
+
+        Parameters
+        ----------
+        tree : Tree
+            A finished tree (``tree.kept`` set); unresolved sampled nodes are drawn through
+            ``branch`` from their laws, never written into the tree.
+        target : callable
+            The target laws, ``target(node, prefix) -> # [vocab]``
+            (:data:`~rheotheory.verify.walk.TargetLaws`).
+        branch : EnumerateBranch or SampleBranch
+            :class:`~rheotheory.verify.walk.EnumerateBranch` (all outcomes; their weights sum to
+            ``weight``) or :class:`~rheotheory.verify.walk.SampleBranch` (one outcome).
+        weight : Fraction or float, default 1
+            Multiplies every outcome's weight (the probability of having built this tree).
+        observe : callable, optional
+            Not called (no per-node transitions).
+
+        Returns
+        -------
+        iterator of Outcome
+            The values of Z with their weights (a generator).
+
+        Raises
+        ------
+        VerifierError
+            A node has more than one kept child, or a sampled node has zero probability under its
+            own law.
+        """
         return self._descend(tree, 0, (), (), [target(0, ())], [], weight, {}, target, branch)
 
     def _descend(self, tree, idx, toks, nodes, P, Q, w, known, target, branch):

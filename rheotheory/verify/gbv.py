@@ -71,19 +71,43 @@ GBV_FAMILIES = ("chain", "multichain")
 
 
 def rank_order(P, Q) -> np.ndarray:
-    """The drafted tokens (:math:`Q(t) > 0`) in GBV's order at one node, lowest first (# [support] of ints).
+    """The drafted tokens (:math:`Q(t) > 0`) in GBV's order at one node, lowest first.
 
     Ascending :math:`P(t) / Q(t)`, ties by token id. A token the draft cannot draw carries no draft
     mass and is never selected: it is left out (above every drafted token in the paper's order).
-    ``P``, ``Q``: # [vocab], exact or float (numpy sorts Fractions as it sorts floats); sorting the
-    support only keeps a sparse draft at V = 32k cheap.
+    Sorting the support only keeps a sparse draft at V = 32k cheap.
+
+    Parameters
+    ----------
+    P : numpy.ndarray of shape (V,), Fractions or float64
+        The target law at the node, # [vocab] (numpy sorts Fractions as it sorts floats).
+    Q : numpy.ndarray of shape (V,), Fractions or float64
+        The draft law at the node, # [vocab].
+
+    Returns
+    -------
+    numpy.ndarray of shape (S,), int
+        The token ids with :math:`Q(t) > 0`, in GBV's order, # [support].
     """
     supp = np.flatnonzero(Q != 0)  # [support]
     return supp[np.lexsort((supp, P[supp] / Q[supp]))]  # last key first: by ratio, then by id
 
 
 def rank_positions(P, Q) -> np.ndarray:
-    """Each token's position in GBV's order (0 = lowest; tokens the draft cannot draw last, by id), # [vocab]."""
+    """Each token's position in GBV's order (0 = lowest; tokens the draft cannot draw last, by id).
+
+    Parameters
+    ----------
+    P : numpy.ndarray of shape (V,), Fractions or float64
+        The target law at the node, # [vocab].
+    Q : numpy.ndarray of shape (V,), Fractions or float64
+        The draft law at the node, # [vocab].
+
+    Returns
+    -------
+    numpy.ndarray of shape (V,), int64
+        Each token's position, # [vocab].
+    """
     pos = np.empty(len(Q), dtype=np.int64)
     pos[np.concatenate([rank_order(P, Q), np.flatnonzero(Q == 0)])] = np.arange(len(Q))
     return pos
@@ -92,10 +116,26 @@ def rank_positions(P, Q) -> np.ndarray:
 def max_of_k_law(Q, alpha, k: int, order):
     r"""The skewed draft :math:`Q^\Gamma` at one node of the selected path (module docstring, step 3).
 
-    ``Q``: the draft at the node (# [vocab]); ``alpha``: :math:`\alpha_i`; ``k``: the number of
-    i.i.d. paths; ``order``: :func:`rank_order` at the node (# [support]). Returns ``(law, lo, hi)``:
-    :math:`Q^\Gamma_i` (# [vocab]), and :math:`\ell`, :math:`h` of the drafted tokens in ``order``
-    (# [support] each), from which :math:`\alpha_{i+1} = \ell / h` at the selected token.
+    Parameters
+    ----------
+    Q : numpy.ndarray of shape (V,), Fractions or float64
+        The draft at the node, # [vocab].
+    alpha : Fraction or float
+        :math:`\alpha_i` (0 at the root).
+    k : int
+        The number of i.i.d. paths K.
+    order : numpy.ndarray of shape (S,), int
+        :func:`rank_order` at the node, # [support].
+
+    Returns
+    -------
+    law : numpy.ndarray of shape (V,), Fractions or float64
+        :math:`Q^\Gamma_i`, # [vocab] (0 where the draft cannot draw).
+    lo : numpy.ndarray of shape (S,), Fractions or float64
+        :math:`\ell` of the drafted tokens in ``order``, # [support].
+    hi : numpy.ndarray of shape (S,), Fractions or float64
+        :math:`h` of the drafted tokens in ``order``, # [support]; :math:`\alpha_{i+1} = \ell / h`
+        at the selected token.
     """
     q = Q[order]  # [support] in rank order
     beta = 1 - alpha
@@ -111,10 +151,23 @@ def max_of_k_law(Q, alpha, k: int, order):
 def drafted_paths(tree) -> list[tuple[int, ...]]:
     """The root-to-leaf node paths of a tree of K i.i.d. chains of equal length, in creation order.
 
-    A tree of another shape (a node other than the root with several kept children, chains of
-    different lengths, a deterministic node, siblings at the root not drawn i.i.d. from one law)
-    is a :class:`~rheotheory.errors.VerifierError`: the skewed draft is the law of the maximum of
-    K i.i.d. paths and of nothing else.
+    Parameters
+    ----------
+    tree : Tree
+        A finished tree.
+
+    Returns
+    -------
+    list of tuple of int
+        One node path (root excluded) per chain; empty for the root alone.
+
+    Raises
+    ------
+    VerifierError
+        A tree of another shape (a node other than the root with several kept children, chains of
+        different lengths, a deterministic node or one drawn without replacement, siblings at the
+        root not drawn i.i.d. from one law): the skewed draft is the law of the maximum of K i.i.d.
+        paths and of nothing else.
     """
     roots = tree.kept_children(0)
     paths = []
@@ -151,15 +204,68 @@ class GreedyBlockVerifier(BlockVerifier):
         return "GreedyBlockVerifier()"
 
     def outcomes(self, tree, target, branch, weight=1, observe=None):
+        """The values of Z: the chains drawn, the largest in GBV's order selected and block-verified
+        against its skewed draft (module docstring).
+
+        Parameters
+        ----------
+        tree : Tree
+            A finished tree (``tree.kept`` set); unresolved sampled nodes are drawn through
+            ``branch`` from their laws, never written into the tree.
+        target : callable
+            The target laws, ``target(node, prefix) -> # [vocab]``
+            (:data:`~rheotheory.verify.walk.TargetLaws`).
+        branch : EnumerateBranch or SampleBranch
+            :class:`~rheotheory.verify.walk.EnumerateBranch` (all outcomes; their weights sum to
+            ``weight``) or :class:`~rheotheory.verify.walk.SampleBranch` (one outcome).
+        weight : Fraction or float, default 1
+            Multiplies every outcome's weight (the probability of having built this tree).
+        observe : callable, optional
+            Not called (no per-node transitions).
+
+        Returns
+        -------
+        iterator of Outcome
+            The values of Z with their weights (a generator).
+
+        Raises
+        ------
+        VerifierError
+            The tree is not K i.i.d. chains of equal length (:func:`drafted_paths`).
+        """
         paths = drafted_paths(tree)
         pending = tree.pending_draws([v for path in paths for v in path])
         for dw, known in draw_pending(tree, pending, branch, w=weight):
             yield from self._verify(*self.select(tree, paths, known, target), dw, branch)
 
     def select(self, tree, paths, known, target):
-        """The selected path and its laws: ``(tokens, nodes, P, QG)`` with ``P`` the target laws at
-        its L + 1 nodes (root first) and ``QG`` the skewed draft of each of its L tokens (# [vocab] each).
-        No chains (an empty tree): the root alone."""
+        """The selected path and its laws (module docstring, steps 2 and 3).
+
+        No chains (an empty tree): the root alone, ``((), (), [P_root], [])``.
+
+        Parameters
+        ----------
+        tree : Tree
+            A finished tree of K i.i.d. chains.
+        paths : list of tuple of int
+            Its chains' node paths (:func:`drafted_paths`).
+        known : dict[int, int]
+            Node -> token of the chains' unresolved nodes (drawn by
+            :func:`~rheotheory.verify.walk.draw_pending`).
+        target : callable
+            The target laws, ``target(node, prefix) -> # [vocab]``.
+
+        Returns
+        -------
+        tokens : tuple of int
+            The selected path's L tokens.
+        nodes : tuple of int
+            Its nodes (of the first chain holding it).
+        P : list of numpy.ndarray of shape (V,), Fractions or float64
+            The target laws at its L + 1 nodes, root first, # [vocab] each.
+        QG : list of numpy.ndarray of shape (V,), Fractions or float64
+            The skewed draft of each of its L tokens, # [vocab] each.
+        """
         k = len(paths)
         alive = list(range(k))  # the chains that agree with the selected path so far
         toks, nodes, P, QG = (), (), [target(0, ())], []

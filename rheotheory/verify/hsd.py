@@ -56,7 +56,24 @@ HSD_FAMILIES = ("chain",)
 
 def joint_weights(toks, P, Q):
     """``(r, w)``: the joint ratios :math:`r_0 .. r_\\gamma` of the chain's prefixes and
-    :math:`w_i = \\min(1, r_i)` (``P``: # [gamma + 1, vocab] target laws, ``Q``: # [gamma, vocab] drafts)."""
+    :math:`w_i = \\min(1, r_i)`.
+
+    Parameters
+    ----------
+    toks : sequence of int
+        The chain's tokens :math:`X_1 .. X_\\gamma`.
+    P : list of numpy.ndarray of shape (V,), Fractions or float64
+        The target laws at the chain's nodes, root first, # [gamma + 1, vocab].
+    Q : list of numpy.ndarray of shape (V,), Fractions or float64
+        The drafts each token was drawn from, # [gamma, vocab].
+
+    Returns
+    -------
+    r : list of Fraction or float
+        The joint ratios, :math:`r_0 = 1`, uncapped, # [gamma + 1].
+    w : list of Fraction or float
+        The weights :math:`\\min(1, r_i)`, # [gamma + 1].
+    """
     r = [_one(P[0])]
     for i, x in enumerate(toks):
         r.append(r[-1] * P[i][x] / Q[i][x])  # NOTE: uncapped, unlike block verification's a_i

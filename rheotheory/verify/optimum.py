@@ -73,6 +73,26 @@ def _cost(p, Q: SetLaw):
 def optimum_pot(p, Q: SetLaw) -> float:
     """Optimal acceptance via POT's exact network-simplex solver ``ot.emd2`` (float).
 
+    Parameters
+    ----------
+    p : numpy.ndarray of shape (V,), Fractions or float64
+        The target law at the node, # [vocab].
+    Q : dict[frozenset of int, Fraction or float]
+        The law of the candidate set: set -> probability, summing to 1.
+
+    Returns
+    -------
+    float
+        The best acceptance :math:`\\mathrm{opt}(p, Q)` of any lossless verifier at the node.
+
+    Raises
+    ------
+    VerifierError
+        The set law is empty, does not sum to 1 (exactly for exact laws, to 1e-9 for floats), or
+        holds a token outside the vocabulary.
+
+    Examples
+    --------
     p = (1, 0) against two i.i.d. drafts from (1/2, 1/2): token 0 is proposed with probability
     1 - (1/2)^2, and no verifier can accept more often.
 
@@ -91,6 +111,26 @@ def optimum_pot(p, Q: SetLaw) -> float:
 def optimum_linprog(p, Q: SetLaw) -> float:
     """Optimal acceptance via ``scipy.optimize.linprog(method="highs")`` (float).
 
+    Parameters
+    ----------
+    p : numpy.ndarray of shape (V,), Fractions or float64
+        The target law at the node, # [vocab].
+    Q : dict[frozenset of int, Fraction or float]
+        The law of the candidate set: set -> probability, summing to 1.
+
+    Returns
+    -------
+    float
+        The best acceptance :math:`\\mathrm{opt}(p, Q)` of any lossless verifier at the node.
+
+    Raises
+    ------
+    VerifierError
+        The set law is empty, does not sum to 1 (exactly for exact laws, to 1e-9 for floats), or
+        holds a token outside the vocabulary; or the solver fails.
+
+    Examples
+    --------
     >>> p = laws.exact_law(["1/2", "1/2"])
     >>> round(optimum_linprog(p, {frozenset({0}): 1}), 9)          # one deterministic child: p(0)
     0.5
@@ -116,6 +156,28 @@ def optimum_linprog(p, Q: SetLaw) -> float:
 def optimum_sets(p, Q: SetLaw):
     """Optimal acceptance by the min-over-token-sets formula (exact for exact laws).
 
+    Scans all :math:`2^V` token sets T for :math:`\\min_T p(T) + 1 - Q(\\{S : S \\subseteq T\\})`.
+
+    Parameters
+    ----------
+    p : numpy.ndarray of shape (V,), Fractions or float64
+        The target law at the node, # [vocab].
+    Q : dict[frozenset of int, Fraction or float]
+        The law of the candidate set: set -> probability, summing to 1.
+
+    Returns
+    -------
+    Fraction or float
+        The best acceptance :math:`\\mathrm{opt}(p, Q)`, in p's number type.
+
+    Raises
+    ------
+    VerifierError
+        The set law is empty, does not sum to 1 (exactly for exact laws, to 1e-9 for floats), or
+        holds a token outside the vocabulary; or V exceeds :data:`MAX_SETS_VOCAB`.
+
+    Examples
+    --------
     >>> p = laws.exact_law(["1", "0"])
     >>> print(optimum_sets(p, set_law_iid(laws.exact_law(["1/2", "1/2"]), 2)))
     3/4
@@ -136,7 +198,20 @@ def optimum_sets(p, Q: SetLaw):
 
 
 def set_law_det_plus_sample(det: Sequence[int], law) -> dict:
-    """Law of the set det ∪ {s}, s ~ law (law should vanish on det)."""
+    """Law of the set det ∪ {s}, s ~ law (law should vanish on det).
+
+    Parameters
+    ----------
+    det : sequence of int
+        The deterministic candidates' tokens G.
+    law : numpy.ndarray of shape (V,), Fractions or float64
+        The law the sampled candidate s is drawn from, # [vocab].
+
+    Returns
+    -------
+    dict[frozenset of int, Fraction or float]
+        Set -> probability; ``{frozenset(det): 1}`` for an all-zero ``law``.
+    """
     out: dict = {}
     base = frozenset(det)
     for x, w in enumerate(law):
@@ -151,6 +226,20 @@ def set_law_det_plus_sample(det: Sequence[int], law) -> dict:
 def set_law_iid(law, k: int) -> dict:
     """Law of the set of k i.i.d. draws from law.
 
+    Parameters
+    ----------
+    law : numpy.ndarray of shape (V,), Fractions or float64
+        The draft law, # [vocab].
+    k : int
+        The number of draws.
+
+    Returns
+    -------
+    dict[frozenset of int, Fraction or float]
+        Set of drawn tokens -> probability.
+
+    Examples
+    --------
     >>> Q = set_law_iid(laws.exact_law(["1/2", "1/2"]), 2)
     >>> {tuple(sorted(S)): str(w) for S, w in Q.items()}
     {(0,): '1/4', (0, 1): '1/2', (1,): '1/4'}
@@ -169,6 +258,20 @@ def set_law_iid(law, k: int) -> dict:
 def set_law_wor(law, k: int) -> dict:
     """Law of the set of k draws without replacement (successive sampling) from law.
 
+    Parameters
+    ----------
+    law : numpy.ndarray of shape (V,), Fractions or float64
+        The draft law, # [vocab].
+    k : int
+        The number of draws (fewer when the support runs out).
+
+    Returns
+    -------
+    dict[frozenset of int, Fraction or float]
+        Set of drawn tokens -> probability.
+
+    Examples
+    --------
     >>> Q = set_law_wor(laws.exact_law(["1/2", "1/2"]), 2)
     >>> {tuple(sorted(S)): str(w) for S, w in Q.items()}
     {(0, 1): '1'}
@@ -191,6 +294,25 @@ def set_law_wor(law, k: int) -> dict:
 def ot_value(p, det: Sequence[int], law):
     """Closed form p(G) + sum_{x not in G} min(p(x), law(x)) (law vanishing on G).
 
+    It is the acceptance of the ``ot`` verifier (docs/theory.md section 3.5) for the
+    deterministic candidates G plus one candidate sampled from ``law``.
+
+    Parameters
+    ----------
+    p : numpy.ndarray of shape (V,), Fractions or float64
+        The target law at the node, # [vocab].
+    det : sequence of int
+        The deterministic candidates' tokens G.
+    law : numpy.ndarray of shape (V,), Fractions or float64
+        The law of the one sampled candidate, # [vocab], vanishing on G.
+
+    Returns
+    -------
+    Fraction or float
+        The value: exact for exact laws, a float for float64 laws (computed vectorised).
+
+    Examples
+    --------
     It equals the general optimum for the set G plus one sampled token:
 
     >>> p = laws.exact_law(["1/2", "1/2", "0"])

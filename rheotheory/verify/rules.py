@@ -68,12 +68,27 @@ __all__ = [
 
 @dataclass
 class Transition:
-    """The transition law of one node (see the module docstring)."""
+    """The transition law of one node (see the module docstring): ``sum(cont) + sum(emit) == 1``.
+
+    Attributes
+    ----------
+    cont : list of Fraction or float
+        The probability of continuing into each candidate, # [num_candidates].
+    emit : numpy.ndarray of shape (V,), Fractions or float64
+        The probability of emitting ``y`` and stopping, # [vocab].
+    """
 
     cont: list  # [num_candidates] probability of continuing into each candidate
     emit: np.ndarray  # [vocab] probability of emitting y and stopping
 
     def total(self):
+        """The total probability, 1 for a valid transition.
+
+        Returns
+        -------
+        Fraction or float
+            ``sum(cont) + sum(emit)``, in the laws' number type.
+        """
         return sum(self.cont) + laws.total(self.emit)
 
 
@@ -91,10 +106,36 @@ def _min1(a, b):
 def sequential(p, cands: Sequence[Candidate], residual=laws.residual) -> Transition:
     """Sequential verification: one-hot for deterministic, min(1, p/L) for sampled candidates.
 
-    ``residual(p, L)``, the law after a sampled candidate from ``L`` was rejected, is
-    :func:`rheotheory.laws.residual`; only the planted bugs of :mod:`rheotheory.testing.mutants`
-    replace it.
+    A deterministic candidate ``x`` is accepted with the current ``p(x)``, then ``x`` is zeroed and
+    ``p`` renormalised; a sampled ``x`` drawn from ``L`` with min(1, p(x)/L(x)), then
+    ``p`` becomes ``residual(p, L)``. Registered as ``sequential``, as ``rrs`` (i.i.d. candidates)
+    and as ``rrs-wor`` (candidates without replacement); docs/theory.md section 3.3.
 
+    Parameters
+    ----------
+    p : numpy.ndarray of shape (V,), Fractions or float64
+        The target law at the node, # [vocab].
+    cands : sequence of Candidate
+        The node's kept children in the order they are tried (creation order): a deterministic one
+        has ``law=None``, a sampled one the law it was drawn from (# [vocab]).
+    residual : callable, optional
+        ``residual(p, L)``: the law after a sampled candidate from ``L`` was rejected, by default
+        :func:`rheotheory.laws.residual`; only the planted bugs of :mod:`rheotheory.testing.mutants`
+        replace it.
+
+    Returns
+    -------
+    Transition
+        ``cont[i]``: the probability of continuing into candidate ``i``; ``emit[y]``: of emitting
+        ``y`` and ending the step.
+
+    Raises
+    ------
+    VerifierError
+        A sampled candidate has zero probability under its own law.
+
+    Examples
+    --------
     One draft s ~ q (p target, q draft): averaged over s the output token has law p, and the
     acceptance is 1 - tv(p, q).
 
@@ -128,11 +169,27 @@ def sequential(p, cands: Sequence[Candidate], residual=laws.residual) -> Transit
 
 
 def onehot(p, cands: Sequence[Candidate]) -> Transition:
-    """EAGLE's verification: every candidate is checked one-hot, whatever its drafting law.
+    """EAGLE's verification: every candidate is checked one-hot, whatever its drafting law
+    (docs/theory.md section 3.2).
 
-    The one-hot dilemma: with p = q = (1/2, 1/2) a deterministic top-1 child is accepted with
-    probability p(0) = 1/2, while the same token sampled from q and verified with its true law
-    is always accepted.
+    Parameters
+    ----------
+    p : numpy.ndarray of shape (V,), Fractions or float64
+        The target law at the node, # [vocab].
+    cands : sequence of Candidate
+        The node's kept children in the order they are tried; their laws are not read.
+
+    Returns
+    -------
+    Transition
+        ``cont[i]``: the probability of continuing into candidate ``i``; ``emit[y]``: of emitting
+        ``y`` and ending the step.
+
+    Examples
+    --------
+    The one-hot dilemma (docs/theory.md section 1.4): with p = q = (1/2, 1/2) a deterministic
+    top-1 child is accepted with probability p(0) = 1/2, while the same token sampled from q and
+    verified with its true law is always accepted.
 
     >>> p = laws.exact_law(["1/2", "1/2"])
     >>> print(acceptance(onehot(p, [Candidate(0)])))
@@ -161,8 +218,23 @@ KSEQ_BISECTION_STEPS = 60
 def kseq_rho(p, q, k: int):
     """SpecTr's rho in [1, k]: a root of (1 - (1 - beta(rho))^k) / beta(rho) = rho.
 
-    beta(rho) = sum_x min(q(x), p(x)/rho). Returns a value in p's number type at which
-    c(rho) <= rho holds (exactly, for exact laws).
+    beta(rho) = sum_x min(q(x), p(x)/rho), found by :data:`KSEQ_BISECTION_STEPS` bisection steps
+    in float64 over q's support.
+
+    Parameters
+    ----------
+    p : numpy.ndarray of shape (V,), Fractions or float64
+        The target law at the node, # [vocab].
+    q : numpy.ndarray of shape (V,), Fractions or float64
+        The law the k candidates were drawn from, # [vocab].
+    k : int
+        The number of i.i.d. candidates.
+
+    Returns
+    -------
+    Fraction or float
+        rho, in p's number type, at which c(rho) <= rho holds (exactly, for exact laws: the upper
+        end of the bisection's bracket, walked up if float rounding left it a hair short).
     """
     qf = laws.to_float(q)
     keep = qf > 0  # NOTE: min(q, p / rho) is 0 off q's support; a sparse draft bisects over its support only
@@ -196,11 +268,32 @@ def kseq_rho(p, q, k: int):
 
 
 def kseq(p, cands: Sequence[Candidate]) -> Transition:
-    """SpecTr K-SEQ for k i.i.d. candidates drawn from one law q.
+    """SpecTr K-SEQ for k i.i.d. candidates drawn from one law q (docs/theory.md section 3.4).
 
-    Candidate i is accepted with min(1, p(x)/(rho q(x))); if all k are rejected the token is
-    drawn from [p - min(q, p/rho) c] / (1 - beta)^k with c = (1 - (1 - beta)^k) / beta.
+    Candidate i is accepted with min(1, p(x)/(rho q(x))) (rho: :func:`kseq_rho`); if all k are
+    rejected the token is drawn from [p - min(q, p/rho) c] / (1 - beta)^k with
+    c = (1 - (1 - beta)^k) / beta.
 
+    Parameters
+    ----------
+    p : numpy.ndarray of shape (V,), Fractions or float64
+        The target law at the node, # [vocab].
+    cands : sequence of Candidate
+        The k candidates, each sampled from the same law q (equal arrays); none: ``p`` is emitted.
+
+    Returns
+    -------
+    Transition
+        ``cont[i]``: the probability of continuing into candidate ``i``; ``emit[y]``: of emitting
+        ``y`` and ending the step.
+
+    Raises
+    ------
+    VerifierError
+        A candidate is deterministic, or the candidates were drawn from different laws.
+
+    Examples
+    --------
     >>> p = laws.exact_law(["1/2", "1/2"])                # p = q: rho = 1, the first draft is kept
     >>> print(kseq_rho(p, p, 2), acceptance(kseq(p, [Candidate(0, law=p), Candidate(0, law=p)])))
     1 1
@@ -227,10 +320,37 @@ def kseq(p, cands: Sequence[Candidate]) -> Transition:
 
 
 def ot(p, cands: Sequence[Candidate], residual=laws.residual) -> Transition:
-    """The optimal verifier for deterministic candidates plus at most one sampled candidate.
+    """The optimal verifier for deterministic candidates plus at most one sampled candidate
+    (docs/theory.md section 3.5).
 
-    ``residual(p, L)`` is the law of ``Y`` after the rejection, as in :func:`sequential`.
+    Accept the sampled ``s ~ L`` with min(1, p(s)/L(s)); otherwise draw
+    ``Y ~ residual(p, L)`` and continue into the first candidate holding ``Y``, else emit ``Y``.
+    Without a sampled candidate it is :func:`onehot`.
 
+    Parameters
+    ----------
+    p : numpy.ndarray of shape (V,), Fractions or float64
+        The target law at the node, # [vocab].
+    cands : sequence of Candidate
+        The node's kept children in the order they are tried (creation order): a deterministic one
+        has ``law=None``, a sampled one the law it was drawn from (# [vocab]).
+    residual : callable, optional
+        ``residual(p, L)``: the law of ``Y`` after the rejection, by default
+        :func:`rheotheory.laws.residual`, as in :func:`sequential`.
+
+    Returns
+    -------
+    Transition
+        ``cont[i]``: the probability of continuing into candidate ``i``; ``emit[y]``: of emitting
+        ``y`` and ending the step.
+
+    Raises
+    ------
+    VerifierError
+        More than one sampled candidate, or the sampled one has zero probability under its own law.
+
+    Examples
+    --------
     With p = q a single sampled draft is always accepted:
 
     >>> p = laws.exact_law(["1/2", "1/4", "1/4"])
@@ -296,8 +416,33 @@ def ot_wor(p, cands: Sequence[Candidate], residual=laws.residual) -> Transition:
     :math:`p_j`), else :math:`Y` is emitted. Given the sampled tokens the output token's law is
     that of recursive rejection sampling, which does not depend on the deterministic candidates;
     averaged over :math:`s_i \sim L_i` (given :math:`s_{<i}`) it is :math:`p`. With one sampled
-    candidate this is :func:`ot`; with none, :func:`onehot`. ``residual`` as in :func:`sequential`.
+    candidate this is :func:`ot`; with none, :func:`onehot`.
 
+    Parameters
+    ----------
+    p : numpy.ndarray of shape (V,), Fractions or float64
+        The target law at the node, # [vocab].
+    cands : sequence of Candidate
+        The node's kept children in the order they are tried (creation order): a deterministic one
+        has ``law=None``, a sampled one the law it was drawn from (# [vocab]).
+    residual : callable, optional
+        ``residual(p, L)``: the law after a sampled candidate from ``L`` was rejected, by default
+        :func:`rheotheory.laws.residual`; only the planted bugs of :mod:`rheotheory.testing.mutants`
+        replace it.
+
+    Returns
+    -------
+    Transition
+        ``cont[i]``: the probability of continuing into candidate ``i``; ``emit[y]``: of emitting
+        ``y`` and ending the step.
+
+    Raises
+    ------
+    VerifierError
+        A sampled candidate has zero probability under its own law.
+
+    Examples
+    --------
     >>> p = laws.exact_law(["1/2", "1/4", "1/4", "0"])
     >>> L1 = laws.exact_law(["0", "1/2", "1/4", "1/4"])          # tail law outside G = {0}
     >>> L2 = laws.exact_law(["0", "0", "1/2", "1/2"])            # L1 without s_1 = 1
@@ -363,10 +508,17 @@ def register_rule(name: str, rule: Callable[..., Transition] | None = None, fami
     families : sequence of str, optional
         The method families that admit it; ``None`` (the default): every family.
 
+    Returns
+    -------
+    callable
+        ``rule`` itself; without ``rule``, the decorator that registers the function it is given.
+
     Raises
     ------
+    TypeError
+        ``name`` is not a non-empty string, or ``rule`` is not callable.
     ValueError
-        ``name`` is already a verifier.
+        ``name`` is already a verifier (a per-node rule or a tree-level verifier).
     """
     if rule is None:
         return lambda fn: register_rule(name, fn, families)
@@ -389,10 +541,25 @@ for _name, _rule in (("onehot", onehot), ("sequential", sequential), ("rrs", seq
 
 
 def rule_by_name(name: str, obj=None) -> None:
-    """Register the per-node rule a reference ``WHERE:NAME`` names (loaded by
-    :mod:`rheotheory.plugin_loader`, or ``obj`` when the caller loaded it), under ``name``; for any
-    other unknown name, load the installed plugins. A reference to something that is not a rule
-    is left alone (the caller refuses the name)."""
+    """Register the per-node rule a reference ``WHERE:NAME`` names, under ``name``; for any other
+    unknown name, load the installed plugins.
+
+    A reference to something that is not a rule is left alone (the caller refuses the name); a
+    name already registered, too.
+
+    Parameters
+    ----------
+    name : str
+        A verifier name, or a reference ``FILE.py:NAME`` / ``MODULE:NAME``.
+    obj : callable, optional
+        The object the reference names, when the caller loaded it; default: loaded by
+        :func:`rheotheory.plugin_loader.load_object`.
+
+    Raises
+    ------
+    PluginError
+        The reference's plugin does not load or lacks the name, or a plugin fails to load.
+    """
     from ..plugin_loader import ensure_plugins, is_reference, load_object  # NOTE: plugins load only when asked for
 
     if name in VERIFIERS:
@@ -412,6 +579,17 @@ def get_verifier(name: str) -> Callable[..., Transition]:
     :mod:`rheotheory.plugin`); an unknown name loads the installed plugins once before it is
     refused.
 
+    Parameters
+    ----------
+    name : str
+        A per-node verifier's name (:data:`VERIFIERS`), or a reference ``FILE.py:NAME`` /
+        ``MODULE:NAME`` to a plugin's rule.
+
+    Returns
+    -------
+    callable
+        ``rule(p, candidates) -> Transition``.
+
     Raises
     ------
     VerifierError
@@ -427,12 +605,36 @@ def get_verifier(name: str) -> Callable[..., Transition]:
 
 
 def acceptance(tr: Transition):
-    """Probability of continuing into some candidate."""
+    """Probability of continuing into some candidate.
+
+    Parameters
+    ----------
+    tr : Transition
+        A node's transition law.
+
+    Returns
+    -------
+    Fraction or float
+        ``sum(tr.cont)``, in the laws' number type.
+    """
     return sum(tr.cont)
 
 
 def output_law(tr: Transition, cands: Sequence[Candidate]) -> np.ndarray:
-    """Law of the node's output token under fixed candidates (continuing into c outputs c.token)."""
+    """Law of the node's output token under fixed candidates (continuing into c outputs c.token).
+
+    Parameters
+    ----------
+    tr : Transition
+        The node's transition law for ``cands``.
+    cands : sequence of Candidate
+        The candidates ``tr`` was computed for, in the same order.
+
+    Returns
+    -------
+    numpy.ndarray of shape (V,), Fractions or float64
+        ``tr.emit`` plus each candidate's continuation probability on its token, # [vocab].
+    """
     out = tr.emit * 1
     for c, w in zip(cands, tr.cont):
         out[c.token] = out[c.token] + w

@@ -104,6 +104,35 @@ class SpecTrGBVVerifier(TreeVerifier):
         return "SpecTrGBVVerifier()"
 
     def outcomes(self, tree, target, branch, weight=1, observe=None):
+        """The values of Z: the chains drawn, then scanned by the reconstructed rule (module docstring).
+
+        Parameters
+        ----------
+        tree : Tree
+            A finished tree (``tree.kept`` set); unresolved sampled nodes are drawn through
+            ``branch`` from their laws, never written into the tree.
+        target : callable
+            The target laws, ``target(node, prefix) -> # [vocab]``
+            (:data:`~rheotheory.verify.walk.TargetLaws`).
+        branch : EnumerateBranch or SampleBranch
+            :class:`~rheotheory.verify.walk.EnumerateBranch` (all outcomes; their weights sum to
+            ``weight``) or :class:`~rheotheory.verify.walk.SampleBranch` (one outcome).
+        weight : Fraction or float, default 1
+            Multiplies every outcome's weight (the probability of having built this tree).
+        observe : callable, optional
+            Not called (no per-node transitions).
+
+        Returns
+        -------
+        iterator of Outcome
+            The values of Z with their weights (a generator).
+
+        Raises
+        ------
+        VerifierError
+            The tree is not K i.i.d. chains of equal length
+            (:func:`~rheotheory.verify.gbv.drafted_paths`).
+        """
         paths = drafted_paths(tree)
         if not paths:
             for y, wy in branch.choose(target(0, ())):

@@ -109,6 +109,34 @@ class TraversalVerifier(TreeVerifier):
         return "TraversalVerifier()"
 
     def outcomes(self, tree, target, branch, weight=1, observe=None):
+        """The values of Z: the tree visited from the leaves towards the root (module docstring).
+
+        Parameters
+        ----------
+        tree : Tree
+            A finished tree (``tree.kept`` set); unresolved sampled nodes are drawn through
+            ``branch`` from their laws, never written into the tree.
+        target : callable
+            The target laws, ``target(node, prefix) -> # [vocab]``
+            (:data:`~rheotheory.verify.walk.TargetLaws`).
+        branch : EnumerateBranch or SampleBranch
+            :class:`~rheotheory.verify.walk.EnumerateBranch` (all outcomes; their weights sum to
+            ``weight``) or :class:`~rheotheory.verify.walk.SampleBranch` (one outcome).
+        weight : Fraction or float, default 1
+            Multiplies every outcome's weight (the probability of having built this tree).
+        observe : callable, optional
+            Not called (decisions are per path, not per-node transitions).
+
+        Returns
+        -------
+        iterator of Outcome
+            The values of Z with their weights (a generator).
+
+        Raises
+        ------
+        VerifierError
+            A sampled node has zero probability under its own law.
+        """
         p_root = target(0, ())  # [vocab]
         # NOTE: the root accepts whenever it is reached, so its rejection weight (the return) is 0.
         return (yield from self._visit(tree, 0, (), (), _one(p_root), p_root, weight, {}, target, branch, p_root))

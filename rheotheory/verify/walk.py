@@ -80,7 +80,17 @@ Observer = Callable[[int, object, list, Transition], None]
 
 
 class Outcome(NamedTuple):
-    """One value of the step output with its weight."""
+    """One value of the step output with its weight.
+
+    Attributes
+    ----------
+    z : tuple of int
+        Z: the accepted tokens, then the emitted one.
+    nodes : tuple of int
+        The tree nodes of the accepted tokens, root excluded (``len(z) - 1`` of them).
+    weight : Fraction or float
+        Its probability (:class:`EnumerateBranch`), or the start weight (:class:`SampleBranch`).
+    """
 
     z: tuple  # Z: the accepted tokens, then the emitted one
     nodes: tuple  # tree nodes of the accepted tokens, root excluded (len(z) - 1 of them)
@@ -95,9 +105,20 @@ class Branch(Protocol):
     memo: dict | None
 
     def choose(self, *parts: Sequence) -> Iterator[tuple[int, object]]:
-        """``(i, w)`` pairs over indices ``i`` of the concatenation of ``parts`` (weights, each
-        ``# [n_k]``, non-negative, summing to 1 together): every ``i`` of positive weight with
-        ``w`` its weight, or one ``i`` drawn from them with ``w = 1``."""
+        """The outcomes of one random choice among the indices of the concatenation of ``parts``.
+
+        Parameters
+        ----------
+        *parts : sequence of Fraction or float
+            Weights, each ``# [n_k]``, non-negative, summing to 1 together (e.g. a transition's
+            ``cont`` and ``emit``).
+
+        Returns
+        -------
+        iterator of tuple of (int, object)
+            ``(i, w)``: every ``i`` of positive weight with ``w`` its weight, or one ``i`` drawn
+            from them with ``w = 1``.
+        """
 
 
 class EnumerateBranch:
@@ -107,6 +128,18 @@ class EnumerateBranch:
         self.memo: dict | None = {}
 
     def choose(self, *parts):
+        """Every index of positive weight, with its weight.
+
+        Parameters
+        ----------
+        *parts : sequence of Fraction or float
+            Weights, each ``# [n_k]``, non-negative, summing to 1 together.
+
+        Yields
+        ------
+        tuple of (int, Fraction or float)
+            ``(i, w)``: an index of the concatenation of ``parts`` and its weight.
+        """
         off = 0
         for part in parts:
             for i, w in enumerate(part):
@@ -118,8 +151,13 @@ class EnumerateBranch:
 class SampleBranch:
     """One outcome of every choice, drawn by inverse CDF from ``uniform()`` (weight 1).
 
-    ``uniform`` is the stream's next U[0, 1) draw: ``rng.random`` of a ``numpy.random.Generator``,
-    or :meth:`~rheotheory.decode.engine.UniformStream.next`. One choice consumes one uniform.
+    One choice consumes one uniform.
+
+    Parameters
+    ----------
+    uniform : callable
+        ``uniform() -> float``: the stream's next U[0, 1) draw: ``rng.random`` of a
+        ``numpy.random.Generator``, or :meth:`~rheotheory.decode.engine.UniformStream.next`.
     """
 
     memo = None
@@ -128,12 +166,40 @@ class SampleBranch:
         self.uniform = uniform
 
     def choose(self, *parts):
+        """One index drawn from the weights, with weight 1.
+
+        Parameters
+        ----------
+        *parts : sequence of Fraction or float
+            Weights, each ``# [n_k]``, non-negative, summing to 1 together (several parts are
+            joined as float64).
+
+        Yields
+        ------
+        tuple of (int, float)
+            ``(i, 1.0)``, ``i`` an index of the concatenation of ``parts``, drawn by inverse CDF.
+        """
         w = parts[0] if len(parts) == 1 else np.concatenate([np.asarray(x, dtype=np.float64) for x in parts])  # [n]
         yield laws.inverse_cdf(w, self.uniform()), 1.0
 
 
 class TreeVerifier(ABC):
-    """A verifier at the tree level: a finished tree and the target laws -> the law of Z."""
+    """A verifier at the tree level: a finished tree and the target laws -> the law of Z.
+
+    A subclass sets :attr:`name` and implements :meth:`outcomes`; :func:`register_tree_verifier`
+    sets ``families``.
+
+    Attributes
+    ----------
+    name : str
+        What results call it (a per-node rule's name for :class:`PerNodeWalk`).
+    sampling_modes : tuple of str or None
+        The sampling modes of sampled siblings it reads (``("iid",)``: drafts drawn i.i.d. only);
+        None: any. A family refuses the others when the method is built.
+    lossy : str or None
+        Why the certifier finds it lossy where it is registered (its methods' ``known_lossy``), or
+        None. A lossy verifier is registered to be measured and certified, never recommended.
+    """
 
     name: str  # what results call it (a per-node rule's name for PerNodeWalk)
     #: The sampling modes of sampled siblings it reads (``("iid",)``: drafts drawn i.i.d. only); None: any.
@@ -150,25 +216,36 @@ class TreeVerifier(ABC):
 
         Parameters
         ----------
-        tree
+        tree : Tree
             A finished tree (``tree.kept`` set); unresolved sampled nodes are drawn through
             ``branch`` from their laws, never written into the tree.
-        target
-            The target laws, ``target(node, prefix) -> # [vocab]``.
-        branch
+        target : callable
+            The target laws, ``target(node, prefix) -> # [vocab]`` (:data:`TargetLaws`).
+        branch : EnumerateBranch or SampleBranch
             :class:`EnumerateBranch` (all outcomes; their weights sum to ``weight``) or
             :class:`SampleBranch` (one outcome).
-        weight
+        weight : Fraction or float, default 1
             Multiplies every outcome's weight (the probability of having built this tree).
-        observe
-            Optional per-node hook (:data:`Observer`); tree-level verifiers may ignore it.
+        observe : callable, optional
+            Per-node hook ``observe(node, p, candidates, transition)`` (:data:`Observer`);
+            tree-level verifiers may ignore it.
+
+        Returns
+        -------
+        iterator of Outcome
+            The values of Z with their weights (a generator).
         """
 
 
 class PerNodeWalk(TreeVerifier):
     """The walk of a per-node rule down the tree (docs/theory.md section 3).
 
-    ``rule(p, candidates) -> Transition`` is one of :data:`~rheotheory.verify.rules.VERIFIERS`.
+    Parameters
+    ----------
+    rule : callable
+        ``rule(p, candidates) -> Transition``, e.g. one of :data:`~rheotheory.verify.rules.VERIFIERS`.
+    name : str, optional
+        What results call it; default: the rule's ``__name__``.
     """
 
     def __init__(self, rule: Callable[..., Transition], name: str | None = None):
@@ -179,6 +256,29 @@ class PerNodeWalk(TreeVerifier):
         return f"PerNodeWalk({self.name})"
 
     def outcomes(self, tree, target, branch, weight=1, observe=None):
+        """The values of Z: the rule's transitions walked from the root (module docstring).
+
+        Parameters
+        ----------
+        tree : Tree
+            A finished tree (``tree.kept`` set); unresolved sampled nodes are drawn through
+            ``branch`` from their laws, never written into the tree.
+        target : callable
+            The target laws, ``target(node, prefix) -> # [vocab]`` (:data:`TargetLaws`).
+        branch : EnumerateBranch or SampleBranch
+            :class:`EnumerateBranch` (all outcomes; their weights sum to ``weight``) or
+            :class:`SampleBranch` (one outcome).
+        weight : Fraction or float, default 1
+            Multiplies every outcome's weight (the probability of having built this tree).
+        observe : callable, optional
+            Called as ``observe(node, p, candidates, transition)`` at every visited node
+            with children (Monte Carlo records acceptances there).
+
+        Returns
+        -------
+        iterator of Outcome
+            The values of Z with their weights (a generator).
+        """
         return self._walk(tree, 0, (), (), weight, target, branch, observe)
 
     def _walk(self, tree, idx, prefix, nodes, weight, target, branch, observe):
@@ -222,11 +322,31 @@ def _law_key(law):
 
 
 def draw_pending(tree, pending: list[int], branch, i: int = 0, known: dict | None = None, w=1):
-    """``(weight, known)`` over the joint tokens of the ``pending`` nodes (in draw order; each
-    drawn from its law given the earlier ones), ``known`` mapping node -> token.
+    """The joint tokens of the ``pending`` nodes, each drawn through ``branch`` from its law given
+    the earlier ones.
 
     Every verifier (the walk and the tree-level ones) draws the tokens of lazily built sampled
     leaves through this, so the certifier integrates them analytically and sampling draws them.
+
+    Parameters
+    ----------
+    tree : Tree
+        The finished tree holding the nodes.
+    pending : list of int
+        The unresolved nodes to draw, in draw order (``tree.pending_draws``).
+    branch : EnumerateBranch or SampleBranch
+        Evaluates each draw.
+    i : int, default 0
+        The first entry of ``pending`` still to draw (the recursion's position).
+    known : dict[int, int], optional
+        Node -> token drawn so far; default: none.
+    w : Fraction or float, default 1
+        The weight the yielded weights are multiplied by.
+
+    Yields
+    ------
+    tuple of (Fraction or float, dict[int, int])
+        ``(weight, known)``: ``known`` extended by a token for every pending node, and its weight.
     """
     known = {} if known is None else known
     if i == len(pending):
@@ -243,12 +363,30 @@ TREE_VERIFIERS: dict[str, TreeVerifier] = {}
 
 
 def register_tree_verifier(verifier: TreeVerifier, families: Sequence[str] | None = ()) -> TreeVerifier:
-    """Register a tree-level verifier under its ``name``, admitted by the method ``families``
-    (``None``: every family).
+    """Register a tree-level verifier under its ``name``, admitted by the method ``families``.
 
     A new tree-level verifier is one module that builds its :class:`TreeVerifier` and calls this,
     plus its import line in :mod:`rheotheory.verify`; the families it names admit it (their
     ``--verifier`` choices, docs/theory.md section 7.1) with no edit to them.
+
+    Parameters
+    ----------
+    verifier : TreeVerifier
+        The verifier, its ``name`` set.
+    families : sequence of str or None, default ()
+        The method families that admit it; ``None``: every family.
+
+    Returns
+    -------
+    TreeVerifier
+        ``verifier``, its ``families`` set.
+
+    Raises
+    ------
+    TypeError
+        ``verifier`` is not a :class:`TreeVerifier` with a name.
+    ValueError
+        Its name is already a verifier (a per-node rule or a tree-level verifier).
     """
     from .rules import VERIFIERS
 
@@ -262,8 +400,24 @@ def register_tree_verifier(verifier: TreeVerifier, families: Sequence[str] | Non
 
 
 def tree_verifier(name: str) -> TreeVerifier:
-    """The verifier ``name``: a registered tree-level verifier, or the walk of the per-node rule
-    ``name`` (``PerNodeWalk(get_verifier(name))``); an unknown name is a VerifierError."""
+    """The verifier ``name`` as a map from a finished tree to the law of Z.
+
+    Parameters
+    ----------
+    name : str
+        A verifier's name, or a reference ``FILE.py:NAME`` / ``MODULE:NAME`` to a plugin's verifier.
+
+    Returns
+    -------
+    TreeVerifier
+        A registered tree-level verifier, or the walk of the per-node rule ``name``
+        (``PerNodeWalk(get_verifier(name))``).
+
+    Raises
+    ------
+    VerifierError
+        An unknown name.
+    """
     tv = TREE_VERIFIERS.get(name)
     if tv is not None:
         return tv
@@ -275,11 +429,25 @@ def tree_verifier(name: str) -> TreeVerifier:
 
 
 def verifier_by_name(name: str) -> None:
-    """Make the verifier ``name`` known if a plugin provides it: a reference ``WHERE:NAME``
-    (:mod:`rheotheory.plugin_loader`) to a :class:`TreeVerifier` is registered under ``name``,
-    admitted by every family; one to a per-node rule goes to
-    :func:`~rheotheory.verify.rules.rule_by_name`; any other unknown name loads the installed
-    plugins. Does nothing when nothing applies (the caller refuses the name)."""
+    """Make the verifier ``name`` known if a plugin provides it.
+
+    A reference ``WHERE:NAME`` (:mod:`rheotheory.plugin_loader`) to a :class:`TreeVerifier` is
+    registered under ``name``, admitted by the families it names (every family when it names
+    none); one to a per-node rule goes to :func:`~rheotheory.verify.rules.rule_by_name`; any other
+    unknown name loads the installed plugins. Does nothing when nothing applies (the caller
+    refuses the name).
+
+    Parameters
+    ----------
+    name : str
+        A verifier's name, or a reference ``FILE.py:NAME`` / ``MODULE:NAME``.
+
+    Raises
+    ------
+    PluginError
+        The reference names neither a per-node rule nor a :class:`TreeVerifier`, or its plugin
+        does not load.
+    """
     from ..plugin_loader import PluginError, is_reference, load_object
     from .rules import VERIFIERS, rule_by_name
 
@@ -297,14 +465,38 @@ def verifier_by_name(name: str) -> None:
 
 
 def verifier_families(name: str) -> tuple[str, ...] | None:
-    """The families a tree-level verifier declared it applies to (None for a per-node rule)."""
+    """The families a tree-level verifier declared it applies to.
+
+    Parameters
+    ----------
+    name : str
+        A verifier's name.
+
+    Returns
+    -------
+    tuple of str or None
+        Its families; None for a per-node rule, an unknown name, or a tree-level verifier
+        registered for every family.
+    """
     tv = TREE_VERIFIERS.get(name)
     return None if tv is None else tv.families
 
 
 def as_tree_verifier(verifier) -> TreeVerifier:
-    """A :class:`TreeVerifier` as is, a rule name via :func:`tree_verifier`, a per-node rule
-    function (``(p, candidates) -> Transition``) wrapped in :class:`PerNodeWalk`."""
+    """Any form of a verifier as a :class:`TreeVerifier`.
+
+    Parameters
+    ----------
+    verifier : TreeVerifier or str or callable
+        A :class:`TreeVerifier`, a verifier's name, or a per-node rule function
+        ``(p, candidates) -> Transition``.
+
+    Returns
+    -------
+    TreeVerifier
+        A :class:`TreeVerifier` as is, a name via :func:`tree_verifier`, a rule wrapped in
+        :class:`PerNodeWalk`.
+    """
     if isinstance(verifier, TreeVerifier):
         return verifier
     if isinstance(verifier, str):
@@ -313,8 +505,19 @@ def as_tree_verifier(verifier) -> TreeVerifier:
 
 
 def method_tree_verifier(method) -> TreeVerifier:
-    """The tree verifier of a method: its ``tree_verifier`` if it has one, else the walk of its
-    per-node rule ``method.verifier``."""
+    """The tree verifier of a method.
+
+    Parameters
+    ----------
+    method : Method
+        A method, or an object standing in for one (a ``tree_verifier`` attribute, property or
+        method, or a ``verifier`` name).
+
+    Returns
+    -------
+    TreeVerifier
+        Its ``tree_verifier`` if it has one, else :func:`tree_verifier` of ``method.verifier``.
+    """
     tv = getattr(method, "tree_verifier", None)
     if tv is not None and not isinstance(tv, TreeVerifier) and callable(tv):
         tv = tv()
@@ -323,5 +526,24 @@ def method_tree_verifier(method) -> TreeVerifier:
 
 def sample_outcome(verifier: TreeVerifier, tree, target: TargetLaws, branch: SampleBranch,
                    observe: Observer | None = None) -> Outcome:
-    """One draw of Z: the single outcome of ``verifier`` under a sampling branch."""
+    """One draw of Z: the single outcome of ``verifier`` under a sampling branch.
+
+    Parameters
+    ----------
+    verifier : TreeVerifier
+        The verifier.
+    tree : Tree
+        A finished tree.
+    target : callable
+        The target laws, ``target(node, prefix) -> # [vocab]``.
+    branch : SampleBranch
+        The sampling branch (its uniform stream makes every choice).
+    observe : callable, optional
+        Per-node hook ``observe(node, p, candidates, transition)`` (:data:`Observer`).
+
+    Returns
+    -------
+    Outcome
+        The drawn Z, its nodes and weight 1.
+    """
     return next(iter(verifier.outcomes(tree, target, branch, observe=observe)))
