@@ -263,3 +263,15 @@ def test_the_test_plugins_are_registered_only_inside_their_tests():
     from rheotheory.verify.rules import VERIFIERS
 
     assert "peek-score" not in VERIFIERS
+
+
+def test_a_rule_in_a_file_goes_inside_a_spec_for_resolve_and_check_method(tmp_path, monkeypatch):
+    (tmp_path / "my_rules.py").write_text("from rheotheory.verify.rules import sequential\n\n\n"
+                                          "def my_rule(p, candidates):\n    return sequential(p, candidates)\n")
+    monkeypatch.chdir(tmp_path)
+    m = resolve("chain:verifier=my_rules.py:my_rule:depth=2")
+    assert (m.family, m.verifier, m.depth) == ("chain", "my_rules.py:my_rule", 2)
+    report = check_method("chain:verifier=my_rules.py:my_rule", pairs=(None,), samples=0, lossless=True)
+    assert report.pairs[0]["lossless"]
+    with pytest.raises(Exception, match="bad option 'foo'"):  # a stray option is still refused
+        resolve("rheo:m=1:foo")

@@ -706,11 +706,17 @@ def _parse_value(cls: type, name: str, text):
 def _split_spec(spec: str) -> tuple[str, dict]:
     name, *opts = spec.split(":")
     kv = {}
+    last = None
     for opt in opts:
         key, eq, val = opt.partition("=")
+        if not eq and last == "verifier" and opt.isidentifier():
+            # NOTE: a rule in a file, verifier=my_rules.py:my_rule, holds the separator itself
+            kv[last] += ":" + opt
+            continue
         if not eq or not key:
             raise TreeError(f"bad option {opt!r} in method spec {spec!r}; use name:field=value:...")
-        kv[key.replace("-", "_")] = val
+        last = key.replace("-", "_")
+        kv[last] = val
     return name, kv
 
 
