@@ -50,7 +50,19 @@ FLOAT_LOSSLESS_TOL = 1e-12
 
 @dataclass
 class TreeClass:
-    """One equivalence class of construction outcomes."""
+    """One equivalence class of construction outcomes.
+
+    Attributes
+    ----------
+    tree : Tree
+        A representative tree (its unresolved leaves are integrated over).
+    weight : Fraction or float
+        Total probability of the class.
+    outcomes : int
+        Raw construction outcomes in the class.
+    branches : int
+        Enumerator leaves (lazy construction branches) merged into it.
+    """
 
     tree: Tree  # a representative tree (its unresolved leaves are integrated over)
     weight: object  # total probability of the class
@@ -60,6 +72,23 @@ class TreeClass:
 
 @dataclass
 class Enumeration:
+    """Every construction outcome of a method on a pair, grouped into equivalence classes
+    (:func:`enumerate_classes`; docs/theory.md section 5.3).
+
+    Attributes
+    ----------
+    classes : dict[tuple, TreeClass]
+        Canonical key (:meth:`~rheotheory.trees.Tree.canonical_key`) -> its class.
+    outcomes : int
+        Raw construction outcomes (product of supports of every draw made).
+    branches : int
+        Lazily enumerated construction branches (builder runs that finished).
+    total_weight : Fraction or float
+        Sum of class weights (exactly 1).
+    members : list of tuple[Tree, Fraction or float] or None, default None
+        Strict mode only: every finished construction branch as (tree, weight), unmerged.
+    """
+
     classes: dict  # canonical key -> TreeClass
     outcomes: int  # raw construction outcomes (product of supports of every draw made)
     branches: int  # lazily enumerated construction branches (builder runs that finished)
@@ -90,6 +119,39 @@ def enumerate_classes(pair, method: Method, progress=None, eager: bool = False,
     A break is a :class:`ContractError` naming the fault. The unmerged trees are kept in
     :attr:`Enumeration.members` so that :func:`certify` can compare the grouped law with the
     ungrouped one. The caller's global random states are restored afterwards.
+
+    Parameters
+    ----------
+    pair : ToyPair or GeneratedPair
+        The LM pair, exact or float (any object with the pair protocol of :mod:`rheotheory.pairs`,
+        a :class:`PrefixView` too).
+    method : Method
+        The method whose tree builder is enumerated.
+    progress : object with an ``update(n)`` method, or None, optional
+        Told ``update(1)`` at every builder run (a tqdm bar, say); ``None`` (default): silent.
+    eager : bool, default False
+        Branch over every draw left unresolved and make every expansion (no analytic
+        integration, no skipped doomed expansions).
+    max_branches : int or None, optional
+        Stop with a :class:`~rheotheory.errors.RheoError` once that many builder runs were made;
+        ``None`` (default): no limit.
+    reduce : bool, default True
+        ``False``: make every expansion (the builder's chooser has no ``skip_doomed``).
+    strict : bool, default False
+        Check the builder's contract instead of trusting it.
+
+    Returns
+    -------
+    Enumeration
+        The classes with their weights, the outcome and branch counts (and in strict mode the
+        unmerged members).
+
+    Raises
+    ------
+    RheoError
+        If the enumeration needs more than ``max_branches`` builder runs.
+    ContractError
+        In strict mode, if the builder breaks the contract (the fault is named).
     """
     build = method.builder(pair)
     if eager:
@@ -185,6 +247,20 @@ class CostEstimate:
 
     ``runs`` is what ``max_branches`` caps; the seconds come from timings made on this machine
     by the probes themselves, so a slower (or busier) machine gives a longer estimate.
+
+    Attributes
+    ----------
+    runs : float
+        Builder runs of the enumeration (Knuth's estimate).
+    trees : float
+        Finished trees (the enumeration's leaves, Knuth's estimate).
+    classes : float
+        Equivalence classes verified: Chao1 over the probes' tree keys, at most ``trees``
+        (and at least 1).
+    run_seconds : float
+        Measured: seconds of one probe builder run.
+    verify_seconds : float
+        Measured: seconds of verifying one finished probe tree (one class).
     """
 
     runs: float  # builder runs of the enumeration (Knuth's estimate)
@@ -196,7 +272,19 @@ class CostEstimate:
     def seconds(self, run_seconds: float | None = None) -> float:
         """Estimated seconds of the enumeration and the verification of its classes: every run
         at ``run_seconds`` (default: a probe run times :data:`ENUMERATION_RUN_FACTOR`; a caller
-        that timed real enumeration runs passes that), every class at ``verify_seconds``."""
+        that timed real enumeration runs passes that), every class at ``verify_seconds``.
+
+        Parameters
+        ----------
+        run_seconds : float or None, optional
+            Seconds of one enumeration builder run; ``None`` (default):
+            ``ENUMERATION_RUN_FACTOR * self.run_seconds``.
+
+        Returns
+        -------
+        float
+            ``runs * run_seconds + classes * verify_seconds``.
+        """
         per_run = ENUMERATION_RUN_FACTOR * self.run_seconds if run_seconds is None else run_seconds
         return self.runs * per_run + self.classes * self.verify_seconds
 
@@ -216,6 +304,31 @@ def estimate_cost(pair, method: Method, probes: int = 64, seed: int = 0, reduce:
     A walk costs one builder run per draw, and the tree it ends on is verified (the first
     :data:`VERIFY_PROBES` of them) as :func:`step_law` verifies a class, so the estimate is cheap
     beside an enumeration it warns of.
+
+    Parameters
+    ----------
+    pair : ToyPair or GeneratedPair
+        The LM pair, exact or float (any object with the pair protocol of :mod:`rheotheory.pairs`,
+        a :class:`PrefixView` too).
+    method : Method
+        The method whose certification is estimated.
+    probes : int, default 64
+        Random root-to-leaf walks of the construction tree.
+    seed : int, default 0
+        Seed of the ``numpy.random.Generator`` that picks each walk's outcomes.
+    reduce : bool, default True
+        Build as :func:`enumerate_classes` with the same ``reduce`` does (``False``: doomed
+        expansions are made).
+
+    Returns
+    -------
+    CostEstimate
+        The estimated runs, trees and classes, and the measured seconds per run and per class.
+
+    Raises
+    ------
+    TreeError
+        If ``method``'s depth exceeds the pair's horizon (:func:`prepare_pair`).
     """
     pair = prepare_pair(pair, method, None)
     build = method.builder(pair)
@@ -264,7 +377,33 @@ def estimate_cost(pair, method: Method, probes: int = 64, seed: int = 0, reduce:
 
 def estimate_branches(pair, method: Method, probes: int = 64, seed: int = 0, reduce: bool = True) -> float:
     """Knuth's estimate of the builder runs :func:`enumerate_classes` makes (the quantity its
-    ``max_branches`` caps): the ``runs`` of :func:`estimate_cost`."""
+    ``max_branches`` caps): the ``runs`` of :func:`estimate_cost`.
+
+    Parameters
+    ----------
+    pair : ToyPair or GeneratedPair
+        The LM pair, exact or float (any object with the pair protocol of :mod:`rheotheory.pairs`,
+        a :class:`PrefixView` too).
+    method : Method
+        The method whose enumeration is estimated.
+    probes : int, default 64
+        Random root-to-leaf walks of the construction tree.
+    seed : int, default 0
+        Seed of the ``numpy.random.Generator`` that picks each walk's outcomes.
+    reduce : bool, default True
+        Build as :func:`enumerate_classes` with the same ``reduce`` does (``False``: doomed
+        expansions are made).
+
+    Returns
+    -------
+    float
+        The estimated number of builder runs.
+
+    Raises
+    ------
+    TreeError
+        If ``method``'s depth exceeds the pair's horizon (:func:`prepare_pair`).
+    """
     return estimate_cost(pair, method, probes=probes, seed=seed, reduce=reduce).runs
 
 
@@ -277,6 +416,23 @@ def step_law(pair, method: Method, enum: Enumeration, progress=None) -> dict:
 
     the second factor summed over every choice of the method's tree verifier
     (:class:`~rheotheory.verify.walk.EnumerateBranch`; its node views are cached across classes).
+
+    Parameters
+    ----------
+    pair : ToyPair or GeneratedPair
+        The LM pair, exact or float (any object with the pair protocol of :mod:`rheotheory.pairs`,
+        a :class:`PrefixView` too).
+    method : Method
+        The method whose tree verifier is evaluated on every class.
+    enum : Enumeration
+        The enumeration of ``method`` on ``pair`` (:func:`enumerate_classes`).
+    progress : object with an ``update(n)`` method, or None, optional
+        Told ``update(1)`` after each class is verified; ``None`` (default): silent.
+
+    Returns
+    -------
+    dict[tuple of int, Fraction or float]
+        Output sequence z -> :math:`P(Z = z)`, exact or float as the pair.
     """
     verifier = method_tree_verifier(method)
     branch = EnumerateBranch()
@@ -294,7 +450,29 @@ def step_law(pair, method: Method, enum: Enumeration, progress=None) -> dict:
 
 
 def ungrouped_step_law(pair, method: Method, enum: Enumeration) -> dict:
-    """The law of Z verified branch by branch, nothing merged (needs a strict enumeration's members)."""
+    """The law of Z verified branch by branch, nothing merged (needs a strict enumeration's members).
+
+    Parameters
+    ----------
+    pair : ToyPair or GeneratedPair
+        The LM pair, exact or float (any object with the pair protocol of :mod:`rheotheory.pairs`,
+        a :class:`PrefixView` too).
+    method : Method
+        The method whose tree verifier is evaluated on every branch.
+    enum : Enumeration
+        A strict enumeration (``enumerate_classes(..., strict=True)``), whose ``members`` hold
+        every construction branch.
+
+    Returns
+    -------
+    dict[tuple of int, Fraction or float]
+        Output sequence z -> :math:`P(Z = z)`, summed branch by branch without any cache.
+
+    Raises
+    ------
+    RheoError
+        If ``enum`` was not made with ``strict=True`` (it has no members).
+    """
     if enum.members is None:
         raise RheoError("ungrouped_step_law needs an enumeration made with strict=True")
     verifier = method_tree_verifier(method)
@@ -312,7 +490,30 @@ def ungrouped_step_law(pair, method: Method, enum: Enumeration) -> dict:
 
 
 def check_ungrouped(pair, method: Method, enum: Enumeration, z_law: dict) -> None:
-    """A :class:`ContractError` unless the grouped law of Z equals the ungrouped one exactly."""
+    """A :class:`ContractError` unless the grouped law of Z equals the ungrouped one exactly.
+
+    In float mode "equal" means within :data:`FLOAT_LOSSLESS_TOL`.
+
+    Parameters
+    ----------
+    pair : ToyPair or GeneratedPair
+        The LM pair, exact or float (any object with the pair protocol of :mod:`rheotheory.pairs`,
+        a :class:`PrefixView` too).
+    method : Method
+        The method enumerated.
+    enum : Enumeration
+        A strict enumeration of ``method`` on ``pair``.
+    z_law : dict[tuple of int, Fraction or float]
+        The grouped law of Z (:func:`step_law` of ``enum``).
+
+    Raises
+    ------
+    ContractError
+        If some :math:`P(Z = z)` differs between the classes and the branches (the equivalence key
+        merges trees the verifier tells apart).
+    RheoError
+        If ``enum`` was not made with ``strict=True`` (from :func:`ungrouped_step_law`).
+    """
     flat = ungrouped_step_law(pair, method, enum)
     zero = laws.parse_number(0, pair.exact)
     for z in sorted(set(flat) | set(z_law)):
@@ -374,6 +575,22 @@ def lossless_check(pair, z_law: dict, max_len: int) -> LosslessCheck:
     :math:`E(u) = P(Z = u) - G(u)`, which vanishes at every output that no longer output
     extends). Float laws give the same floats as the full search: the off-support terms are
     computed by the same expression, vectorised.
+
+    Parameters
+    ----------
+    pair : ToyPair or GeneratedPair
+        The LM pair whose target :math:`p` the law is checked against.
+    z_law : dict[tuple of int, Fraction or float]
+        The law of the output: sequence -> probability (exact or float as the pair).
+    max_len : int
+        The largest length :math:`l` checked (``D + 1`` for one step of depth D).
+
+    Returns
+    -------
+    LosslessCheck
+        ``max_deviation`` (the largest :math:`|\mathrm{dev}(z)|`), ``worst_sequence`` (the first
+        z attaining it, ``None`` when it is 0), ``per_length`` (the largest deviation for each
+        l = 1..max_len) and ``sequences_checked`` (the deviations evaluated one by one).
     """
     zero = laws.parse_number(0, pair.exact)
     G: dict = {}  # u -> P(Z has prefix u)
@@ -430,7 +647,37 @@ def lossless_check(pair, z_law: dict, max_len: int) -> LosslessCheck:
 
 @dataclass
 class Certificate:
-    """Everything `rheo certify` reports."""
+    """Everything `rheo certify` reports (:func:`certify`, :func:`certify_steps`).
+
+    Attributes
+    ----------
+    lossless : bool
+        The verdict: the largest deviation is 0 (exact), or at most :data:`FLOAT_LOSSLESS_TOL`
+        (float).
+    max_deviation : Fraction or float
+        Exact rational (exact mode) or float: the largest deviation of the lossless criterion.
+    worst_sequence : tuple of int or None
+        A sequence z attaining it (``None`` when it is 0).
+    per_length : list of (Fraction or float)
+        The largest deviation for each length l = 1..D+1 (``steps * (D + 1)`` for
+        :func:`certify_steps`).
+    tokens_per_step : Fraction or float
+        E|Z|, bonus token included (:func:`certify_steps`: E|W| / steps).
+    outcomes : int
+        Raw construction outcomes.
+    classes : int
+        Equivalence classes (distinct verifier views).
+    branches : int
+        Lazily enumerated construction branches.
+    exact : bool
+        Whether the arithmetic was exact rationals (else float64).
+    method : Method
+        The method certified.
+    z_law : dict[tuple of int, Fraction or float], default {}
+        The law of Z (:func:`certify_steps`: of W); left out of ``repr`` and :meth:`to_dict`.
+    seconds : float, default 0.0
+        Wall-clock seconds the certification took.
+    """
 
     lossless: bool
     max_deviation: object  # exact rational (exact mode) or float
@@ -447,7 +694,15 @@ class Certificate:
 
     def to_dict(self) -> dict:
         """Plain JSON types only. NOTE: in float mode the verdict is a numpy bool and the worst
-        sequence may hold numpy ints, which json cannot write, so every field is converted."""
+        sequence may hold numpy ints, which json cannot write, so every field is converted.
+
+        Returns
+        -------
+        dict[str, object]
+            The fields but ``z_law``, numbers formatted by :func:`rheotheory.laws.format_number`
+            (``"a/b"`` exact), ``per_length`` as ``max_deviation_by_length``, ``tokens_per_step``
+            also as ``tokens_per_step_float``, the method as :meth:`Method.to_dict`.
+        """
         fmt = laws.format_number
         return {
             "lossless": bool(self.lossless),
@@ -467,7 +722,27 @@ class Certificate:
 
 def prepare_pair(pair, method: Method, exact: bool | None = None):
     """``pair`` in the requested arithmetic (True: exact rationals, False: float64, None: as is),
-    checked to hold the prefixes a tree of ``method`` reads (its depth within the horizon)."""
+    checked to hold the prefixes a tree of ``method`` reads (its depth within the horizon).
+
+    Parameters
+    ----------
+    pair : ToyPair or GeneratedPair
+        The LM pair (one without a ``horizon`` attribute is not checked).
+    method : Method
+        The method whose trees will read the pair.
+    exact : bool or None, optional
+        ``True``: convert to exact rationals; ``False``: to float64; ``None`` (default): as is.
+
+    Returns
+    -------
+    ToyPair or GeneratedPair
+        The pair in the requested arithmetic (``pair`` itself when ``exact`` is None).
+
+    Raises
+    ------
+    TreeError
+        If ``method``'s depth exceeds the pair's horizon.
+    """
     if exact is not None:
         pair = pair.to_exact() if exact else pair.to_float()
     horizon = getattr(pair, "horizon", None)
@@ -490,6 +765,54 @@ def certify(pair, method: Method, exact: bool | None = None, progress=False,
     the equivalence classes instead of trusting them (:func:`enumerate_classes`), and verifies
     every construction branch on its own too: the law of Z from the merged classes must equal the
     ungrouped law exactly (a :class:`ContractError` otherwise).
+
+    Parameters
+    ----------
+    pair : ToyPair or GeneratedPair
+        The LM pair.
+    method : Method
+        The method (tree builder and tree verifier) certified.
+    exact : bool or None, optional
+        ``True``: certify in exact rationals; ``False``: in float64; ``None`` (default): in the
+        pair's number type.
+    progress : bool or object with an ``update(n)`` method, default False
+        ``True``: tqdm bars; an object: told of every builder run; ``False`` or ``None``: silent.
+    eager : bool, default False
+        No analytic integration of sampled leaves, no skipped doomed expansions.
+    max_branches : int or None, optional
+        Bound on the builder runs of the enumeration; ``None`` (default): no bound.
+    reduce : bool, default True
+        ``False``: make every doomed expansion (the integration stays).
+    strict : bool, default False
+        Check the equivalence classes and the builder's contract instead of trusting them.
+
+    Returns
+    -------
+    Certificate
+        The verdict, the largest deviation and a sequence attaining it, the deviations per length,
+        the exact tokens per step E|Z|, the class statistics and the law of Z.
+
+    Raises
+    ------
+    TreeError
+        If ``method``'s depth exceeds the pair's horizon.
+    RheoError
+        If the enumeration needs more than ``max_branches`` builder runs.
+    ContractError
+        In strict mode, if the builder breaks the contract or grouping changes the law of Z.
+
+    Examples
+    --------
+    The negative control of docs/theory.md section 2.2 (the ``true`` proxy) is lossy on this pair,
+    the ``next`` proxy is not:
+
+    >>> from rheotheory import make_method, random_pair
+    >>> pair = random_pair(3, 2, seed=0)
+    >>> cert = certify(pair, make_method("rheo", top_k=2, depth=2, budget=2, proxy="true", verifier="ot"))
+    >>> cert.lossless, cert.max_deviation, cert.worst_sequence
+    (False, Fraction(19, 130), (2,))
+    >>> certify(pair, make_method("rheo", top_k=2, depth=2, budget=2, verifier="ot")).lossless
+    True
     """
     t0 = time.perf_counter()
     pair = prepare_pair(pair, method, exact)
@@ -520,7 +843,28 @@ def certify(pair, method: Method, exact: bool | None = None, progress=False,
 
 class PrefixView:
     """The pair seen after ``prefix``: ``p(u) = pair.p(prefix + u)``, the same for ``q``; the
-    horizon shrinks by the prefix's length (the pair a step after ``prefix`` builds its tree on)."""
+    horizon shrinks by the prefix's length (the pair a step after ``prefix`` builds its tree on).
+
+    Parameters
+    ----------
+    pair : ToyPair or GeneratedPair
+        The LM pair (it must have a ``horizon``).
+    prefix : sequence of int
+        The tokens already emitted.
+
+    Attributes
+    ----------
+    pair : ToyPair or GeneratedPair
+        The pair viewed.
+    prefix : tuple of int
+        The prefix, as a tuple.
+    vocab_size : int
+        The pair's vocabulary size.
+    exact : bool
+        The pair's number type (exact rationals or float64).
+    horizon : int
+        The pair's horizon minus ``len(prefix)``.
+    """
 
     def __init__(self, pair, prefix: tuple):
         self.pair, self.prefix = pair, tuple(prefix)
@@ -528,9 +872,33 @@ class PrefixView:
         self.horizon = pair.horizon - len(self.prefix)
 
     def p(self, prefix):
+        r"""The target law after ``self.prefix + prefix``.
+
+        Parameters
+        ----------
+        prefix : sequence of int
+            The tokens after the view's prefix.
+
+        Returns
+        -------
+        numpy.ndarray of shape (V,), Fractions or float64
+            :math:`p(\cdot \mid \text{self.prefix} + \text{prefix})` (# [vocab]).
+        """
         return self.pair.p(self.prefix + tuple(prefix))
 
     def q(self, prefix):
+        r"""The draft law after ``self.prefix + prefix``.
+
+        Parameters
+        ----------
+        prefix : sequence of int
+            The tokens after the view's prefix.
+
+        Returns
+        -------
+        numpy.ndarray of shape (V,), Fractions or float64
+            :math:`q(\cdot \mid \text{self.prefix} + \text{prefix})` (# [vocab]).
+        """
         return self.pair.q(self.prefix + tuple(prefix))
 
 
@@ -547,6 +915,40 @@ def certify_steps(pair, method: Method, steps: int = 2, exact: bool | None = Non
     draws need not be, and this is where that shows. ``tokens_per_step`` is :math:`E|W|` over
     ``steps``; ``classes`` and ``branches`` add up every step's enumerations; ``max_branches`` caps
     each one. ``progress``, when given, is called with 1 after each step enumeration.
+
+    Parameters
+    ----------
+    pair : ToyPair or GeneratedPair
+        The LM pair; its horizon must reach ``steps * (D + 1) - 1``.
+    method : Method
+        The method certified (its depth D sets the lengths; its policy the arms).
+    steps : int, default 2
+        Consecutive steps, at least 1.
+    exact : bool or None, optional
+        ``True``: exact rationals; ``False``: float64; ``None`` (default): the pair's number type.
+    policy : StepPolicy or None, optional
+        The step policy followed; ``None`` (default): ``method.policy(seed)``
+        (:func:`~rheotheory.methods.registry.step_policy`).
+    seed : int, default 0
+        The seed of the default policy.
+    max_branches : int or None, optional
+        Bound on the builder runs of each step's enumeration; ``None`` (default): no bound.
+    progress : callable or None, optional
+        Called as ``progress(1)`` after each step enumeration; ``None`` (default): silent.
+
+    Returns
+    -------
+    Certificate
+        The certificate of W: its law in ``z_law``, ``tokens_per_step`` = E|W| / steps, the
+        deviations for lengths up to ``steps * (D + 1)``, ``method`` the method given.
+
+    Raises
+    ------
+    RheoError
+        If ``steps`` is not a positive integer, or a step's enumeration needs more than
+        ``max_branches`` builder runs.
+    TreeError
+        If the steps read prefixes beyond the pair's horizon.
     """
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
         raise RheoError(f"steps must be a positive integer, got {steps!r}")

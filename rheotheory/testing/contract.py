@@ -54,7 +54,19 @@ CONTRACT_SIZE = (2, 2, 3)
 
 @dataclass
 class MethodCheck:
-    """What :func:`check_method` checked (plain data)."""
+    """What :func:`check_method` checked (plain data).
+
+    Attributes
+    ----------
+    method : dict
+        The resolved method (its ``to_dict``).
+    pairs : list of dict, default []
+        Per pair certified: ``pair`` (its label), ``lossless``, ``max_deviation`` (as text),
+        ``classes``, ``branches``.
+    mc : list of dict, default []
+        Per pair sampled (check 3): ``pair``, ``n`` (steps sampled), the chi-square ``statistic``,
+        ``df`` and ``p_value``.
+    """
 
     method: dict  # the resolved method (its ``to_dict``)
     pairs: list = field(default_factory=list)  # per pair: name, lossless, max_deviation, classes, branches
@@ -94,19 +106,21 @@ def check_method(spec, pairs=None, size=CONTRACT_SIZE, samples: int = 4000, alph
     ----------
     spec : str, dict or Method
         A preset, family or reference (``my_method.py:ForkMethod``), resolved at ``size``.
-    pairs : sequence, optional
-        Pairs to check on (``None``: :data:`CONTRACT_PAIRS`); ``None`` items mean the example pair,
-        dicts are :func:`~rheotheory.pairs.random_pair` arguments, other items are pairs.
-    size : tuple of int
+    pairs : sequence of (None, dict or ToyPair), optional
+        Pairs to check on (``None``, the default: :data:`CONTRACT_PAIRS`); ``None`` items mean the
+        example pair, dicts are :func:`~rheotheory.pairs.random_pair` arguments, other items are
+        pairs (converted with their ``to_exact``). A pair whose horizon is below the method's depth
+        is skipped.
+    size : tuple of int, default CONTRACT_SIZE
         ``(K, D, N)`` for the size fields the spec leaves open.
-    samples : int
+    samples : int, default 4000
         Monte Carlo steps per pair for check 3 (0 skips it).
-    alpha : float
+    alpha : float, default 1e-4
         Level of each chi-square test of check 3 (one test per pair).
-    seed : int
-        Seed of the Monte Carlo steps.
-    lossless : bool, optional
-        True: also require every certificate to be lossless.
+    seed : int, default 0
+        Seed of the Monte Carlo steps (and of the method's step policy).
+    lossless : bool or None, optional
+        True: also require every certificate to be lossless; ``None`` (default) or False: not.
 
     Returns
     -------
@@ -116,7 +130,8 @@ def check_method(spec, pairs=None, size=CONTRACT_SIZE, samples: int = 4000, alph
     Raises
     ------
     AssertionError
-        A rule of the contract is broken; the message says which, where, and what to change.
+        A rule of the contract is broken (the message says which, where, and what to change), the
+        spec does not resolve, or no pair has the horizon for the method's depth.
     """
     from ..exact import certify
     from ..methods import resolve

@@ -1,4 +1,7 @@
-"""Draft trees: the tree type, choosers, and the dynamic (EAGLE / RheoSampling) and static builders."""
+"""Draft trees: the tree type, choosers, and the dynamic (EAGLE / RheoSampling) and static builders.
+
+The adaptive RheoSampling builder is imported from its module, :mod:`rheotheory.trees.adaptive`.
+"""
 
 from .dynamic import FILLERS, PROXIES, DynamicConfig, ExpansionCache, build_dynamic
 from .static import SAMPLING_MODES, build_static, chain_shape, parse_shape

@@ -6,15 +6,20 @@ expansion differ. Expanding node :math:`v` (path :math:`u`, draft law :math:`q_v
 ranked tokens :math:`r_1, r_2, \dots`) fills at most :math:`K` slots:
 
 1. **Head.** :math:`m_v` deterministic children :math:`H_v = \{r_1, \dots, r_{m_v}\}` in rank
-   order, each scoring :math:`\mathrm{score}(v)\, q_v(r_i)`. The head size is a function of
-   :math:`q_v` alone (:func:`head_size`): a fixed :math:`m`, or with ``head="auto"`` the number of
-   ranked tokens among the first :math:`K - 1` whose draft probability reaches the threshold
-   :math:`\theta`,
+   order, each scoring :math:`\mathrm{score}(v)\, q_v(r_i)` (:math:`\mathrm{score}(v)\, \hat p(r_i)`
+   with the ``predicted`` proxy). The head size is a function of :math:`q_v` and the target
+   temperature :math:`T` alone (:func:`head_size`): a fixed :math:`m`; with ``head="threshold"``
+   the number of ranked tokens among the first :math:`K - 1` whose draft probability reaches the
+   threshold :math:`\theta`,
 
    .. math::
 
-       m_v = \#\{ i \le K - 1 : q_v(r_i) \ge \theta \}.
+       m_v = \#\{ i \le K - 1 : q_v(r_i) \ge \theta \};
 
+   with ``head="predicted"`` (the default) the smallest :math:`m \le K - 1` that maximises the
+   predicted acceptance :math:`A(m)` (``predicted_acceptances``) under the predicted target
+   :math:`\hat p = \mathrm{norm}(q_v^{1/T})`, and :math:`m_v = 0` for :math:`T \ge`
+   :data:`ALL_SAMPLED_FROM_T`.
    It never reads a drawn token, so it is fixed before any draw of the expansion.
 2. **Sampled slots.** :math:`s_v = \min(K - m_v, |\mathrm{supp}\, L_v|)` children drawn *without
    replacement* from the tail law :math:`L_v = q_v|_{\bar H_v}` (one ``wor`` sample group):
@@ -23,8 +28,12 @@ ranked tokens :math:`r_1, r_2, \dots`) fills at most :math:`K` slots:
    :math:`q_v` and :math:`H_v` only (:data:`PROXIES`; ``true`` is the negative control), made
    non-increasing in :math:`j` so that an earlier member always ranks ahead of a later one:
 
-   * ``tail``: :math:`\pi_{v,j} = M_v\, \delta^{\,j-1}`, :math:`M_v = 1 - q_v(H_v)` the tail mass and
-     :math:`\delta` = :data:`SAMPLE_DECAY`;
+   * ``predicted`` (the default): :math:`\pi_{v,j} = A_v\, \delta^{\,j-1}` (float), with
+     :math:`A_v = \sum_{x \notin H_v} \min(\hat p(x), q_v(x) / M_v)` the predicted acceptance of
+     the first sample;
+   * ``tail``: :math:`\pi_{v,j} = a\, M_v\, \delta^{\,j-1}`, :math:`M_v = 1 - q_v(H_v)` the tail
+     mass, :math:`a` = ``sample_accept`` (:data:`SAMPLE_ACCEPT`) and :math:`\delta` =
+     ``sample_decay`` (:data:`SAMPLE_DECAY`);
    * ``next``: :math:`\pi_{v,j} = q_v(r_{m_v + j})`, the token a deterministic slot in that
      position would hold;
    * ``true``: :math:`q_v(s_j)` (drawn at creation; known to be lossy).
@@ -83,6 +92,39 @@ DEFAULT_THRESHOLD = Fraction(1, 4)
 
 @dataclass(frozen=True)
 class AdaptiveConfig:
+    """The parameters of an adaptive RheoSampling tree (see the module docstring; docs/theory.md
+    section 2.7), validated on construction.
+
+    Attributes
+    ----------
+    top_k : int
+        K: slots per expansion, and nodes expanded per layer.
+    depth : int
+        D: layers below the root.
+    budget : int
+        N: non-root nodes kept by the global prune.
+    head : int or str, default "predicted"
+        m: an integer in 0..K-1, or one of :data:`HEAD_RULES`.
+    threshold : fractions.Fraction, default DEFAULT_THRESHOLD
+        Theta of the threshold head rule, in [0, 1].
+    proxy : str, default "predicted"
+        Score of the slots, one of :data:`PROXIES`.
+    temperature : float, default 1.0
+        T of the predicted target norm(q^(1/T)) (head and proxy ``predicted``), > 0.
+    sample_accept : fractions.Fraction, default SAMPLE_ACCEPT
+        ``tail`` proxy: the first sample's factor (an assumed acceptance), in (0, 1].
+    sample_decay : fractions.Fraction, default SAMPLE_DECAY
+        ``tail`` and ``predicted`` proxies: factor between successive samples, in (0, 1].
+
+    Raises
+    ------
+    TreeError
+        If ``top_k``, ``depth`` or ``budget`` is not a positive integer, ``head`` is neither a rule
+        of :data:`HEAD_RULES` nor an integer in 0..K-1, ``threshold`` lies outside [0, 1],
+        ``temperature`` is not a number > 0, ``proxy`` is unknown, or ``sample_accept`` or
+        ``sample_decay`` is not a Fraction in (0, 1].
+    """
+
     top_k: int  # K: slots per expansion, and nodes expanded per layer
     depth: int  # D: layers below the root
     budget: int  # N: non-root nodes kept by the global prune
@@ -163,14 +205,16 @@ def head_size(q, ranked, cfg: AdaptiveConfig, p_hat=None) -> int:
 
     Parameters
     ----------
-    q : (V,) array
-        The draft law :math:`q_v` at the node.
+    q : numpy.ndarray of shape (V,), Fractions or float64
+        The draft law :math:`q_v` at the node (# [vocab]).
     ranked : list of int
         Its ranked tokens (at least the first K, fewer if the support is smaller).
     cfg : AdaptiveConfig
-        ``head`` (an integer or a rule of :data:`HEAD_RULES`), ``threshold``.
-    p_hat : (V,) array, optional
-        :func:`predicted_target` at ``cfg.temperature`` (computed if needed and not given).
+        ``head`` (an integer or a rule of :data:`HEAD_RULES`), ``threshold``, ``temperature``,
+        ``top_k``.
+    p_hat : numpy.ndarray of shape (V,), float64, optional
+        :func:`predicted_target` at ``cfg.temperature`` (computed if needed and not given)
+        (# [vocab]).
 
     Returns
     -------
@@ -181,6 +225,8 @@ def head_size(q, ranked, cfg: AdaptiveConfig, p_hat=None) -> int:
         :data:`HEAD_TIE_TOL` of the largest, and 0 when ``cfg.temperature`` is at least
         :data:`ALL_SAMPLED_FROM_T`. Never more than K - 1: one slot is always sampled.
 
+    Examples
+    --------
     >>> q = laws.exact_law(["1/2", "3/10", "1/5"])
     >>> head_size(q, [0, 1, 2], AdaptiveConfig(3, 2, 4, head="threshold", threshold=Fraction(1, 4)))
     2
@@ -239,7 +285,31 @@ def _proxies(rule: str, q, ranked, m: int, mass, s: int, one, p_hat=None, accept
 
 
 def build_adaptive(pair, cfg: AdaptiveConfig, chooser: Chooser, cache: ExpansionCache | None = None) -> Tree:
-    """Build one adaptive RheoSampling tree (see the module docstring), pruned to the budget."""
+    """Build one adaptive RheoSampling tree (see the module docstring), pruned to the budget.
+
+    Parameters
+    ----------
+    pair : ToyPair, GeneratedPair or SyntheticPair
+        The LM pair (any object with the pair protocol of :mod:`rheotheory.pairs`; the builder reads
+        ``exact``, ``q(prefix)`` and, if present, ``prefetch``).
+    cfg : AdaptiveConfig
+        The tree's parameters.
+    chooser : Chooser
+        Answers the builder's draws.
+    cache : ExpansionCache or None, optional
+        A memo of ``pair``'s draft shared across builds; ``None`` (default) makes a fresh one.
+
+    Returns
+    -------
+    Tree
+        The finished tree, its ``kept`` flags set by the global prune (at most ``budget``
+        non-root nodes kept).
+
+    Raises
+    ------
+    NeedChoice
+        Passed on from a :class:`~rheotheory.trees.tree.ReplayChooser` whose script is exhausted.
+    """
     cache = cache or ExpansionCache(pair)
     exact = pair.exact
     one = laws.parse_number(1, exact)

@@ -69,6 +69,33 @@ FLOAT_SCORE_DIGITS = 12
 
 @dataclass(frozen=True)
 class DynamicConfig:
+    """The parameters of a dynamic tree (see the module docstring; docs/theory.md sections 2.1,
+    2.2), validated on construction.
+
+    Attributes
+    ----------
+    top_k : int
+        K: slots per expansion, and nodes expanded per layer.
+    depth : int
+        D: layers below the root.
+    budget : int
+        N: non-root nodes kept by the global prune.
+    sampled : bool, default False
+        ``False``: EAGLE (all K slots deterministic); ``True``: RheoSampling.
+    head : int or None, default None
+        m, deterministic head slots (rheo), in 0..K-1; ``None`` = K - 1.
+    proxy : str, default "next"
+        Score rule for the sampled slot (rheo), one of :data:`PROXIES`.
+    fillers : str, default "rank"
+        What fills slots m+2..K (rheo, m < K-1), one of :data:`FILLERS`.
+
+    Raises
+    ------
+    TreeError
+        If ``top_k``, ``depth`` or ``budget`` is not a positive integer, or, for a sampled tree,
+        ``head`` is not an integer in 0..K-1, or ``proxy`` or ``fillers`` is unknown.
+    """
+
     top_k: int  # K: slots per expansion, and nodes expanded per layer
     depth: int  # D: layers below the root
     budget: int  # N: non-root nodes kept by the global prune
@@ -103,6 +130,12 @@ class ExpansionCache:
 
     Builders are re-run many times by the enumerator; everything here depends on the prefix
     only, so it is computed once.
+
+    Parameters
+    ----------
+    pair : ToyPair, GeneratedPair or SyntheticPair
+        The LM pair whose draft ``q(prefix)`` is memoised (any object with the pair protocol of
+        :mod:`rheotheory.pairs`).
     """
 
     def __init__(self, pair):
@@ -111,10 +144,24 @@ class ExpansionCache:
         self._tail: dict = {}
 
     def ranked(self, prefix, limit: int | None = None):
-        """Ranked draft tokens after ``prefix`` (:func:`laws.rank`), at least the first ``limit``.
+        """Ranked draft tokens after ``prefix`` (:func:`~rheotheory.laws.rank`), at least the first ``limit``.
 
         ``limit=None`` ranks the whole support; a limit only shortens the list, never changes
         its entries, so callers that read the first ``limit`` ids see the same tokens.
+
+        Parameters
+        ----------
+        prefix : tuple of int
+            The token ids after which the draft law is ranked.
+        limit : int or None, optional
+            How many ranks the caller reads; ``None`` (default) ranks the whole support.
+
+        Returns
+        -------
+        list of int
+            Token ids of positive draft probability by decreasing probability (ties: smaller id
+            first): the whole support, or at least its first ``limit`` entries (fewer only when
+            the support is smaller).
         """
         hit = self._rank.get(prefix)
         if hit is not None:
@@ -128,7 +175,20 @@ class ExpansionCache:
     def expansion_outcomes(self, prefix, cfg: "DynamicConfig") -> int:
         """Raw outcomes of the draws made when a node at ``prefix`` is expanded: the support of the
         sampled child's member law when there is one (drawn at once, coarsely, or left undrawn,
-        an exhaustive enumeration counts one outcome per token of that support), else 1."""
+        an exhaustive enumeration counts one outcome per token of that support), else 1.
+
+        Parameters
+        ----------
+        prefix : tuple of int
+            The expanded node's path.
+        cfg : DynamicConfig
+            The tree's parameters (the head size and whether it is sampled).
+
+        Returns
+        -------
+        int
+            The number of raw outcomes, at least 1.
+        """
         key = ("outcomes", prefix)
         n = self._tail.get(key)
         if n is None:
@@ -143,7 +203,23 @@ class ExpansionCache:
         return n
 
     def tail(self, prefix, head: tuple):
-        """q(. | prefix) restricted to the complement of ``head``, and its unnormalised mass."""
+        """q(. | prefix) restricted to the complement of ``head``, and its unnormalised mass.
+
+        Parameters
+        ----------
+        prefix : tuple of int
+            The token ids after which the draft law is read.
+        head : tuple of int
+            The tokens left out (the deterministic head H).
+
+        Returns
+        -------
+        law : numpy.ndarray of shape (V,), Fractions or float64
+            q(. | prefix) with ``head`` set to 0, renormalised (all zeros if no mass is left)
+            (# [vocab]).
+        mass : Fraction or float
+            The draft mass outside ``head`` before renormalising.
+        """
         key = (prefix, head)
         t = self._tail.get(key)
         if t is None:
@@ -166,7 +242,31 @@ def _proxy(rule: str, q, ranked, m: int, mass):
 
 
 def build_dynamic(pair, cfg: DynamicConfig, chooser: Chooser, cache: ExpansionCache | None = None) -> Tree:
-    """Build one EAGLE / RheoSampling tree (see the module docstring), pruned to the budget."""
+    """Build one EAGLE / RheoSampling tree (see the module docstring), pruned to the budget.
+
+    Parameters
+    ----------
+    pair : ToyPair, GeneratedPair or SyntheticPair
+        The LM pair (any object with the pair protocol of :mod:`rheotheory.pairs`; the builder reads
+        ``exact``, ``q(prefix)`` and, if present, ``prefetch``).
+    cfg : DynamicConfig
+        The tree's parameters.
+    chooser : Chooser
+        Answers the builder's draws; with ``skip_doomed`` set, doomed expansions are left out.
+    cache : ExpansionCache or None, optional
+        A memo of ``pair``'s draft shared across builds; ``None`` (default) makes a fresh one.
+
+    Returns
+    -------
+    Tree
+        The finished tree, its ``kept`` flags set by the global prune (at most ``budget``
+        non-root nodes kept).
+
+    Raises
+    ------
+    NeedChoice
+        Passed on from a :class:`~rheotheory.trees.tree.ReplayChooser` whose script is exhausted.
+    """
     cache = cache or ExpansionCache(pair)
     exact = pair.exact
     one = laws.parse_number(1, exact)

@@ -29,7 +29,31 @@ MAX_SHAPE_NODES = 4096
 
 
 def parse_shape(shape) -> list[tuple[int, ...]]:
-    """Validate a shape (a JSON string or a list of index paths) and return it sorted BFS."""
+    """Validate a shape (a JSON string or a list of index paths) and return it sorted BFS.
+
+    Parameters
+    ----------
+    shape : str or sequence of sequence of int
+        EAGLE's ``choices`` format, as JSON text (``"[[0],[1],[0,0]]"``) or as a list of index
+        paths.
+
+    Returns
+    -------
+    list of tuple of int
+        The index paths, sorted by depth, then lexicographically (breadth-first order).
+
+    Raises
+    ------
+    TreeError
+        If the text is not valid JSON, the shape is not a non-empty list, has more than
+        :data:`MAX_SHAPE_NODES` entries, an entry is not a non-empty list of non-negative integers
+        or appears twice, or an entry's parent or elder sibling is missing.
+
+    Examples
+    --------
+    >>> parse_shape("[[1], [0, 0], [0]]")
+    [(0,), (1,), (0, 0)]
+    """
     if isinstance(shape, str):
         try:
             shape = json.loads(shape)
@@ -58,7 +82,28 @@ def parse_shape(shape) -> list[tuple[int, ...]]:
 
 
 def chain_shape(depth: int) -> list[tuple[int, ...]]:
-    """A single sampled path of the given depth."""
+    """A single sampled path of the given depth.
+
+    Parameters
+    ----------
+    depth : int
+        The number of nodes below the root, at least 1.
+
+    Returns
+    -------
+    list of tuple of int
+        The shape ``[(0,), (0, 0), ...]``, one node per layer.
+
+    Raises
+    ------
+    TreeError
+        If ``depth`` is not a positive integer.
+
+    Examples
+    --------
+    >>> chain_shape(3)
+    [(0,), (0, 0), (0, 0, 0)]
+    """
     if not isinstance(depth, int) or depth < 1:
         raise TreeError(f"depth must be a positive integer, got {depth!r}")
     return [(0,) * d for d in range(1, depth + 1)]
@@ -71,6 +116,33 @@ def greedy_shape(budget: int, depth: int, child_accept: float, sibling_decay: fl
     the product along its path. The ``budget`` heaviest nodes form a connected tree (a child never
     outweighs its parent or its elder sibling), as Sequoia's construction does with measured
     acceptance rates.
+
+    Parameters
+    ----------
+    budget : int
+        Number of nodes of the shape, at least 1.
+    depth : int
+        Greatest depth of a node, at least 1.
+    child_accept : float
+        The weight of a node's first child, relative to the node.
+    sibling_decay : float
+        The factor between the weights of successive siblings.
+
+    Returns
+    -------
+    list of list of int
+        The index paths in the order they were taken (decreasing path weight, ties by smaller
+        path); :func:`parse_shape` turns them into the form :func:`build_static` takes.
+
+    Raises
+    ------
+    TreeError
+        If ``budget`` or ``depth`` is below 1.
+
+    Examples
+    --------
+    >>> greedy_shape(4, 2, 0.5, 0.5)
+    [[0], [0, 0], [1], [0, 1]]
     """
     if budget < 1 or depth < 1:
         raise TreeError("a static shape needs budget >= 1 and depth >= 1")
@@ -87,7 +159,36 @@ def greedy_shape(budget: int, depth: int, child_accept: float, sibling_decay: fl
 
 
 def build_static(pair, shape: list[tuple[int, ...]], mode: str, chooser: Chooser) -> Tree:
-    """Build one static sampled tree of the given (parsed) shape."""
+    """Build one static sampled tree of the given (parsed) shape.
+
+    Every child is a SAMPLED node with score 1; the children of a node form one sampling group
+    over the draft at the node's path. Nothing is pruned.
+
+    Parameters
+    ----------
+    pair : ToyPair, GeneratedPair or SyntheticPair
+        The LM pair (any object with the pair protocol of :mod:`rheotheory.pairs`; the builder reads
+        ``exact``, ``q(prefix)`` and, if present, ``prefetch``).
+    shape : list of tuple of int
+        The index paths, as :func:`parse_shape` returns them (breadth-first).
+    mode : str
+        ``"iid"`` or ``"wor"`` (one of :data:`SAMPLING_MODES`).
+    chooser : Chooser
+        Answers the builder's draws.
+
+    Returns
+    -------
+    Tree
+        The finished tree, every node kept (without replacement, a slot beyond the draft's
+        support is absent, with its subtree).
+
+    Raises
+    ------
+    TreeError
+        If ``mode`` is not one of :data:`SAMPLING_MODES`.
+    NeedChoice
+        Passed on from a :class:`~rheotheory.trees.tree.ReplayChooser` whose script is exhausted.
+    """
     if mode not in SAMPLING_MODES:
         raise TreeError(f"unknown sampling mode {mode!r}; choose from {', '.join(SAMPLING_MODES)}")
     one = laws.parse_number(1, pair.exact)

@@ -74,13 +74,34 @@ def law_key(law, seen: dict | None = None):
 @dataclass(frozen=True)
 class Candidate:
     """One child presented to a verifier (docs/theory.md section 3.1): its token, and the member
-    law it was drawn from if it was sampled."""
+    law it was drawn from if it was sampled.
+
+    Attributes
+    ----------
+    token : int
+        The child's token id.
+    law : numpy.ndarray of shape (V,), Fractions or float64, or None, default None
+        ``None`` for a deterministic child; else the member law it was drawn from (# [vocab]).
+    """
 
     token: int  # the child's token id
     law: object = None  # None: deterministic; else the law it was drawn from, # [vocab]
 
 
 class Chooser(Protocol):
+    """What a builder draws its random tokens through (docs/theory.md section 5.1): one method,
+    :meth:`draw`. :class:`RandomChooser` samples; :class:`ReplayChooser` answers from a script so
+    that the exhaustive enumerator can branch over every answer.
+
+    Attributes
+    ----------
+    skip_doomed : bool
+        Optional (absent = False): the evaluator sums over every token a builder leaves undrawn,
+        so a builder may leave out work that provably influences neither the kept tree nor any
+        other draw (dynamic trees: doomed expansions, docs/theory.md section 5.6). Only the
+        exhaustive enumerator sets it; sampling choosers never do, so their draws are unchanged.
+    """
+
     #: Optional (absent = False): the evaluator sums over every token a builder leaves undrawn,
     #: so a builder may leave out work that provably influences neither the kept tree nor any
     #: other draw (dynamic trees: doomed expansions, docs/theory.md section 5.6). Only the
@@ -88,11 +109,29 @@ class Chooser(Protocol):
     skip_doomed: bool
 
     def draw(self, law) -> int:
-        """Return a token drawn from ``law`` (# [vocab], non-zero total)."""
+        """Return a token drawn from ``law`` (# [vocab], non-zero total).
+
+        Parameters
+        ----------
+        law : numpy.ndarray of shape (V,), Fractions or float64
+            The law to draw from (# [vocab]); non-negative with a non-zero total.
+
+        Returns
+        -------
+        int
+            The drawn token id, one of positive probability under ``law``.
+        """
 
 
 class NeedChoice(Exception):
-    """Raised by :class:`ReplayChooser` when its script is exhausted."""
+    """Raised by :class:`ReplayChooser` when its script is exhausted.
+
+    Parameters
+    ----------
+    law : numpy.ndarray of shape (V,), Fractions or float64
+        The law of the draw that found no answer (# [vocab]); kept as the attribute ``law`` so
+        that the enumerator can branch over its support.
+    """
 
     def __init__(self, law):
         super().__init__("replay script exhausted")
@@ -102,7 +141,17 @@ class NeedChoice(Exception):
 class ReplayChooser:
     """Answers draws from a script of tokens; raises :class:`NeedChoice` when it runs out.
 
-    ``skip_doomed``: see :class:`Chooser` (the enumerator sets it unless asked not to reduce).
+    Parameters
+    ----------
+    script : sequence of int
+        The answers, in draw order.
+    skip_doomed : bool, default False
+        See :class:`Chooser` (the enumerator sets it unless asked not to reduce).
+
+    Attributes
+    ----------
+    i : int
+        How many answers of the script have been given.
     """
 
     def __init__(self, script, skip_doomed: bool = False):
@@ -111,6 +160,24 @@ class ReplayChooser:
         self.skip_doomed = skip_doomed
 
     def draw(self, law) -> int:
+        """The next answer of the script (``law`` is not consulted).
+
+        Parameters
+        ----------
+        law : numpy.ndarray of shape (V,), Fractions or float64
+            The law of the draw (# [vocab]); carried by :class:`NeedChoice` when the script is
+            exhausted.
+
+        Returns
+        -------
+        int
+            The script's next token.
+
+        Raises
+        ------
+        NeedChoice
+            If every answer of the script has been given.
+        """
         if self.i >= len(self.script):
             raise NeedChoice(law)
         tok = self.script[self.i]
@@ -119,18 +186,49 @@ class ReplayChooser:
 
 
 class RandomChooser:
-    """Samples each draw with a seeded ``numpy.random.Generator``."""
+    """Samples each draw with a seeded ``numpy.random.Generator``.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The source of the uniforms, one per draw.
+    """
 
     def __init__(self, rng: np.random.Generator):
         self.rng = rng
 
     def draw(self, law) -> int:
+        """A token sampled from ``law`` by :func:`rheotheory.laws.inverse_cdf` with the next uniform.
+
+        Parameters
+        ----------
+        law : numpy.ndarray of shape (V,), Fractions or float64
+            The law to draw from (# [vocab]); non-negative with a non-zero total.
+
+        Returns
+        -------
+        int
+            The drawn token id.
+        """
         return laws.inverse_cdf(law, self.rng.random())
 
 
 @dataclass
 class SampleGroup:
-    """Sibling tokens drawn at one node from one base law, i.i.d. or without replacement."""
+    """Sibling tokens drawn at one node from one base law, i.i.d. or without replacement.
+
+    Attributes
+    ----------
+    base : numpy.ndarray of shape (V,), Fractions or float64
+        Law of the first member (# [vocab]).
+    mode : str
+        ``"iid"`` or ``"wor"``.
+    key : tuple, default ()
+        A label for readers (e.g. the parent's path and the rule). NOTE: never used to merge trees:
+        the certifier keys a sampled node on its law's values (:meth:`Tree.canonical_key`).
+    members : list of int, default []
+        Node indices in slot order.
+    """
 
     base: object  # law of the first member, # [vocab]
     mode: str  # "iid" or "wor"
@@ -142,6 +240,38 @@ class SampleGroup:
 
 @dataclass
 class Node:
+    """One node of a :class:`Tree` (the root, a deterministic, sampled or filler child).
+
+    Attributes
+    ----------
+    parent : int
+        Index of the parent node, -1 for the root.
+    depth : int
+        Depth; the root has 0.
+    kind : str
+        ``ROOT``, ``DET``, ``SAMPLED`` or ``FILLER``.
+    score : Fraction or float
+        Construction score (builders that prune on it); 1 for the root.
+    token : int or None, default None
+        The token id; ``None``: an unresolved sampled token.
+    group : SampleGroup or None, default None
+        The sampling group of a SAMPLED node.
+    pos : int, default 0
+        Position inside its group.
+    children : list of int, default []
+        Child node indices in creation order.
+    draw : numpy.ndarray of shape (V,), Fractions or float64, or None, default None
+        Law of a still-unresolved token when only a block of its member law is left (a coarse
+        draw already picked the block); ``None`` = the member law itself (# [vocab]).
+    source : tuple or None, default None
+        How a SAMPLED node's token was drawn through the tree (the strict mode of the certifier
+        checks it against the chooser's record, docs/theory.md section 5.3): ``("draw", law)`` by
+        :meth:`Tree.resolve`; ``("coarse", coarse_law, block, rest_token)`` by
+        :meth:`Tree.resolve_coarse` (the token in the block, or still pending in the rest);
+        ``("rest", coarse_law, block, rest_token, rest_law)`` once a pending rest is resolved.
+        ``None``: not drawn through the tree (a token the builder placed with ``add(token=...)``).
+    """
+
     parent: int  # index of the parent node, -1 for the root
     depth: int  # root 0
     kind: str  # ROOT, DET, SAMPLED or FILLER
@@ -162,7 +292,25 @@ class Node:
 
 
 class Tree:
-    """A draft tree under construction, then pruned (``kept``) and handed to the verifier."""
+    """A draft tree under construction, then pruned (``kept``) and handed to the verifier.
+
+    Parameters
+    ----------
+    one : Fraction or float
+        The number 1 in the pair's arithmetic (``Fraction(1)`` exact, ``1.0`` float): the root's
+        score.
+
+    Attributes
+    ----------
+    nodes : list of Node
+        The nodes in creation order; ``nodes[0]`` is the root (token -1). Parents precede
+        children.
+    kept : list of bool or None
+        Which nodes the verifier sees, set by :meth:`finish`; ``None`` before.
+    skipped : dict[int, int]
+        Node -> raw outcomes of its left-out expansion and, if unresolved, of its own token (a
+        doomed node whose expansion a builder skipped, docs/theory.md section 5.6).
+    """
 
     def __init__(self, one):
         self.nodes: list[Node] = [Node(-1, 0, ROOT, one, token=-1)]
@@ -173,6 +321,28 @@ class Tree:
 
     # -- construction ------------------------------------------------------------------------
     def add(self, parent: int, kind: str, score, token=None, group=None) -> int:
+        """Append a child of ``parent`` (and, if a group is given, a new last member of it).
+
+        Parameters
+        ----------
+        parent : int
+            Index of the parent node.
+        kind : str
+            ``DET``, ``SAMPLED`` or ``FILLER``.
+        score : Fraction or float
+            The node's construction score.
+        token : int or None, optional
+            The token id; ``None`` (default) leaves a sampled token unresolved, to be drawn
+            lazily by :meth:`resolve` or :meth:`resolve_coarse`.
+        group : SampleGroup or None, optional
+            The sampling group the node joins (a SAMPLED node); its position is the group's
+            size before the call.
+
+        Returns
+        -------
+        int
+            The new node's index.
+        """
         idx = len(self.nodes)
         pos = 0
         if group is not None:
@@ -183,8 +353,26 @@ class Tree:
         return idx
 
     def token(self, idx: int, known: dict | None = None) -> int:
-        """The token of node ``idx``; an unresolved one is looked up in ``known`` (node -> token,
-        the values a walk has assigned to unresolved nodes without writing them into the tree)."""
+        """The token of node ``idx``; an unresolved one is looked up in ``known``.
+
+        Parameters
+        ----------
+        idx : int
+            The node's index.
+        known : dict[int, int] or None, optional
+            Node -> token: the values a walk has assigned to unresolved nodes without writing them
+            into the tree.
+
+        Returns
+        -------
+        int
+            The node's token id.
+
+        Raises
+        ------
+        TreeError
+            If the node is unresolved and ``known`` has no token for it.
+        """
         tok = self.nodes[idx].token
         if tok is None:
             if known is None or idx not in known:
@@ -199,6 +387,24 @@ class Tree:
         :math:`q`; member :math:`i` of a without-replacement group from
         :math:`q` restricted to :math:`V \setminus \{x_0, \dots, x_{i-1}\}` and renormalised.
         Unresolved earlier members take their tokens from ``known`` (see :meth:`token`).
+
+        Parameters
+        ----------
+        idx : int
+            Index of a SAMPLED node.
+        known : dict[int, int] or None, optional
+            Node -> token for unresolved earlier members (see :meth:`token`).
+
+        Returns
+        -------
+        numpy.ndarray of shape (V,), Fractions or float64
+            The member law (# [vocab]).
+
+        Raises
+        ------
+        TreeError
+            If an earlier member of a without-replacement group is unresolved and not in
+            ``known`` (from :meth:`token`).
         """
         node = self.nodes[idx]
         g = node.group
@@ -208,14 +414,39 @@ class Tree:
         return laws.restrict(g.base, earlier)
 
     def draw_law(self, idx: int, known: dict | None = None):
-        """The law an unresolved SAMPLED node's token is still to be drawn from."""
+        """The law an unresolved SAMPLED node's token is still to be drawn from.
+
+        Parameters
+        ----------
+        idx : int
+            Index of a SAMPLED node.
+        known : dict[int, int] or None, optional
+            Node -> token for unresolved earlier members (see :meth:`token`).
+
+        Returns
+        -------
+        numpy.ndarray of shape (V,), Fractions or float64
+            The member law (:meth:`member_law`), or, after a coarse draw left the token in the
+            rest, that law restricted to the rest (the node's ``draw``) (# [vocab]).
+        """
         node = self.nodes[idx]
         return self.member_law(idx, known) if node.draw is None else node.draw
 
     def pending_draws(self, kids: list[int]) -> list[int]:
         """The unresolved nodes whose tokens the candidates ``kids`` need, in draw order: each
         unresolved kid, preceded by the unresolved earlier members of its without-replacement
-        group (kept or not: its member law depends on them)."""
+        group (kept or not: its member law depends on them).
+
+        Parameters
+        ----------
+        kids : list of int
+            Node indices of the candidates.
+
+        Returns
+        -------
+        list of int
+            The unresolved node indices, each once, in the order they must be drawn.
+        """
         out: list[int] = []
         for k in kids:
             node = self.nodes[k]
@@ -228,7 +459,27 @@ class Tree:
         return out
 
     def resolve(self, idx: int, chooser: Chooser) -> int:
-        """The token of node ``idx``, drawing it (and the group members before it) if needed."""
+        """The token of node ``idx``, drawing it (and the group members before it) if needed.
+
+        A drawn token is written into the node, with its ``source``.
+
+        Parameters
+        ----------
+        idx : int
+            Index of the node (resolved, or an unresolved SAMPLED node).
+        chooser : Chooser
+            Answers the draws.
+
+        Returns
+        -------
+        int
+            The node's token id.
+
+        Raises
+        ------
+        NeedChoice
+            Passed on from a :class:`ReplayChooser` whose script is exhausted.
+        """
         node = self.nodes[idx]
         if node.token is None:
             if node.group.mode == "wor":
@@ -249,6 +500,28 @@ class Tree:
         The chooser sees a law over tokens in which the rest's mass sits on ``rest_token``
         (any token of the rest), so exact enumeration branches over ``len(block) + 1`` answers
         instead of the whole support.
+
+        Parameters
+        ----------
+        idx : int
+            Index of an unresolved SAMPLED node.
+        chooser : Chooser
+            Answers the coarse draw.
+        block : list of int
+            The tokens drawn one by one.
+        rest_token : int
+            A token outside ``block`` that stands for the rest.
+
+        Returns
+        -------
+        int or None
+            The token, when it falls in ``block`` (or when the rest has no mass and the token is
+            drawn from the member law itself, :meth:`resolve`); ``None`` when it falls in the rest.
+
+        Raises
+        ------
+        NeedChoice
+            Passed on from a :class:`ReplayChooser` whose script is exhausted.
         """
         node = self.nodes[idx]
         law = self.member_law(idx)
@@ -292,7 +565,24 @@ class Tree:
         return coarse
 
     def path(self, idx: int) -> tuple[int, ...]:
-        """Tokens from the root to ``idx`` (every node on it must be resolved)."""
+        """Tokens from the root to ``idx`` (every node on it must be resolved).
+
+        Parameters
+        ----------
+        idx : int
+            The node's index.
+
+        Returns
+        -------
+        tuple of int
+            The tokens of the nodes below the root down to ``idx`` (``()`` for the root).
+
+        Raises
+        ------
+        RuntimeError
+            If a node on the path is unresolved (a builder that expands a node must resolve it
+            first).
+        """
         out = []
         while idx > 0:
             node = self.nodes[idx]
@@ -303,7 +593,18 @@ class Tree:
         return tuple(reversed(out))
 
     def finish(self, kept: list[bool] | None = None) -> "Tree":
-        """Mark the kept nodes (all by default); drops any node whose parent is dropped."""
+        """Mark the kept nodes (all by default); drops any node whose parent is dropped.
+
+        Parameters
+        ----------
+        kept : list of bool or None, optional
+            One flag per node (the root is kept whatever its flag); ``None`` (default) keeps all.
+
+        Returns
+        -------
+        Tree
+            The tree itself, with :attr:`kept` set.
+        """
         kept = [True] * len(self.nodes) if kept is None else list(kept)
         kept[0] = True
         for i in range(1, len(self.nodes)):  # parents precede children
@@ -314,14 +615,45 @@ class Tree:
 
     # -- the verifier's view -----------------------------------------------------------------
     def kept_children(self, idx: int) -> list[int]:
+        """The kept children of node ``idx``, in creation order (after :meth:`finish`).
+
+        Parameters
+        ----------
+        idx : int
+            The node's index.
+
+        Returns
+        -------
+        list of int
+            Indices of its kept children.
+        """
         return [c for c in self.nodes[idx].children if self.kept[c]]
 
     def num_kept(self) -> int:
-        """Kept non-root nodes."""
+        """Kept non-root nodes.
+
+        Returns
+        -------
+        int
+            How many nodes other than the root are kept (after :meth:`finish`).
+        """
         return sum(self.kept) - 1
 
     def candidate(self, idx: int, known: dict | None = None) -> Candidate:
-        """Node ``idx`` as the verifier sees it: its token and, if SAMPLED, its member law."""
+        """Node ``idx`` as the verifier sees it: its token and, if SAMPLED, its member law.
+
+        Parameters
+        ----------
+        idx : int
+            The node's index.
+        known : dict[int, int] or None, optional
+            Node -> token for unresolved nodes (see :meth:`token`).
+
+        Returns
+        -------
+        Candidate
+            Its token, and its member law if SAMPLED (else ``None``).
+        """
         node = self.nodes[idx]
         return Candidate(self.token(idx, known), self.member_law(idx, known) if node.kind == SAMPLED else None)
 
@@ -335,6 +667,18 @@ class Tree:
         Equal keys = one class. Because the laws enter by value, two construction outcomes are
         merged only when every law a verifier can read is the same, however the builder drew them
         (a builder that picks the law itself at random gets one class per law, never a mixture).
+
+        Parameters
+        ----------
+        idx : int, default 0
+            The node whose subtree is keyed (the root by default).
+        _laws : dict or None, optional
+            Internal: the cache of :func:`law_key` shared by the recursive calls.
+
+        Returns
+        -------
+        tuple
+            ``(token, kind, pos, law view, child keys)``, nested and hashable.
         """
         laws_seen = {} if _laws is None else _laws  # id(law) -> its hashable values (one conversion)
         node = self.nodes[idx]
@@ -372,7 +716,18 @@ class Tree:
         :func:`rheotheory.exact.enumerate_classes` compares it across merged trees): the
         :meth:`canonical_key` with each node's exact kind (FILLER and DET apart) and
         the members of its sampling group up to the last kept one (kept or pruned, with their
-        tokens: a later member's law depends on them)."""
+        tokens: a later member's law depends on them).
+
+        Parameters
+        ----------
+        idx : int, default 0
+            The node whose subtree is viewed (the root by default).
+
+        Returns
+        -------
+        tuple
+            ``(canonical key, (kind, group members, child views))``, nested and hashable.
+        """
         laws_seen: dict = {}
 
         def view(i):
@@ -389,7 +744,13 @@ class Tree:
         """Number of raw construction outcomes this tree stands for (product of the support
         sizes of its still-unresolved draws, kept or pruned; a node in :attr:`skipped` counts the
         outcomes recorded there instead: its own token's values and the draws of its left-out
-        expansion, as a builder without the skip would have branched over them)."""
+        expansion, as a builder without the skip would have branched over them).
+
+        Returns
+        -------
+        int
+            The number of raw outcomes (1 when every draw is resolved and nothing was skipped).
+        """
         total = 1
         seen = set()
         for node in self.nodes:
