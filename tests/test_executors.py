@@ -60,7 +60,7 @@ def test_bad_executor_arguments(kind, kwargs, match):
 @pytest.mark.parametrize("kind,module", [("dask", "distributed"), ("ray", "ray")])
 def test_missing_extra_says_how_to_install_it(kind, module, monkeypatch):
     monkeypatch.setitem(sys.modules, module, None)  # import raises ImportError
-    with pytest.raises(RheoError, match=rf"pip install 'rheotheory\[{kind}\]'"):
+    with pytest.raises(RheoError, match=rf"pip install -e '\.\[{kind}\]'"):
         check_executor(kind)
 
 

@@ -28,7 +28,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1] / PACKAGE
 #: (hypothesis strategies and planted bugs for the tests) sits on top: nothing in the package
 #: may depend on it.
 FLOORS = (
-    ("base", ("errors", "laws", "executors", "checkpoint", "provenance", "loadcheck", "plugin_loader")),
+    ("base", ("errors", "optional", "laws", "executors", "checkpoint", "provenance", "loadcheck", "plugin_loader")),
     ("instances and trees", ("pairs", "synthetic", "prompts", "trees")),
     ("verifiers", ("verify",)),
     ("methods", ("methods",)),

@@ -161,9 +161,9 @@ def _tiny_gguf(path: Path, with_norm: bool = True):
 
 
 def test_the_perturbed_draft_scales_only_the_final_norm(tmp_path):
+    src = _tiny_gguf(tmp_path / "t.gguf")  # NOTE: skips without gguf (the llamacpp extra) before any import of it
     from gguf import GGUFReader
 
-    src = _tiny_gguf(tmp_path / "t.gguf")
     out = lc.perturbed_draft(src, tmp_path / "d" / "d.gguf", seed=3, sigma=0.5)
     got = {t.name: np.array(t.data) for t in GGUFReader(out).tensors}
     want = np.exp(0.5 * np.random.default_rng(3).standard_normal(8)).astype(np.float32)

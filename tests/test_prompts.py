@@ -98,9 +98,9 @@ def test_missing_package_names_the_extra(monkeypatch):
         raise ModuleNotFoundError(name)
 
     monkeypatch.setattr(P.resources, "files", gone)
-    with pytest.raises(InstanceError, match=r"rheotheory\[sharegpt\]"):
+    with pytest.raises(InstanceError, match=r"pip install -e '\.\[sharegpt\]'"):
         P.sharegpt_path()
-    with pytest.raises(InstanceError, match=r"rheotheory\[humaneval\]"):
+    with pytest.raises(InstanceError, match=r"pip install -e '\.\[humaneval\]'"):
         P.load_set("humaneval")
 
 

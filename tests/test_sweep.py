@@ -330,7 +330,7 @@ def test_cli_missing_extra_is_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed raises ImportError
     assert main(SWEEP_ARGV + ["--executor", "dask", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "pip install 'rheotheory[dask]'" in err
+    assert len(err.splitlines()) == 1 and "pip install -e '.[dask]'" in err
 
 
 def test_mc_states_what_its_test_could_detect(capsys):

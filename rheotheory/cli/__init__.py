@@ -132,6 +132,13 @@ def main(argv=None) -> int:
     except RheoError as e:
         print(f"rheo: error: {one_line(str(e))}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except ModuleNotFoundError as e:
+        from ..optional import extra_of, missing_message
+
+        if extra_of(e.name) is None:  # NOTE: not an optional dependency: a real bug, shown as one
+            raise
+        print(f"rheo: error: {missing_message(e.name, 'this command')}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("rheo: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -98,13 +98,9 @@ def size_row(args) -> str:
 
 
 def need_torch():
-    from ..errors import RheoError
+    from ..optional import import_optional
 
-    try:
-        import torch
-    except ImportError:
-        raise RheoError("this command needs PyTorch: pip install 'rheotheory[torch]'") from None
-    return torch
+    return import_optional("torch", "this command")
 
 
 #: Seconds of the first SmolLM2 load, which converts the GGUF weights once (about a minute on CPU).

@@ -111,13 +111,19 @@ def run(args) -> int:
     check_out_dir(args.out)
     for line in mismatched:  # NOTE: after every check of the input: a refusal stays one line
         print(f"rheo sweep: warning: {line}", file=sys.stderr)
+    from ..optional import available, missing_message
+
+    plot = not args.no_plot
+    if plot and not available("matplotlib"):  # NOTE: the lean install sweeps; only the PNG needs the extra
+        print(f"rheo sweep: warning: no PNG: {missing_message('matplotlib', 'the plot')}", file=sys.stderr)
+        plot = False
     seconds = work / WORK_PER_SECOND / cfg.workers
     if wants_pilot(args, seconds):
         # NOTE: the work model is a cap's unit, not a clock: time a pilot
-        seconds = estimate_seconds(cfg) + (0.0 if args.no_plot else PLOT_SECONDS)
+        seconds = estimate_seconds(cfg) + (PLOT_SECONDS if plot else 0.0)
     announce(args, seconds, f"the sweep ({cfg.workers} worker(s))")
     try:
-        out = sweep_to_files(cfg, args.out, stem=args.stem, progress=progress_on(args), plot=not args.no_plot,
+        out = sweep_to_files(cfg, args.out, stem=args.stem, progress=progress_on(args), plot=plot,
                              resume=args.resume, executor=args.executor, scheduler=args.scheduler)
     except SweepInterrupted as e:
         print(f"rheo: interrupted: {e}", file=sys.stderr)
