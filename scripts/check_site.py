@@ -22,7 +22,8 @@ the HTML alone, without a browser:
   comment line inside a continued shell command (a backslash, then ``# ...``: the command ends
   there);
 - a table whose narrowest layout (every column as wide as its longest unbreakable word or code
-  span, plus the cell padding) is wider than the column;
+  span, plus the cell padding) is wider than the column, inside a fold or not (a fold opens to
+  the column's width; Material hides the scrollbar until the pointer is over the table);
 - a page longer than its budget in 800 px screens (``BUDGETS``; folded ``<details>`` count
   their summary only);
 - a PNG figure drawn more than 1 / ``MIN_FIGURE_SCALE`` times wider than the column, so the page
@@ -32,7 +33,9 @@ the HTML alone, without a browser:
 - a numpy docstring section (Parameters, Returns, Raises...) rendered as a heading or a
   paragraph instead of mkdocstrings' section;
 - a commit hash in the prose (development history belongs in the provenance files);
-- a reST literal-block marker (``text::``) or a literal ``<autoref>`` tag left in the text.
+- a reST literal-block marker (``text::``) or a literal ``<autoref>`` tag left in the text;
+- a placeholder for results that are not committed (what a recipe's table marker shows without its
+  results file).
 
 A site directory that does not exist, or holds no page, exits 2 with one line on stderr.
 """
@@ -201,7 +204,7 @@ class _Layout(HTMLParser):
         elif tag == "details":
             if self.closed or "open" not in attrs:
                 self.closed += 1
-        elif self.closed and tag != "summary":
+        elif self.closed and tag not in ("summary", "table", "tr", "td", "th", "code"):
             return
         elif tag == "pre":
             self.pre = []
@@ -247,8 +250,8 @@ class _Layout(HTMLParser):
             self.cell = None
         elif tag == "table" and self.table is not None:
             if not self.closed:
-                self.tables.append(self.table)
                 self.height += table_height(self.table)
+            self.tables.append(self.table)  # NOTE: a folded table is as wide when it is opened
             self.table = None
         elif self.text and tag == self.text[0]:
             self._close_text()
@@ -367,7 +370,8 @@ def layout_problems(name: str, html: str, size_of=None) -> tuple[list[str], floa
         width = table_width(rows)
         if width > COLUMN_PX:
             head = " | ".join("".join(t for t, _ in c).strip() for c in rows[0])[:50] if rows else ""
-            problems.append(f"{name}: a table wider than the column ({width:.0f} px > {COLUMN_PX} px): {head!r}")
+            problems.append(f"{name}: a table wider than the column, folded or not ({width:.0f} px > {COLUMN_PX} px): "
+                            f"{head!r}")
     height = layout.height + _CHROME
     for src in layout.images:
         size = size_of(src) if size_of else None
@@ -388,8 +392,14 @@ def layout_problems(name: str, html: str, size_of=None) -> tuple[list[str], floa
     return problems, screens
 
 
+#: What a results table left unrendered shows (simulations/recipes.py): a page that states results
+#: must show them, not this.
+PLACEHOLDER = re.compile(r"results are not committed|results not committed", re.I)
+
+
 def prose_problems(name: str, html: str) -> list[str]:
-    """Unlinked theory mentions and arXiv ids, numpy sections rendered as text, commit hashes."""
+    """Unlinked theory mentions and arXiv ids, numpy sections rendered as text, commit hashes,
+    placeholders for results that are not committed."""
     article = re.search(r"<article\b.*?</article>", html, re.S)
     body = CODE_BLOCKS.sub("", article.group(0) if article else html)
     unlinked = LINK.sub("", body)
@@ -412,6 +422,10 @@ def prose_problems(name: str, html: str) -> list[str]:
     if hashes:
         problems.append(f"{name}: a commit hash in the prose ({len(hashes)}x), first: {hashes[0]!r} "
                         "(history belongs in the provenance)")
+    held = PLACEHOLDER.findall(text)
+    if held:
+        problems.append(f"{name}: a placeholder for results that are not committed ({len(held)}x): commit the "
+                        "results the page states, or take the claim and its table out")
     return problems
 
 

@@ -93,13 +93,21 @@ MEASURE = r"""
       .filter((im) => im.naturalWidth > 0 && im.width < 0.6 * im.naturalWidth &&
                       !(im.getAttribute('src') || '').endsWith('.svg'))
       .map((im) => ({src: im.getAttribute('src'), shown: im.width, drawn: im.naturalWidth}));
+  const height = document.documentElement.scrollHeight;
+  // Tables inside folds, measured with every fold open: each against the box it is shown in.
+  for (const d of content.querySelectorAll('details')) d.open = true;
+  const folded = [...content.querySelectorAll('details table')]
+      .map((el) => [el, el.closest('.md-typeset__scrollwrap') || el.parentElement])
+      .map(([el, box]) => ({px: el.scrollWidth, box: box.clientWidth,
+                            text: el.textContent.trim().split('\n')[0].slice(0, 60)}));
   return {
-    height: document.documentElement.scrollHeight,
+    height: height,
     title: document.title,
     first_screen: first,
     column_px: Math.round(inner), code_char_px: +charPx.toFixed(2),
     column_chars: Math.floor(inner / charPx),
     wide_code: wide('pre > code'), wide_tables: wide('article table'),
+    folded_tables: folded, wide_folded_tables: folded.filter((t) => t.px > t.box + 1),
     small_figures: small,
   };
 })()

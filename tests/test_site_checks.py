@@ -211,19 +211,45 @@ def test_the_cli_reference_lists_the_method_flags_once_with_an_example_per_comma
     from rheotheory.cli import build_parser
 
     cli_reference = _load("cli_reference")
-    text = cli_reference.render()
+    text = cli_reference.render(run_examples=False)
     names = list(cli_reference._subparsers(build_parser()))
     assert set(cli_reference.EXAMPLES) == set(names)
     for name, lines in cli_reference.EXAMPLES.items():
-        for line in lines:  # each example parses (a redirect is the shell's)
-            build_parser().parse_args(shlex.split(line.split(" > ")[0])[1:])
-            assert f"```bash\n" in text and line in text
+        for line in "\n".join(lines).replace("\\\n", " ").splitlines():
+            build_parser().parse_args(shlex.split(line.split(" > ")[0])[1:])  # each example parses
+        assert all(line in text for line in lines)
     differ = text.count("these read differently here")
     assert text.count("## Method flags") == 1
     # A flag every method command takes is described once, plus where a command's help differs.
-    assert 1 <= text.count("\n  --proxy {next,tail,min-best-tail,true}") <= 1 + differ
+    assert 1 <= text.count("`--proxy {next,tail,min-best-tail,true}` · default") <= 1 + differ
     taking = [n for n, sub in cli_reference._subparsers(build_parser()).items() if cli_reference._method_group(sub)]
     assert len(taking) >= 2 and text.count("(#method-flags)") == len(taking)
+
+
+def test_each_command_section_has_usage_flags_with_defaults_and_its_exit_statuses():
+    from rheotheory.cli import build_parser
+
+    cli_reference = _load("cli_reference")
+    text = cli_reference.render(run_examples=False)
+    subs = cli_reference._subparsers(build_parser())
+    for name, sub in subs.items():
+        section = text.split(f"## `rheo {name}`")[1].split("\n## ")[0]
+        assert f"usage: rheo {name}" in section and "**Flags**" in section, name
+        for code, meaning in sub.exit_statuses:
+            assert f"| {code} | {meaning} |" in section, (name, code)
+    certify = text.split("## `rheo certify`")[1].split("\n## ")[0]
+    assert "`--max-branches B` · default 2000000, about an hour of one core" in certify
+    assert "`--strict` · default off" in certify and "`--json` · default off" in certify
+    mc = text.split("## `rheo mc`")[1].split("\n## ")[0]
+    assert "`--samples SAMPLES` · default `2000`" in mc and "`INSTANCE` · default a synthetic pair" in mc
+
+
+def test_the_cli_reference_runs_each_example_and_shows_what_it_prints():
+    cli_reference = _load("cli_reference")
+    out = cli_reference.example_output(["rheo certify --preset rheo"])
+    assert "verdict         : LOSSLESS" in out and "max deviation   : 0" in out
+    assert cli_reference.example_output(["rheo instance --vocab 3 --horizon 3 --seed 1 > inst.json",
+                                         "rheo certify inst.json --preset eagle --json"]).startswith('{"lossless"')
 
 
 def test_a_long_exact_fraction_in_a_table_shows_as_a_decimal_with_the_exact_value_on_demand():
@@ -274,3 +300,17 @@ def test_a_comment_inside_a_continued_command_fails():
     assert len(found) == 1 and "a comment inside a continued shell command" in found[0], found
     good = "<pre><code># the full grid\nrheo bench --model smollm2 \\\n    --repeats 1\n</code></pre>"
     assert problems("guide/x/index.html", good) == []
+
+
+def test_a_folded_table_wider_than_the_column_fails_as_an_open_one_does():
+    row = "<tr>" + "".join(f"<td>{'w' * 14}{i}</td>" for i in range(8)) + "</tr>"
+    folded = f'<details><summary>evidence</summary><table>{row}</table></details>'
+    assert any("a table wider than the column, folded or not" in p for p in problems("guide/t/index.html", folded))
+    narrow = '<details><summary>evidence</summary><table><tr><td>a</td><td>b</td></tr></table></details>'
+    assert problems("guide/t/index.html", narrow) == []
+
+
+def test_a_placeholder_for_results_not_committed_fails():
+    page = ("<p>At 600 per prompt it is rejected.</p><p><em>To regenerate</em> (its results are not committed): "
+            "<code>python simulations/recipes.py run x</code></p>")
+    assert any("a placeholder for results that are not committed" in p for p in problems("results/t/index.html", page))

@@ -46,10 +46,12 @@ def register(sub) -> None:
                    "from the earlier steps' outputs (an online method's bandit; docs/theory.md section 2.8); the "
                    f"instance's horizon must reach S*(D+1)-1; at most {MAX_STEPS} (default 1)")
     c.add_argument("--strict", action="store_true",
-                   help="check the equivalence classes instead of trusting them: every tree merged into a class "
-                   "shows the verifier the same things, the builder builds the same tree from the same answers, and "
-                   "the law of Z over the classes equals the law verified branch by branch (docs/theory.md section "
-                   "5.3; slower: every branch is built twice and verified)")
+                   help="check the builder's contract instead of trusting it (docs/theory.md section 5.3): every "
+                   "draw recorded with its law and checked against the law its answer was weighted with, every "
+                   "sampled token matched with a draw under the law it declares, every branch rebuilt under other "
+                   "global random states, in another order and after unrelated builds, merged trees compared, and "
+                   "the law of Z over the classes equal to the law verified branch by branch; a break is one line "
+                   "naming the fault, exit 2 (slower: every branch is built three times and verified twice)")
     c.add_argument("--policy-seed", type=int, default=0, metavar="SEED",
                    help="seed of an online policy's own draws (with --steps; default 0)")
     add_progress(c)

@@ -160,8 +160,9 @@ class AdaptiveMethod(DynamicMethod):
     """
 
     family: ClassVar[str] = "adaptive"
-    summary: ClassVar[str] = ("adaptive RheoSampling: head = ranked tokens with q >= threshold, the other "
-                              "slots sampled without replacement from the tail, ot-wor verification")
+    summary: ClassVar[str] = ("adaptive RheoSampling: a head chosen per expansion (by predicted acceptance, a "
+                              "threshold or fixed), the other slots sampled without replacement from the tail, "
+                              "ot-wor verification")
     #: ``ot-wor`` is the rule for several sampled siblings; ``onehot`` is lossless on any tree;
     #: ``sequential`` (= rrs-wor with the head checked first) is admitted for the certifier.
     #: The tree-level ``traversal`` is admitted with ``head=0`` only (every slot sampled), and
@@ -176,8 +177,8 @@ class AdaptiveMethod(DynamicMethod):
                              "with q >= threshold), or a fixed integer m <= K-1 (at most K-1 in every case)",
                              label="head", parse=_head_value, metavar="M",
                              examples=("predicted", "threshold", 0, 1, 2))
-    threshold: str = option(str(DEFAULT_THRESHOLD), help="draft probability at which auto places a token "
-                            "deterministically", parse=_PARSE["threshold"], metavar="THETA")
+    threshold: str = option(str(DEFAULT_THRESHOLD), help="the threshold head rule's theta: a ranked token with "
+                            "q >= theta goes to the deterministic head", parse=_PARSE["threshold"], metavar="THETA")
     proxy: str = option("predicted", help="slot scores: predicted (path probabilities under p-hat), tail, next, "
                         "or true (lossy negative control)", choices=PROXIES)
     t_hat: str = option("1", help="T of the predicted target p-hat = norm(q^(1/T)); sweeps and decoding set "
