@@ -192,9 +192,31 @@ def _assistant_of_generate(model):
 
 
 def draft_head(model, head=SMOLLM2_HEAD) -> DraftHead:
-    """The draft head in directory ``head`` bound to ``model`` (a ``transformers`` causal LM or an
-    :class:`~rheotheory.decode.backends.transformers_lm.HFLM`), checked against it: load it once, then pass it as
-    ``assistant_model`` to every call. A head for another target is refused with one line."""
+    """The draft head in directory ``head`` bound to ``model``, checked against it.
+
+    Load it once, then pass it as ``assistant_model`` to every call. A head for another target is
+    refused with one line (:func:`~rheotheory.decode.backends.transformers_lm.bind_head`).
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel or HFLM
+        The target: a ``transformers`` causal LM or an
+        :class:`~rheotheory.decode.backends.transformers_lm.HFLM`.
+    head : str, os.PathLike or DraftHead, default SMOLLM2_HEAD
+        A head directory (``head.safetensors`` + ``manifest.json``, or an EAGLE-3 head); default
+        :data:`SMOLLM2_HEAD`, the head shipped for SmolLM2-135M-Instruct.
+
+    Returns
+    -------
+    DraftHead
+        The head, bound to the target's input embedding, in its dtype and on its device.
+
+    Raises
+    ------
+    InstanceError
+        If the directory does not exist or the head was trained for another target (vocabulary,
+        width, number of blocks or family).
+    """
     return bind_head(model if isinstance(model, HFLM) else HFLM(model), head)
 
 
@@ -220,38 +242,65 @@ def generate(model, input_ids: torch.Tensor, draft_model=None, method: str | Met
 
     Parameters
     ----------
-    model : a ``transformers`` decoder-only causal LM.
-    input_ids : LongTensor (1, prompt) or (prompt,)
+    model : transformers.PreTrainedModel or HFLM
+        The target: a ``transformers`` decoder-only causal LM (or one already wrapped in an
+        :class:`~rheotheory.decode.backends.transformers_lm.HFLM`).
+    input_ids : torch.LongTensor of shape (1, prompt) or (prompt,)
         The prompt; batch size 1 only.
-    draft_model, assistant_model : the draft (None only for ``method="autoregressive"``): a causal
-        LM with the same vocabulary, or a draft head trained for ``model`` (a head directory such as
-        :data:`SMOLLM2_HEAD`, or a head from :func:`draft_head`); ``assistant_model`` is
-        ``transformers``' name for it (given to ``generate``, it is read from there), ``draft_model``
-        an alias; give one of them.
-    method : a preset name (``"rheo-tuned"``, ``"eagle"``, ``"chain"``...), a spec string
-        (``"rheo:proxy=tail"``), a plugin's method (``"my_method.py:ForkMethod"``, or its family name
-        once the plugin is loaded: :mod:`rheotheory.plugin`) or a :class:`~rheotheory.methods.Method`;
-        tree sizes it leaves open come from :data:`~rheotheory.methods.TREE_SIZES` row ``"model"``.
-    tree_top_k, tree_depth, tree_budget : the tree size (K, D, N) of the method, overriding
-        row ``"model"`` of :data:`~rheotheory.methods.TREE_SIZES` and the spec's own; a size the
-        method has no field for is refused.
-    seed, generator : the randomness of the run: a CPU ``torch.Generator``, or a seed for one;
-        neither: a seed drawn from torch's global generator (so ``torch.manual_seed`` pins it).
-    logits_processor, stopping_criteria, generation_config : what ``generate`` hands a
-        ``custom_generate`` callable; checked, and refused when they ask for something not
-        supported (module docstring).
-    **kwargs : ``do_sample``, ``temperature``, ``top_k``, ``top_p``, ``max_new_tokens``,
-        ``max_length``... as for ``generate``. Through ``generate`` they arrive inside
-        ``generation_config`` (merged with the model's defaults, as for ``generate``'s own
-        sampling); in a direct call unset ones are: ``do_sample=True``, ``temperature=1.0``, no
-        top-k/top-p, ``max_new_tokens=64``. ``do_sample=False`` or temperature 0 is greedy (T = 0).
-        Anything else (other than the inputs ``generate`` prepares itself) is refused.
+    draft_model : transformers.PreTrainedModel, HFLM, DraftHead, str or os.PathLike, optional
+        The draft (None only for ``method="autoregressive"``): a causal LM with the same
+        vocabulary, or a draft head trained for ``model`` (a head directory such as
+        :data:`SMOLLM2_HEAD`, or a head from :func:`draft_head`). An alias of
+        ``assistant_model``; give one of them.
+    method : str or Method, default DEFAULT_METHOD
+        A preset name (``"rheo-tuned"``, :data:`DEFAULT_METHOD`; ``"eagle"``, ``"chain"``...), a spec
+        string (``"rheo:proxy=tail"``), a plugin's method (``"my_method.py:ForkMethod"``, or its
+        family name once the plugin is loaded: :mod:`rheotheory.plugin`) or a
+        :class:`~rheotheory.methods.Method`; tree sizes it leaves open come from
+        :data:`~rheotheory.methods.TREE_SIZES` row ``"model"`` (:data:`TREE_SIZE`).
+    seed : int, optional
+        A seed for the run's CPU ``torch.Generator``. Neither ``seed`` nor ``generator``: a seed
+        drawn from torch's global generator (so ``torch.manual_seed`` pins it).
+    generator : torch.Generator, optional
+        The CPU generator behind every random choice of the run (instead of ``seed``).
+    logits_processor : transformers.LogitsProcessorList, optional
+        What ``generate`` hands a ``custom_generate`` callable; only its temperature, top-k and
+        top-p warpers are accepted.
+    stopping_criteria : transformers.StoppingCriteriaList, optional
+        What ``generate`` hands a ``custom_generate`` callable; only the length and EOS criteria are
+        accepted.
+    generation_config : transformers.GenerationConfig, optional
+        What ``generate`` hands a ``custom_generate`` callable; checked, and refused when it asks for
+        something not supported (module docstring). None (a direct call): built from ``kwargs``.
+    assistant_model : transformers.PreTrainedModel, HFLM, DraftHead, str or os.PathLike, optional
+        ``transformers``' name for the draft (given to ``generate``, it is read from there).
+    tree_top_k, tree_depth, tree_budget : int, optional
+        The tree size (K, D, N) of the method, overriding row ``"model"`` of
+        :data:`~rheotheory.methods.TREE_SIZES` and the spec's own; a size the method has no field
+        for is refused.
+    **kwargs : object
+        ``do_sample``, ``temperature``, ``top_k``, ``top_p``, ``max_new_tokens``, ``max_length``...
+        as for ``generate``. Through ``generate`` they arrive inside ``generation_config`` (merged
+        with the model's defaults, as for ``generate``'s own sampling); in a direct call unset ones
+        are: ``do_sample=True``, ``temperature=1.0``, no top-k/top-p, ``max_new_tokens=64``.
+        ``do_sample=False`` or temperature 0 is greedy (T = 0). Anything else (other than the
+        inputs ``generate`` prepares itself) is refused.
 
     Returns
     -------
-    LongTensor (1, prompt + new)
+    torch.LongTensor of shape (1, prompt + new)
         The prompt followed by at most ``max_new_tokens`` new tokens, cut after the first
         ``eos_token_id``, on ``input_ids``' device.
+
+    Raises
+    ------
+    InstanceError
+        With one line for anything not supported: both ``draft_model`` and ``assistant_model``, or
+        both ``seed`` and ``generator``; a batch other than 1 or an empty prompt; no new tokens to
+        generate; a setting, logits processor, stopping criterion or input that would change the
+        output; a draft that is neither a causal LM nor a head, or a head for another target.
+    TreeError
+        If the method is unknown, or has no field for a given tree size.
     """
     if assistant_model is None:
         assistant_model = _assistant_of_generate(model)

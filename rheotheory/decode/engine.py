@@ -79,9 +79,23 @@ AUTO_DRAFT_TOP_K = "auto"
 
 
 def default_draft_top_k(vocab_size: int) -> int | None:
-    """The default sparse-draft k for a vocabulary: None (off) up to :data:`SPARSE_DRAFT_MIN_VOCAB`
-    tokens, :data:`DEFAULT_DRAFT_TOP_K` above.
+    """The default sparse-draft k for a vocabulary of ``vocab_size`` tokens.
 
+    None (off) up to :data:`SPARSE_DRAFT_MIN_VOCAB` tokens, :data:`DEFAULT_DRAFT_TOP_K` above.
+
+    Parameters
+    ----------
+    vocab_size : int
+        V, the size of the vocabulary.
+
+    Returns
+    -------
+    int or None
+        The k of the sparse draft (the softmax over the draft's k largest logits), or None for the
+        full softmax.
+
+    Examples
+    --------
     >>> default_draft_top_k(128), default_draft_top_k(49152)
     (None, 128)
     """
@@ -90,7 +104,32 @@ def default_draft_top_k(vocab_size: int) -> int | None:
 
 @dataclass(frozen=True)
 class DecodeConfig:
-    """Sampling settings of one decoding run."""
+    """Sampling settings of one decoding run.
+
+    Attributes
+    ----------
+    temperature : float, default 1.0
+        T of the target; 0 = greedy.
+    top_k : int or None, optional
+        Keep the target's k most probable tokens (None: all).
+    top_p : float or None, optional
+        Keep the target's smallest nucleus of mass >= ``top_p`` (None: all).
+    max_new_tokens : int, default 64
+        Tokens generated after the prompt (the last step may overshoot; the output is cut).
+    draft_temp : float or None, optional
+        T_d of the draft laws; None: T if T > 0, else :data:`GREEDY_DRAFT_TEMPERATURE` (see
+        :attr:`draft_temperature`).
+    draft_top_k : int, str or None, default AUTO_DRAFT_TOP_K
+        Sparse draft: q is the softmax over the draft's k largest logits (k >= V: all); None: off;
+        :data:`AUTO_DRAFT_TOP_K` (``"auto"``): :func:`default_draft_top_k` of V (see :meth:`draft_k`).
+
+    Raises
+    ------
+    LawError
+        If ``temperature`` is not a finite number >= 0, ``top_k`` not a positive integer, ``top_p``
+        outside (0, 1], ``max_new_tokens`` not a positive integer, ``draft_temp`` not a finite
+        number > 0, or ``draft_top_k`` neither a positive integer, None nor ``"auto"``.
+    """
 
     temperature: float = 1.0  # T of the target; 0 = greedy
     top_k: int | None = None  # keep the target's k most probable tokens (None: all)
@@ -127,13 +166,41 @@ class DecodeConfig:
         return self.temperature if self.temperature > 0 else GREEDY_DRAFT_TEMPERATURE
 
     def draft_k(self, vocab_size: int) -> int | None:
-        """The sparse-draft k in force for a vocabulary of ``vocab_size`` tokens (None: the full law)."""
+        """The sparse-draft k in force for a vocabulary of ``vocab_size`` tokens.
+
+        Parameters
+        ----------
+        vocab_size : int
+            V, the size of the draft's vocabulary.
+
+        Returns
+        -------
+        int or None
+            ``draft_top_k`` (resolved by :func:`default_draft_top_k` when ``"auto"``), or None (the
+            full law) when it is off or k >= V.
+        """
         k = default_draft_top_k(vocab_size) if self.draft_top_k == AUTO_DRAFT_TOP_K else self.draft_top_k
         return None if k is None or k >= vocab_size else int(k)
 
 
 def target_law(logits: torch.Tensor, cfg: DecodeConfig) -> torch.Tensor:
-    """Target laws from logits: # [n, V] -> # [n, V] float64 (one-hot argmax at T = 0)."""
+    """Target laws from logits: # [n, V] -> # [n, V] float64 (one-hot argmax at T = 0).
+
+    At T > 0, softmax(logits / T), truncated to the top-k tokens (``cfg.top_k``; ties at the k-th
+    probability all kept) and/or to the top-p nucleus (``cfg.top_p``), then renormalised.
+
+    Parameters
+    ----------
+    logits : torch.Tensor of shape (n, V)
+        A back-end's logits, one row per position.
+    cfg : DecodeConfig
+        The run's settings: ``temperature``, ``top_k``, ``top_p``.
+
+    Returns
+    -------
+    torch.Tensor of shape (n, V), float64
+        The target law p of each row (at T = 0 the one-hot of the first maximum).
+    """
     z = logits.double()
     if cfg.temperature == 0:
         out = torch.zeros_like(z)
@@ -154,14 +221,28 @@ def target_law(logits: torch.Tensor, cfg: DecodeConfig) -> torch.Tensor:
 def draft_law(logits, cfg: DecodeConfig) -> np.ndarray:
     r"""Draft laws as float64 numpy arrays for the builders and the verifiers: # [n, V] -> # [n, V].
 
-    ``logits``: a back-end's logits, a torch tensor or (from a
-    :class:`~rheotheory.decode.backends.tree_lm.NumpyLM`) an array. With k = ``cfg.draft_k(V)``:
+    With k = ``cfg.draft_k(V)`` and T_d = ``cfg.draft_temperature``:
 
     .. math::
         q(x) = \frac{\exp(\ell_x / T_d)\,[x \in S_k]}{\sum_{y \in S_k} \exp(\ell_y / T_d)},
 
     where :math:`S_k` is the k largest logits (ties by smaller id; all V tokens when k is None).
 
+    Parameters
+    ----------
+    logits : torch.Tensor or numpy.ndarray of shape (n, V)
+        A back-end's logits: a torch tensor, or (from a
+        :class:`~rheotheory.decode.backends.tree_lm.NumpyLM`) an array.
+    cfg : DecodeConfig
+        The run's settings: ``draft_temperature`` and ``draft_k``.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, V), float64
+        The draft law q of each row.
+
+    Examples
+    --------
     >>> cfg = DecodeConfig(temperature=1.0, draft_top_k=2)
     >>> draft_law(np.log(np.array([[1.0, 4.0, 2.0, 2.0]])), cfg).tolist()
     [[0.0, 0.6666666666666666, 0.3333333333333333, 0.0]]
@@ -222,6 +303,11 @@ class UniformStream:
 
     Every random choice of a decoding run is one inverse-CDF lookup of the next draw: at batch
     size 1, ``torch.multinomial`` on a small vector costs tens of microseconds per call.
+
+    Parameters
+    ----------
+    gen : torch.Generator
+        The CPU generator behind every draw (kept as ``self.gen``).
     """
 
     def __init__(self, gen: torch.Generator):
@@ -230,6 +316,13 @@ class UniformStream:
         self._i = 0
 
     def next(self) -> float:
+        """The next Uniform(0, 1) draw (a new block of :data:`UNIFORM_BLOCK` is fetched when needed).
+
+        Returns
+        -------
+        float
+            A float64 draw in [0, 1).
+        """
         if self._i >= self._buf.shape[0]:
             self._buf = torch.rand(UNIFORM_BLOCK, generator=self.gen, dtype=torch.float64).numpy()
             self._i = 0
@@ -238,18 +331,54 @@ class UniformStream:
         return float(u)
 
     def pick(self, weights) -> int:
-        """Index drawn with probability proportional to non-negative ``weights`` (# [n]): the
-        inverse CDF (:func:`~rheotheory.laws.inverse_cdf`) at the next draw."""
+        """Index drawn with probability proportional to non-negative ``weights``.
+
+        The inverse CDF (:func:`~rheotheory.laws.inverse_cdf`) at the next draw.
+
+        Parameters
+        ----------
+        weights : numpy.ndarray of shape (n,)
+            Non-negative weights, not all zero (any sequence of numbers).
+
+        Returns
+        -------
+        int
+            The index drawn, in ``0 .. n - 1``; an index of zero weight is never drawn.
+
+        Raises
+        ------
+        LawError
+            If every weight is zero (from :func:`~rheotheory.laws.inverse_cdf`).
+        """
         return inverse_cdf(weights, self.next())
 
 
 class TorchChooser:
-    """The builders' chooser, sampling with a ``torch.Generator`` (CPU) or a :class:`UniformStream`."""
+    """The builders' chooser, sampling with a ``torch.Generator`` (CPU) or a :class:`UniformStream`.
+
+    Parameters
+    ----------
+    gen : torch.Generator or UniformStream
+        The source of the draws; a generator is wrapped in a new :class:`UniformStream`, a stream
+        is shared (kept as ``self.stream``).
+    """
 
     def __init__(self, gen):
         self.stream = gen if isinstance(gen, UniformStream) else UniformStream(gen)
 
     def draw(self, law) -> int:
+        """A token drawn from ``law``: :meth:`UniformStream.pick` at the stream's next draw.
+
+        Parameters
+        ----------
+        law : numpy.ndarray of shape (V,)
+            Non-negative weights of the tokens (the law up to its total), not all zero.
+
+        Returns
+        -------
+        int
+            The token id drawn.
+        """
         return self.stream.pick(law)
 
 
@@ -262,8 +391,26 @@ class DraftTreePair:
     cache's scratch area (one slot per node, in evaluation order), where later layers attend to
     them. ``p`` is not available here: the target is evaluated once, after the tree is built.
 
-    ``model`` is any back-end with the model interface of :mod:`rheotheory.decode.backends.tree_lm`
-    (``extend`` with ``offset``; ``cache`` is its own, from ``new_cache``).
+    Parameters
+    ----------
+    model : TinyLM, NumpyLM, SmolLM, HFLM or DraftHead
+        Any back-end with the model interface of :mod:`rheotheory.decode.backends.tree_lm`
+        (``extend`` with ``offset``, ``cfg.vocab_size``).
+    cache : CacheBase
+        ``model``'s own cache (from its ``new_cache``), caught up on the committed text.
+    root_q : numpy.ndarray of shape (V,), float64
+        The draft law at the root (q after the committed text).
+    cfg : DecodeConfig
+        The run's settings, from which :func:`draft_law` builds the laws of new nodes.
+
+    Attributes
+    ----------
+    exact : bool
+        False: the laws are floats (the pair protocol's flag).
+    vocab_size : int
+        V, the draft's vocabulary size.
+    passes : int
+        Draft passes made for the tree so far.
     """
 
     exact = False
@@ -276,6 +423,18 @@ class DraftTreePair:
         self.passes = 0  # draft passes made for the tree
 
     def q(self, prefix):
+        """The draft law after ``prefix``, evaluating that node when it has not been (one pass).
+
+        Parameters
+        ----------
+        prefix : tuple of int
+            Token ids below the root (``()``: the root).
+
+        Returns
+        -------
+        numpy.ndarray of shape (V,), float64
+            The draft law q there.
+        """
         law = self._q.get(prefix)
         if law is None:
             self.prefetch([prefix])
@@ -283,10 +442,21 @@ class DraftTreePair:
         return law
 
     def commit_path(self, accepted) -> int:
-        """Commit the draft keys/values of the accepted tokens (token ids below the root) that were
-        evaluated while drafting; returns how many. They are a prefix of ``accepted`` (a node is
-        evaluated only if it was expanded, and so were its ancestors); the next step's catch-up
-        pass evaluates the rest."""
+        """Commit the draft keys/values of the accepted tokens that were evaluated while drafting.
+
+        They are a prefix of ``accepted`` (a node is evaluated only if it was expanded, and so were
+        its ancestors); the next step's catch-up pass evaluates the rest.
+
+        Parameters
+        ----------
+        accepted : sequence of int
+            The accepted token ids below the root, in order.
+
+        Returns
+        -------
+        int
+            How many of them were committed to the cache.
+        """
         keep = []
         for j in range(1, len(accepted) + 1):
             slot = self._slot.get(tuple(accepted[:j]))
@@ -298,9 +468,33 @@ class DraftTreePair:
         return len(keep)
 
     def p(self, prefix):  # pragma: no cover - the protocol's other half, never used while drafting
+        """Not available: the target is evaluated once, after the tree is built.
+
+        Parameters
+        ----------
+        prefix : tuple of int
+            Token ids below the root.
+
+        Raises
+        ------
+        InstanceError
+            Always: the draft-tree adapter has no target law.
+        """
         raise InstanceError("the draft-tree adapter has no target law")
 
     def prefetch(self, prefixes) -> None:
+        """Evaluate the draft at every new prefix of ``prefixes`` in one batched pass.
+
+        The dynamic builder calls it once per layer. Each new node attends to its ancestors'
+        scratch entries and itself (tree attention), at position = its depth; its keys/values stay
+        in the cache's scratch area, one slot per node, until :meth:`commit_path`.
+
+        Parameters
+        ----------
+        prefixes : iterable of sequence of int
+            Nodes of one layer, as token ids below the root; ones already evaluated are skipped.
+            Their parents must have been evaluated.
+        """
         new = [tuple(pf) for pf in dict.fromkeys(prefixes) if tuple(pf) not in self._q]
         if not new:
             return
@@ -321,7 +515,19 @@ class DraftTreePair:
 
 @dataclass(frozen=True)
 class StepStats:
-    """What one step did."""
+    """What one step did.
+
+    Attributes
+    ----------
+    accepted : int
+        Draft tokens accepted (|Z| - 1).
+    tree_nodes : int
+        Non-root nodes sent to the target.
+    draft_passes : int
+        Draft forward passes in this step.
+    arm : int, default 0
+        The arm an online method's policy ran (0 for a fixed method).
+    """
 
     accepted: int  # draft tokens accepted (|Z| - 1)
     tree_nodes: int  # non-root nodes sent to the target
@@ -331,7 +537,19 @@ class StepStats:
 
 @dataclass
 class DecodeResult:
-    """Output and statistics of one decoding run."""
+    """Output and statistics of one decoding run.
+
+    Attributes
+    ----------
+    tokens : list of int
+        Generated token ids (``max_new_tokens`` of them).
+    steps : list of StepStats
+        One per step.
+    seconds : float, default 0.0
+        Wall-clock time of the decoding loop (draft conversion and prompt prefill excluded).
+    policy : object, optional
+        The step policy after the last step (pass it to the next :func:`decode` to keep learning).
+    """
 
     tokens: list  # generated token ids (max_new_tokens of them)
     steps: list = field(default_factory=list)  # [StepStats] per step
@@ -345,6 +563,7 @@ class DecodeResult:
 
     @property
     def tokens_per_second(self) -> float:
+        """Generated tokens per second of the decoding loop (NaN when no time was measured)."""
         return len(self.tokens) / self.seconds if self.seconds > 0 else float("nan")
 
 
@@ -512,13 +731,48 @@ def decode(target: TinyLM, draft: TinyLM | None, prompt: list[int], method: Meth
            cfg: DecodeConfig, gen: torch.Generator, verifier=None, progress=None, policy=None) -> DecodeResult:
     """Generate ``cfg.max_new_tokens`` tokens after ``prompt`` (token ids).
 
-    ``method`` is a :class:`~rheotheory.methods.Method` (:data:`AUTOREGRESSIVE`: no draft); ``gen`` is the
-    CPU ``torch.Generator`` behind every random choice (tree draws, acceptances, emissions).
-    ``verifier`` replaces the method's verifier: a per-node rule (a transition-law function) or a
-    :class:`~rheotheory.verify.walk.TreeVerifier`; tests use it to plant a known-lossy rule.
-    ``progress`` is called with the number of tokens each step emits. ``policy`` continues a step
-    policy from an earlier run (``DecodeResult.policy``: an online method keeps learning across
-    prompts, as a server's would); default ``method.policy()`` at the temperature.
+    Each step drafts the method's tree, verifies it with one target pass and commits the accepted
+    path (module docstring). On CPU a :class:`~rheotheory.decode.backends.tree_lm.TinyLM` draft runs
+    as a :class:`~rheotheory.decode.backends.tree_lm.NumpyLM` copy.
+
+    Parameters
+    ----------
+    target : TinyLM, SmolLM or HFLM
+        The target back-end (p), with the model interface of :mod:`rheotheory.decode.backends.tree_lm`.
+    draft : TinyLM, SmolLM, HFLM, DraftHead or None
+        The draft back-end (q), with the target's vocabulary; None only for a method without draft
+        nodes. A draft head reads the target's hidden states (the target must expose them).
+    prompt : list of int
+        Token ids of the prompt, at least one; the last one is the first step's root.
+    method : Method
+        The method (:data:`AUTOREGRESSIVE`: no draft), taken at ``cfg.temperature``.
+    cfg : DecodeConfig
+        Sampling settings and the number of tokens to generate.
+    gen : torch.Generator
+        The CPU generator behind every random choice (tree draws, acceptances, emissions).
+    verifier : callable or TreeVerifier, optional
+        Replaces the method's verifier: a per-node rule (a transition-law function) or a
+        :class:`~rheotheory.verify.walk.TreeVerifier`; tests use it to plant a known-lossy rule.
+    progress : callable, optional
+        Called with the number of tokens each step emits.
+    policy : object, optional
+        A step policy to continue from an earlier run (``DecodeResult.policy``: an online method
+        keeps learning across prompts, as a server's would); default ``method.policy()`` at the
+        temperature.
+
+    Returns
+    -------
+    DecodeResult
+        The ``cfg.max_new_tokens`` tokens, the per-step statistics, the loop's seconds and the
+        policy after the last step.
+
+    Raises
+    ------
+    InstanceError
+        If ``method`` is not a :class:`~rheotheory.methods.Method`; a tree method has no draft; the
+        vocabularies differ; the prompt is empty or has a token outside the vocabulary; prompt +
+        new tokens + tree depth exceed the target's positions; the step policy reads the draft's
+        root law; or a draft head's target does not expose its hidden states.
     """
     device = next(target.parameters()).device
     if not isinstance(method, Method):
@@ -600,9 +854,32 @@ def _score_pending(policy, pending: list, text: list, depth: int):
 
 def target_samples(target, prompts, samples: int, tokens: int, gen: torch.Generator,
                    temperature: float = 1.0) -> tuple[list[list[int]], list[int]]:
-    """``samples`` autoregressive continuations of ``tokens`` tokens from ``target`` for each token
-    prompt of ``prompts``, in order, every draw from ``gen``: the text on which draft acceptance is
-    measured. Returns (prompt + continuation per sample, the index where each continuation starts)."""
+    """``samples`` autoregressive continuations of ``tokens`` tokens from ``target`` for each prompt.
+
+    The text on which draft acceptance is measured; prompts in order, every draw from ``gen``.
+
+    Parameters
+    ----------
+    target : TinyLM, SmolLM or HFLM
+        The target back-end sampled (with :data:`AUTOREGRESSIVE`).
+    prompts : iterable of sequence of int
+        Token-id prompts.
+    samples : int
+        Continuations per prompt.
+    tokens : int
+        Tokens per continuation.
+    gen : torch.Generator
+        The CPU generator behind every draw.
+    temperature : float, default 1.0
+        T of the target (0: greedy).
+
+    Returns
+    -------
+    seqs : list of list of int
+        Prompt + continuation, one per sample (``samples`` per prompt, prompts in order).
+    starts : list of int
+        The index in each sequence where its continuation starts (the prompt's length).
+    """
     seqs, starts = [], []
     cfg = DecodeConfig(temperature=temperature, max_new_tokens=tokens)
     for prompt in prompts:

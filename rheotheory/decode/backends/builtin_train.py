@@ -39,7 +39,35 @@ DRAFT_CONFIG = ModelConfig(vocab_size=128, n_layer=1, n_head=4, d_model=96, max_
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Optimisation settings of one model."""
+    """Optimisation settings of one model.
+
+    Attributes
+    ----------
+    steps : int, default 1200
+        Optimiser steps.
+    batch : int, default 8
+        Sequences per step.
+    seq_len : int, default 256
+        Tokens per sequence (= the model's ``max_len``).
+    lr : float, default 3e-3
+        Peak AdamW learning rate.
+    warmup : int, default 50
+        Linear warm-up steps.
+    min_lr_ratio : float, default 0.1
+        Cosine decay floor, as a fraction of ``lr``.
+    weight_decay : float, default 0.01
+        AdamW weight decay.
+    seed : int, default 0
+        Torch seed for init and batch sampling.
+    corpus_chars : int, default 3_000_000
+        Characters of standard-library source used.
+    val_fraction : float, default 0.05
+        Tail of the corpus held out for the validation loss.
+    val_batches : int, default 20
+        Validation batches (fixed positions) for the reported loss.
+    distill : float, default 0.0
+        Weight of the teacher's soft labels in the loss (0: next-token labels only), in [0, 1].
+    """
 
     steps: int = 1200  # optimiser steps
     batch: int = 8  # sequences per step
@@ -56,7 +84,25 @@ class TrainConfig:
 
 
 def build_corpus(max_chars: int) -> tuple[str, list[str]]:
-    """Concatenated stdlib source (ASCII, non-ASCII -> ``?``) and the file names used."""
+    """Concatenated stdlib source (ASCII, non-ASCII -> ``?``) and the file names used.
+
+    Parameters
+    ----------
+    max_chars : int
+        Characters to keep; files are read, sorted by name, until this many are gathered.
+
+    Returns
+    -------
+    text : str
+        The first ``max_chars`` characters of the concatenated files.
+    names : list of str
+        The file names read, in order.
+
+    Raises
+    ------
+    InstanceError
+        If no ``*.py`` file is found in the standard-library folder.
+    """
     root = Path(sysconfig.get_paths()["stdlib"])
     files = sorted(p for p in root.glob("*.py") if p.is_file())
     if not files:
@@ -74,7 +120,28 @@ def build_corpus(max_chars: int) -> tuple[str, list[str]]:
 
 
 def encode(text: str) -> list[int]:
-    """ASCII code points; raises :class:`InstanceError` on any other character."""
+    """ASCII code points of ``text``; raises :class:`InstanceError` on any other character.
+
+    Parameters
+    ----------
+    text : str
+        ASCII text.
+
+    Returns
+    -------
+    list of int
+        One token id per character, in 0..127.
+
+    Raises
+    ------
+    InstanceError
+        If ``text`` has a non-ASCII character.
+
+    Examples
+    --------
+    >>> encode("def")
+    [100, 101, 102]
+    """
     bad = [c for c in text if ord(c) >= 128]
     if bad:
         raise InstanceError(f"text has non-ASCII character {bad[0]!r}; the built-in models read ASCII only")
@@ -82,6 +149,23 @@ def encode(text: str) -> list[int]:
 
 
 def decode_text(tokens) -> str:
+    """The text of token ids: the character of each code point.
+
+    Parameters
+    ----------
+    tokens : sequence of int
+        Token ids (ints, numpy or torch integers).
+
+    Returns
+    -------
+    str
+        The characters, concatenated.
+
+    Examples
+    --------
+    >>> decode_text([100, 101, 102])
+    'def'
+    """
     return "".join(chr(int(t)) for t in tokens)
 
 
@@ -98,8 +182,35 @@ def train_model(mcfg: ModelConfig, tcfg: TrainConfig, data: torch.Tensor, log=No
 
     With ``teacher`` and ``tcfg.distill = a > 0`` the loss is ``(1 - a) * CE(labels) + a * CE(p)``,
     p the teacher's next-token law (T = 1): cross-entropy to p is KL(p || q) plus a constant, and
-    KL(p || q) bounds TV(p, q), so distilling raises the single-draft acceptance 1 - TV. The record
-    then also holds ``val_acceptance``, the mean 1 - TV(p, q) over the validation positions.
+    KL(p || q) bounds TV(p, q), so distilling raises the single-draft acceptance 1 - TV. With a
+    ``teacher`` the record also holds ``val_acceptance``, the mean 1 - TV(p, q) over the validation
+    positions. Seeds torch's global generator with ``tcfg.seed``.
+
+    Parameters
+    ----------
+    mcfg : ModelConfig
+        The architecture of the model trained (from a fresh initialisation).
+    tcfg : TrainConfig
+        The optimisation settings; the last ``tcfg.val_fraction`` of ``data`` is held out.
+    data : torch.Tensor of shape (N,)
+        Long token ids of the corpus.
+    log : callable, optional
+        Called with a progress line (str) every 100 steps and at the last; None: silent.
+    teacher : TinyLM, optional
+        The teacher p of a distilled draft (needed when ``tcfg.distill > 0``).
+
+    Returns
+    -------
+    model : TinyLM
+        The trained model, in eval mode.
+    record : dict
+        ``train_loss_ema``, ``val_loss`` (and ``val_acceptance`` with a teacher), ``seconds``,
+        ``params``.
+
+    Raises
+    ------
+    InstanceError
+        If ``tcfg.distill > 0`` without a teacher, or ``tcfg.distill`` is outside [0, 1].
     """
     if tcfg.distill and teacher is None:
         raise InstanceError("distill > 0 needs a teacher model")
@@ -153,8 +264,34 @@ def train_pair(out_dir, tcfg_target: TrainConfig, tcfg_draft: TrainConfig, log=p
     ``tiny_pair.json`` (the manifest) into ``out_dir``; returns the manifest.
 
     The draft is trained after the target, which is its teacher when ``tcfg_draft.distill > 0``.
-    ``draft_only=True`` keeps the target already in ``out_dir`` (its manifest entry too) and
-    retrains the draft only; the corpus must hash as the manifest says.
+    Sets torch to one thread (training is deterministic).
+
+    Parameters
+    ----------
+    out_dir : str or os.PathLike
+        The folder written (created if needed).
+    tcfg_target : TrainConfig
+        Settings of the target (:data:`TARGET_CONFIG`); with ``draft_only`` only its
+        ``corpus_chars`` is read (the corpus is the longer of the two models').
+    tcfg_draft : TrainConfig
+        Settings of the draft (:data:`DRAFT_CONFIG`).
+    log : callable, default print
+        Called with each progress line (str).
+    draft_only : bool, default False
+        Keep the target already in ``out_dir`` (its manifest entry too) and retrain the draft only;
+        the corpus must hash as the manifest says.
+
+    Returns
+    -------
+    dict
+        The manifest: corpus (source, Python version, characters, files, SHA-256), torch version,
+        threads, and per role its model config, train config and loss record.
+
+    Raises
+    ------
+    InstanceError
+        With ``draft_only``, if ``out_dir`` has no manifest or this Python's standard library gives
+        another corpus than the target was trained on.
     """
     from safetensors.torch import load_file, save_file
 

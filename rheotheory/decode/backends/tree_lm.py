@@ -53,7 +53,28 @@ CACHE_SCRATCH = 64
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Architecture of one :class:`TinyLM`."""
+    """Architecture of one :class:`TinyLM`.
+
+    Attributes
+    ----------
+    vocab_size : int, default 128
+        V: token ids 0..V-1 (the built-in pair: ASCII code points).
+    n_layer : int, default 4
+        Transformer blocks.
+    n_head : int, default 4
+        Attention heads per block.
+    d_model : int, default 128
+        Residual width; a multiple of ``n_head``.
+    max_len : int, default 256
+        Positions 0..max_len-1 (learned position embeddings).
+    mlp_ratio : int, default 4
+        Hidden width of the MLP = mlp_ratio * d_model.
+
+    Raises
+    ------
+    InstanceError
+        If ``d_model`` is not divisible by ``n_head``.
+    """
 
     vocab_size: int = 128  # token ids 0..V-1 (the built-in pair: ASCII code points)
     n_layer: int = 4  # transformer blocks
@@ -67,6 +88,13 @@ class ModelConfig:
             raise InstanceError(f"d_model {self.d_model} is not divisible by n_head {self.n_head}")
 
     def to_dict(self) -> dict:
+        """The fields as a plain dict (what a checkpoint stores).
+
+        Returns
+        -------
+        dict[str, int]
+            Field name -> value.
+        """
         return asdict(self)
 
 
@@ -77,6 +105,16 @@ class CacheBase:
     model's ``extend`` writes new tokens' keys/values into the scratch area right after them, so
     a pass attends to one contiguous slice and committing a chain moves no data. Subclasses hold
     the buffers (torch or numpy) and implement :meth:`_grow` and :meth:`_move`.
+
+    Parameters
+    ----------
+    max_len : int
+        Positions of the model: the most tokens ever committed (kept as ``self.max_len``).
+
+    Attributes
+    ----------
+    length : int
+        Committed tokens held (0 at construction).
     """
 
     def __init__(self, max_len: int):
@@ -84,14 +122,33 @@ class CacheBase:
         self.max_len = max_len  # positions of the model: the most tokens ever committed
 
     def reserve(self, total: int) -> None:
-        """Grow the buffers (keeping their contents) so that ``total`` entries fit."""
+        """Grow the buffers (keeping their contents) so that ``total`` entries fit.
+
+        The capacity at least doubles when it grows; nothing happens when ``total`` entries fit.
+
+        Parameters
+        ----------
+        total : int
+            Entries (committed and scratch) the next pass needs.
+        """
         cap = self.k.shape[3]
         if total > cap:  # NOTE: only trees far larger than CACHE_SCRATCH near the end of the context get here
             self._grow(max(total, 2 * cap) - cap)
 
     def commit(self, keep) -> None:
-        """Commit scratch entries: ``keep`` an int m (entries 0..m-1) or a sequence of entry indices
-        (those entries, in that order, e.g. the accepted path of a tree)."""
+        """Commit scratch entries: they become the next committed tokens.
+
+        Parameters
+        ----------
+        keep : int or sequence of int
+            An int m: scratch entries 0..m-1 (a chained pass: no data moves); a sequence of scratch
+            entry indices: those entries, in that order (e.g. the accepted path of a tree).
+
+        Raises
+        ------
+        InstanceError
+            If the committed tokens would exceed ``max_len``.
+        """
         if isinstance(keep, (int, np.integer)):
             m, src = int(keep), None
         else:
@@ -112,7 +169,18 @@ class CacheBase:
 
 
 class KVCache(CacheBase):
-    """Torch buffers of :class:`CacheBase`, # [layers, 1, H, capacity, hd] each."""
+    """Torch buffers of :class:`CacheBase`, # [layers, 1, H, capacity, hd] each.
+
+    Parameters
+    ----------
+    cfg : ModelConfig or SmolConfig
+        The model's sizes: ``n_layer``, ``n_head``, ``d_model``, ``max_len`` (capacity ``max_len`` +
+        :data:`CACHE_SCRATCH`).
+    device : torch.device or str
+        Where the buffers live.
+    dtype : torch.dtype
+        The buffers' dtype (the model's).
+    """
 
     def __init__(self, cfg, device, dtype):
         super().__init__(cfg.max_len)
@@ -135,7 +203,16 @@ class KVCache(CacheBase):
 
 
 class NumpyKVCache(CacheBase):
-    """Numpy buffers of :class:`CacheBase` (for :class:`NumpyLM`), # [layers, 1, H, capacity, hd] each."""
+    """Numpy buffers of :class:`CacheBase` (for :class:`NumpyLM`), # [layers, 1, H, capacity, hd] each.
+
+    Parameters
+    ----------
+    cfg : ModelConfig
+        The model's sizes: ``n_layer``, ``n_head``, ``d_model``, ``max_len`` (capacity ``max_len`` +
+        :data:`CACHE_SCRATCH`).
+    dtype : numpy.dtype, default numpy.float32
+        The buffers' dtype (the numpy copy's).
+    """
 
     def __init__(self, cfg: ModelConfig, dtype=np.float32):
         super().__init__(cfg.max_len)
@@ -155,14 +232,39 @@ class NumpyKVCache(CacheBase):
 
 
 def chain_mask(n: int) -> np.ndarray:
-    """Causal mask among n new tokens. # [n, n] bool, True = may attend"""
+    """Causal mask among n new tokens. # [n, n] bool, True = may attend
+
+    Parameters
+    ----------
+    n : int
+        The number of new tokens (a chain).
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, n), bool
+        Lower triangular: entry (i, j) True iff j <= i.
+    """
     return np.tri(n, dtype=bool)
 
 
 def tree_mask(parents: list[int]) -> np.ndarray:
     """Ancestor mask of a tree given each node's parent index among the new tokens (-1: none).
 
-    Parents precede children. # [n, n] bool, entry (i, j) True iff j is i or an ancestor of i.
+    Parameters
+    ----------
+    parents : list of int
+        # [n] each new token's parent index among the new tokens, -1 for none; parents precede
+        children.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, n), bool
+        Entry (i, j) True iff j is i or an ancestor of i.
+
+    Examples
+    --------
+    >>> tree_mask([-1, 0, 0, 1]).astype(int).tolist()
+    [[1, 0, 0, 0], [1, 1, 0, 0], [1, 0, 1, 0], [1, 1, 0, 1]]
     """
     n = len(parents)
     m = np.eye(n, dtype=bool)  # built in numpy: per-element torch ops cost more than the pass
@@ -196,9 +298,26 @@ def attention_bias(mask, n: int, length: int, total: int, dtype, device) -> torc
 
 
 def cache_slices(cache: KVCache, start: int, n: int):
-    """Views of a pass's cache entries, taken once per pass (indexing costs microseconds): the
-    entries it writes, ``start .. start + n - 1``, and those it reads, ``0 .. start + n - 1``.
-    # [layers, 1, H, n, hd] twice, then # [layers, 1, H, start + n, hd] twice"""
+    """Views of a pass's cache entries, taken once per pass (indexing costs microseconds).
+
+    The entries it writes, ``start .. start + n - 1``, and those it reads, ``0 .. start + n - 1``.
+
+    Parameters
+    ----------
+    cache : KVCache
+        The cache of the pass (its buffers must already hold ``start + n`` entries).
+    start : int
+        The first entry the pass writes (``cache.length + offset``).
+    n : int
+        The number of new tokens.
+
+    Returns
+    -------
+    k_write, v_write : torch.Tensor of shape (layers, 1, H, n, hd)
+        Views of the entries the pass writes.
+    k_read, v_read : torch.Tensor of shape (layers, 1, H, start + n, hd)
+        Views of the entries the pass reads.
+    """
     end = start + n
     return cache.k[:, :, :, start:end], cache.v[:, :, :, start:end], cache.k[:, :, :, :end], cache.v[:, :, :, :end]
 
@@ -206,11 +325,31 @@ def cache_slices(cache: KVCache, start: int, n: int):
 def attend(q, k, v, slices, layer: int, bias, **sdpa):
     """The attention of one layer of a torch model's one forward pass.
 
-    q: # [B, Hq, n, hd]; k, v: # [B, H, n, hd], the new tokens' keys/values. ``slices`` None
-    (no cache): causal attention among the n tokens. Otherwise (B = 1) :func:`cache_slices` of
-    the pass: k, v are written to the cache entries of ``layer`` the pass owns and q attends to
-    every entry up to them under ``bias`` (# [n, start + n] additive, None: all). ``sdpa``: extra
-    arguments (``enable_gqa``). Returns # [B, Hq, n, hd].
+    Without a cache (``slices`` None): causal attention among the n tokens. Otherwise (B = 1) k, v
+    are written to the cache entries of ``layer`` the pass owns and q attends to every entry up to
+    them under ``bias``.
+
+    Parameters
+    ----------
+    q : torch.Tensor of shape (B, Hq, n, hd)
+        The new tokens' queries.
+    k, v : torch.Tensor of shape (B, H, n, hd)
+        The new tokens' keys/values.
+    slices : tuple of torch.Tensor or None
+        :func:`cache_slices` of the pass, or None (no cache).
+    layer : int
+        The layer's index into the cache's buffers.
+    bias : torch.Tensor of shape (n, start + n) or None
+        Additive attention bias (0 or -inf) over the entries read, None: all visible. Unused
+        without a cache.
+    **sdpa : dict, optional
+        Extra keyword arguments of ``torch.nn.functional.scaled_dot_product_attention``
+        (``enable_gqa``).
+
+    Returns
+    -------
+    torch.Tensor of shape (B, Hq, n, hd)
+        The attention output.
     """
     if slices is None:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True, **sdpa)
@@ -263,7 +402,13 @@ class Block(nn.Module):
 
 
 class TinyLM(nn.Module):
-    """Pre-LayerNorm decoder-only transformer (nanoGPT-style) with tied input/output embeddings."""
+    """Pre-LayerNorm decoder-only transformer (nanoGPT-style) with tied input/output embeddings.
+
+    Parameters
+    ----------
+    cfg : ModelConfig
+        The architecture (kept as ``self.cfg``); weights are initialised GPT-2 style.
+    """
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -286,15 +431,44 @@ class TinyLM(nn.Module):
             nn.init.normal_(mod.weight, std=0.02)
 
     def num_params(self) -> int:
+        """The number of parameters (the tied embedding counted once).
+
+        Returns
+        -------
+        int
+            Total elements of the model's parameters.
+        """
         return sum(p.numel() for p in self.parameters())
 
     def new_cache(self) -> KVCache:
-        """An empty cache on this model's device, in its dtype."""
+        """An empty cache on this model's device, in its dtype.
+
+        Returns
+        -------
+        KVCache
+            No committed tokens; capacity ``max_len`` + :data:`CACHE_SCRATCH`.
+        """
         w = self.tok.weight
         return KVCache(self.cfg, w.device, w.dtype)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Training/scoring pass without a cache: tokens # [B, T] -> logits # [B, T, V]."""
+        """Training/scoring pass without a cache: tokens # [B, T] -> logits # [B, T, V].
+
+        Parameters
+        ----------
+        tokens : torch.Tensor of shape (B, T)
+            Token ids (long), at positions 0..T-1; causal attention.
+
+        Returns
+        -------
+        torch.Tensor of shape (B, T, V)
+            The logits of the next token after each position.
+
+        Raises
+        ------
+        InstanceError
+            If T exceeds ``cfg.max_len``.
+        """
         t = tokens.shape[1]
         if t > self.cfg.max_len:
             raise InstanceError(f"{t} tokens exceed the model's {self.cfg.max_len} positions")
@@ -303,8 +477,32 @@ class TinyLM(nn.Module):
     def extend(self, cache: KVCache, tokens, depths, mask=None, offset: int = 0) -> torch.Tensor:
         """Logits # [n, V] of new tokens; see the model interface in the module docstring.
 
-        ``tokens``, ``depths``: # [n] ints (lists, arrays or tensors); ``mask``: # [n, offset + n]
-        bool (array or tensor), None = all visible.
+        The new tokens' keys/values are written to the cache's scratch entries ``offset ..
+        offset + n - 1``; nothing is committed.
+
+        Parameters
+        ----------
+        cache : KVCache
+            This model's cache (from :meth:`new_cache`).
+        tokens : sequence of int or torch.Tensor of shape (n,)
+            The new tokens' ids (a list, an array or a tensor).
+        depths : sequence of int or torch.Tensor of shape (n,)
+            Their depths: token i sits at position ``cache.length + depths[i]``.
+        mask : numpy.ndarray or torch.Tensor of shape (n, offset + n), bool, optional
+            Which scratch entries each new token attends to (earlier uncommitted tokens, then the
+            new ones); None = all visible. Committed entries are always visible.
+        offset : int, default 0
+            The scratch entries already used by earlier uncommitted tokens.
+
+        Returns
+        -------
+        torch.Tensor of shape (n, V)
+            The logits after each new token.
+
+        Raises
+        ------
+        InstanceError
+            If a position would reach past ``cfg.max_len`` (from the shared cached pass).
         """
         return cached_pass(self, cache, tokens, depths, mask, offset)
 
@@ -354,6 +552,11 @@ class NumpyLM:
     same arithmetic with a fraction of that overhead. Used for the draft on CPU (the target
     always runs in torch, so speed-ups stay measured against the same target code). The weights
     are a snapshot taken at construction, float64 for a float64 model, float32 otherwise.
+
+    Parameters
+    ----------
+    model : TinyLM
+        The model copied (its ``cfg`` is shared as ``self.cfg``).
     """
 
     def __init__(self, model: TinyLM):
@@ -401,7 +604,13 @@ class NumpyLM:
         self._erf = erf
 
     def new_cache(self) -> NumpyKVCache:
-        """An empty cache in the copy's dtype."""
+        """An empty cache in the copy's dtype.
+
+        Returns
+        -------
+        NumpyKVCache
+            No committed tokens; capacity ``max_len`` + :data:`CACHE_SCRATCH`.
+        """
         return NumpyKVCache(self.cfg, self.tok.dtype)
 
     def _norm(self, x, d_eps):
@@ -419,8 +628,29 @@ class NumpyLM:
     def extend(self, cache: NumpyKVCache, tokens, depths, mask=None, offset: int = 0) -> np.ndarray:
         """Logits # [n, V] (an array in the copy's dtype); the model interface of :class:`TinyLM`.
 
-        ``tokens``, ``depths``: # [n] ints; ``mask``: # [n, offset + n] bool over (earlier scratch
-        tokens, new tokens), None = all visible.
+        Parameters
+        ----------
+        cache : NumpyKVCache
+            This copy's cache (from :meth:`new_cache`).
+        tokens : sequence of int or numpy.ndarray of shape (n,)
+            The new tokens' ids.
+        depths : sequence of int or numpy.ndarray of shape (n,)
+            Their depths: token i sits at position ``cache.length + depths[i]``.
+        mask : numpy.ndarray of shape (n, offset + n), bool, optional
+            Which scratch entries each new token attends to (earlier scratch tokens, then the new
+            ones); None = all visible.
+        offset : int, default 0
+            The scratch entries already used by earlier uncommitted tokens.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n, V)
+            The logits after each new token, in the copy's dtype.
+
+        Raises
+        ------
+        InstanceError
+            If a position would reach past ``cfg.max_len``.
         """
         tokens = np.asarray(tokens, dtype=np.int64)
         depths = np.asarray(depths, dtype=np.int64)

@@ -29,6 +29,24 @@ def default_repeats(methods, n_prompts: int, max_new_tokens: int, min_steps: int
     A step emits at most D + 1 tokens, so a run of ``max_new_tokens`` takes at least
     ceil(max_new_tokens / (D + 1)) steps; D is the deepest method's depth (0 without a tree).
 
+    Parameters
+    ----------
+    methods : iterable of Method
+        The methods benchmarked.
+    n_prompts : int
+        Prompts per pass.
+    max_new_tokens : int
+        Tokens generated per run.
+    min_steps : int, default MIN_BENCH_STEPS
+        The fewest steps a row must have (:data:`MIN_BENCH_STEPS`).
+
+    Returns
+    -------
+    int
+        The repeats, at least 1.
+
+    Examples
+    --------
     >>> from rheotheory.methods import resolve
     >>> default_repeats([resolve("rheo-tuned", size="builtin")], 6, 100)  # D = 4: 20 steps a run
     2
@@ -52,9 +70,28 @@ BENCH_PROMPTS = (
 def bench_methods(specs=DEFAULT_BENCH_METHODS, size="builtin", **overrides) -> list[tuple[str, object]]:
     """(spec, method) for every spec (preset or family spec) resolved at one tree size.
 
-    ``overrides`` (method fields, None = not given) apply to every method that has the field; a
-    field no method has is an error naming it. The first method is the speed-up baseline: the
-    autoregressive method (no draft nodes) is put first, and added when missing.
+    The first method is the speed-up baseline: the autoregressive method (no draft nodes) is put
+    first, and added when missing.
+
+    Parameters
+    ----------
+    specs : sequence of str, default DEFAULT_BENCH_METHODS
+        Preset names or family specs (:data:`DEFAULT_BENCH_METHODS`).
+    size : str, default "builtin"
+        The row of :data:`~rheotheory.methods.TREE_SIZES` the tree sizes come from.
+    **overrides : object
+        Method fields (None = not given), applied to every method that has the field.
+
+    Returns
+    -------
+    list of tuple of (str, Method)
+        The spec as given and its resolved method, the baseline first (other methods in order).
+
+    Raises
+    ------
+    TreeError
+        If an override is a field of none of the methods (naming it as its command-line option), or
+        a spec does not resolve.
     """
     from ...errors import TreeError
 
@@ -75,6 +112,34 @@ def bench_methods(specs=DEFAULT_BENCH_METHODS, size="builtin", **overrides) -> l
 
 @dataclass(frozen=True)
 class BenchRow:
+    """One method at one temperature: what ``rheo bench`` reports.
+
+    Attributes
+    ----------
+    method : str
+        Method spec as given (a preset name, e.g. rheo-tuned).
+    description : str
+        Full method description.
+    temperature : float
+        T of the target.
+    tokens : int
+        Tokens emitted by all steps over all prompts and repeats.
+    steps : int
+        Decoding steps.
+    seconds : float
+        Wall-clock seconds of the decoding loops.
+    nodes_per_step : float
+        Mean tree nodes sent to the target per step.
+    speedup : float
+        Tokens/s divided by autoregressive tokens/s at the same temperature.
+    kept : int, default 0
+        Tokens kept (``max_new_tokens`` per run), the numerator of tokens/s.
+    resolved : dict or None, optional
+        The fully resolved method (``Method.to_dict()``).
+    tokens_per_step_ci95 : tuple of float, default (nan, nan)
+        95% interval of the mean per-step |Z| (module docstring).
+    """
+
     method: str  # method spec as given (a preset name, e.g. rheo-tuned)
     description: str  # full method description
     temperature: float
@@ -89,10 +154,12 @@ class BenchRow:
 
     @property
     def tokens_per_step(self) -> float:
+        """Mean |Z|: emitted tokens per step (every step counted whole)."""
         return self.tokens / self.steps
 
     @property
     def tokens_per_second(self) -> float:
+        """Kept tokens per second of the decoding loops."""
         return self.kept / self.seconds
 
 
@@ -110,6 +177,45 @@ def run_bench(pair, methods, temperatures, max_new_tokens: int, repeats: int, se
     ``runs``, a list, receives one dict per timed decode (temperature, method name, prompt index,
     repeat, steps, emitted and kept tokens, seconds, tree nodes): the paired units of
     :mod:`rheotheory.decode.evaluation.curve`.
+
+    Parameters
+    ----------
+    pair : ModelPair, SmolPair or HFPair
+        ``target``, ``draft`` and ``encode``.
+    methods : sequence of Method
+        The methods, the baseline (autoregressive) first (:func:`bench_methods`).
+    temperatures : iterable of float
+        The temperatures, one block of rows each.
+    max_new_tokens : int
+        Tokens generated per run.
+    repeats : int
+        Passes over the prompts (:func:`default_repeats`).
+    seed : int
+        Seed of each method's ``torch.Generator`` (one per method and temperature, all the same
+        seed).
+    prompts : sequence of str or sequence of int, default BENCH_PROMPTS
+        Texts (encoded by the pair) or token-id lists; the first also serves the warm-ups.
+    top_k : int, optional
+        Target top-k (:class:`~rheotheory.decode.engine.DecodeConfig`).
+    top_p : float, optional
+        Target top-p.
+    log : callable, optional
+        Called with each temperature's rows as a table (str, :func:`format_table` without header).
+    draft_temp : float, optional
+        T_d of the draft laws (None: the engine's default).
+    names : sequence of str, optional
+        Row names, one per method (None: the methods' families).
+    draft_top_k : int, str or None, default AUTO_DRAFT_TOP_K
+        The sparse draft (:class:`~rheotheory.decode.engine.DecodeConfig`).
+    progress : callable, optional
+        Called with 1 after each decoded prompt.
+    runs : list, optional
+        Receives one dict per timed decode.
+
+    Returns
+    -------
+    list of BenchRow
+        One row per method and temperature, temperature by temperature, methods in order.
     """
     names = list(names) if names is not None else [m.family for m in methods]
     rows = []
@@ -199,7 +305,24 @@ def cost_ratio(pair, context: int = 64) -> tuple[float, float, float]:
 
     The draft is timed as decoding runs it: on CPU a built-in draft runs as its numpy copy; a draft
     head (:mod:`~rheotheory.decode.heads.draft_head`) as a tree node below its root, after a catch-up
-    pass over the context (zero target features: the cost does not depend on them).
+    pass over the context (zero target features: the cost does not depend on them). Each is the
+    mean of :data:`COST_PASSES` passes after 5 untimed ones.
+
+    Parameters
+    ----------
+    pair : ModelPair, SmolPair or HFPair
+        ``target`` and ``draft``.
+    context : int, default 64
+        Committed tokens before the timed passes.
+
+    Returns
+    -------
+    target_seconds : float
+        One target pass.
+    draft_seconds : float
+        One draft pass.
+    ratio : float
+        ``draft_seconds / target_seconds``.
     """
     import numpy as np
 
@@ -237,13 +360,32 @@ def pass_costs(model, sizes=(1, 2, 4, 8, 16, 32), context: int = 64, repeats: in
                stat: str = "median") -> list[tuple[int, float]]:
     """(n, seconds) of one cached target pass over n new tokens (a chain, after ``context``
     committed tokens), for each n of ``sizes``: the table a tree size is chosen from (a tree of N
-    nodes costs one pass over N + 1 tokens). ``stat``: ``median`` or ``min`` of the ``repeats``
-    timings (the minimum is the least disturbed by other work on the machine).
+    nodes costs one pass over N + 1 tokens).
 
     A model whose output head the engine defers (``extend_hidden``, SmolLM) is timed as the engine
     runs it: the pass without its head, then one head product over the rows a step computes
     together (``engine.CPU_HEAD_ROWS`` of them on a CPU, all n on CUDA); at n = 1 this is the
-    autoregressive step's pass."""
+    autoregressive step's pass.
+
+    Parameters
+    ----------
+    model : TinyLM, SmolLM or HFLM
+        The target back-end timed.
+    sizes : sequence of int, default (1, 2, 4, 8, 16, 32)
+        The numbers of new tokens n.
+    context : int, default 64
+        Committed tokens before the timed passes.
+    repeats : int, default 10
+        Timings per size (after one untimed warm-up).
+    stat : str, default "median"
+        ``"median"`` or ``"min"`` of the timings (the minimum is the least disturbed by other work
+        on the machine; any other value gives the minimum).
+
+    Returns
+    -------
+    list of tuple of (int, float)
+        (n, seconds) for each n of ``sizes``, in order.
+    """
     import statistics
 
     import numpy as np
@@ -282,12 +424,47 @@ def pass_costs(model, sizes=(1, 2, 4, 8, 16, 32), context: int = 64, repeats: in
 
 def bench_runs(methods: int, temperatures: int, prompts: int, repeats: int) -> int:
     """Prompts :func:`run_bench` decodes: per temperature, one warm-up per method, then every
-    prompt ``repeats`` times with every method."""
+    prompt ``repeats`` times with every method.
+
+    Parameters
+    ----------
+    methods : int
+        The number of methods.
+    temperatures : int
+        The number of temperatures.
+    prompts : int
+        The number of prompts.
+    repeats : int
+        Passes over the prompts.
+
+    Returns
+    -------
+    int
+        The decodes, warm-ups included (what ``progress`` of :func:`run_bench` counts to).
+
+    Examples
+    --------
+    >>> bench_runs(methods=3, temperatures=2, prompts=6, repeats=2)
+    78
+    """
     return temperatures * methods * (1 + repeats * prompts)
 
 
 def format_table(rows, header: bool = True) -> str:
-    """Rows as text: tree nodes per step, tokens per step with its 95% interval, steps, tokens/s, speed-up."""
+    """Rows as text: tree nodes per step, tokens per step with its 95% interval, steps, tokens/s, speed-up.
+
+    Parameters
+    ----------
+    rows : iterable of BenchRow
+        The rows, one line each.
+    header : bool, default True
+        Start with a line of column names.
+
+    Returns
+    -------
+    str
+        The lines, joined by newlines.
+    """
     lines = []
     if header:
         lines.append(f"{'method':<15} {'T':>4} {'nodes':>6} {'tok/step':>9} {'95% CI':>15} {'steps':>6} "
@@ -301,7 +478,20 @@ def format_table(rows, header: bool = True) -> str:
 
 def table_json(rows) -> list[dict]:
     """Rows as JSON-ready dicts: ``name`` is the spec as given, ``method`` the resolved method object,
-    ``tokens_per_step_ci95`` the [low, high] 95% interval (null ends: fewer than 2 steps)."""
+    ``tokens_per_step_ci95`` the [low, high] 95% interval (null ends: fewer than 2 steps).
+
+    Parameters
+    ----------
+    rows : iterable of BenchRow
+        The rows.
+
+    Returns
+    -------
+    list of dict
+        One dict per row: ``name``, ``method``, ``description``, ``temperature``, ``tokens_per_step``,
+        ``tokens_per_step_ci95``, ``tokens_per_second``, ``speedup``, ``nodes_per_step``, ``steps``,
+        ``seconds``.
+    """
     def finite(x):
         return x if math.isfinite(x) else None
 

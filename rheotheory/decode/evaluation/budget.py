@@ -64,13 +64,40 @@ MIN_SPEEDUP = 1.05
 
 def pays(table: list[dict]) -> bool:
     """Whether the chosen candidate of a :func:`choose_size` table (:func:`best`) reaches
-    :data:`MIN_SPEEDUP`."""
+    :data:`MIN_SPEEDUP`.
+
+    Parameters
+    ----------
+    table : list of dict
+        A :func:`choose_size` table (``predicted_speedup``, ``speedup_low``).
+
+    Returns
+    -------
+    bool
+        True when the chosen row's predicted speed-up is at least :data:`MIN_SPEEDUP`.
+    """
     return best(table)["predicted_speedup"] >= MIN_SPEEDUP
 
 
 def best(table: list[dict]) -> dict:
     """The chosen row of a :func:`choose_size` table: the largest predicted speed-up at tau minus
-    one standard error (``speedup_low``; ties to the smaller tree, the first of the table)."""
+    one standard error (``speedup_low``; ties to the smaller tree, the first of the table).
+
+    Parameters
+    ----------
+    table : list of dict
+        A :func:`choose_size` table, non-empty.
+
+    Returns
+    -------
+    dict
+        The chosen row.
+
+    Examples
+    --------
+    >>> best([{"budget": 2, "speedup_low": 1.2}, {"budget": 8, "speedup_low": 1.2}])["budget"]
+    2
+    """
     return max(table, key=lambda r: r["speedup_low"])
 
 PILOT_TOKENS = 48
@@ -78,13 +105,43 @@ PILOT_SEED = 0
 
 
 def cache_path() -> Path:
+    """Where the chosen sizes are cached: ``$XDG_CACHE_HOME/rheotheory/tree_sizes.json``.
+
+    Returns
+    -------
+    pathlib.Path
+        The file (``~/.cache`` when ``XDG_CACHE_HOME`` is unset); nothing is created.
+    """
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "rheotheory" / "tree_sizes.json"
 
 
 def step_cost(costs: dict, nodes: int, depth: int, draft_s: float) -> float:
     """Seconds of one step's model passes: the target pass over nodes + 1 tokens (linear
-    interpolation in the measured curve ``costs``: n -> seconds) and ``depth`` draft passes."""
+    interpolation in the measured curve ``costs``: n -> seconds) and ``depth`` draft passes.
+
+    Parameters
+    ----------
+    costs : dict[int, float]
+        n -> seconds of a target pass over n tokens (at least two sizes, the smallest below
+        ``nodes + 1``); extrapolated linearly from its last two sizes past the largest.
+    nodes : int
+        N, the tree's nodes.
+    depth : int
+        D, the draft passes.
+    draft_s : float
+        Seconds of one draft pass.
+
+    Returns
+    -------
+    float
+        c(N + 1) + D x ``draft_s``.
+
+    Examples
+    --------
+    >>> step_cost({1: 1.0, 3: 2.0}, nodes=1, depth=2, draft_s=0.25)
+    2.0
+    """
     n = nodes + 1
     xs = sorted(costs)
     if n in costs:
@@ -116,20 +173,65 @@ def measured_costs(model, repeats: int = 15) -> dict:
     product SmolLM2's pass over 2 tokens cost more than its pass over 3 to 5 on the project's CPU,
     with one thread and with two (the product's kernel depends on the row count), and clamping
     the curve raised every tree's cost to the 2-token pass, putting the physical limit below the
-    speed-ups measured (cost model 4)."""
+    speed-ups measured (cost model 4).
+
+    Parameters
+    ----------
+    model : TinyLM, SmolLM or HFLM
+        The target back-end.
+    repeats : int, default 15
+        Timings per size.
+
+    Returns
+    -------
+    dict[int, float]
+        n -> seconds, for each n of :data:`COST_SIZES`.
+    """
     from .bench import pass_costs
 
     return dict(pass_costs(model, sizes=COST_SIZES, repeats=repeats, stat="min"))
 
 
 def physical_limit(tau: float, costs: dict, nodes: int, depth: int, draft_s: float) -> float:
-    """tau x single pass / (pass at tree size + draft): the speed-up with zero overhead."""
+    """tau x single pass / (pass at tree size + draft): the speed-up with zero overhead.
+
+    Parameters
+    ----------
+    tau : float
+        Tokens per step.
+    costs : dict[int, float]
+        n -> seconds of a target pass over n tokens (with n = 1).
+    nodes : int
+        N, the tree's nodes.
+    depth : int
+        D, the draft passes per step.
+    draft_s : float
+        Seconds of one draft pass.
+
+    Returns
+    -------
+    float
+        ``tau * costs[1] / step_cost(costs, nodes, depth, draft_s)``.
+    """
     return tau * costs[1] / step_cost(costs, nodes, depth, draft_s)
 
 
 def sized(method, size):
     """``method`` at tree size ``size`` = (K, D, N): the fields its family has (a chain takes D;
-    a static tree's shape is rebuilt from D and N; rheo's head is kept below K)."""
+    a static tree's shape is rebuilt from D and N; rheo's head is kept below K).
+
+    Parameters
+    ----------
+    method : Method
+        A resolved method.
+    size : tuple of (int, int, int)
+        (K, D, N): ``top_k``, ``depth``, ``budget``.
+
+    Returns
+    -------
+    Method
+        The method refitted (``Method.fit``) with the fields it has.
+    """
     fields = method.fields()
     over = {k: v for k, v in zip(("top_k", "depth", "budget"), size) if k in fields}
     if "shape" in fields:
@@ -162,7 +264,49 @@ def choose_size(pair, method, temperature: float, prompts, model_id: str, device
     subset: a chain takes D from the candidate and ignores K and N); ``prompts``: token-id lists
     or texts of the pair; ``decode_kw``: further :class:`~rheotheory.decode.engine.DecodeConfig`
     fields (target top-k/top-p, draft settings); ``costs`` and ``draft_s``: pass costs measured
-    already (:func:`measured_costs`, one draft pass), so that several searches share one curve."""
+    already (:func:`measured_costs`, one draft pass), so that several searches share one curve.
+
+    A cached choice for the same key is returned without a search (module docstring).
+
+    Parameters
+    ----------
+    pair : ModelPair, SmolPair or HFPair
+        ``target``, ``draft`` and ``encode``.
+    method : Method
+        A resolved method whose family has ``top_k``/``depth``/``budget`` fields (or a subset).
+    temperature : float
+        T of the pilots.
+    prompts : sequence of str or sequence of int
+        Texts of the pair or token-id lists; the first :data:`PILOT_PROMPTS` are decoded.
+    model_id : str
+        The model's name in the cache key.
+    device : str, default "cpu"
+        The device's type in the cache key (``"cpu"`` adds the CPU product to it).
+    dtype : str, default "float32"
+        The dtype's name in the cache key.
+    threads : int, default 1
+        Torch's threads, in the cache key.
+    decode_kw : dict, optional
+        Further :class:`~rheotheory.decode.engine.DecodeConfig` fields.
+    log : callable, optional
+        Called with one line (str) per candidate.
+    candidates : sequence of tuple of (int, int, int), default CANDIDATES
+        The sizes (K, D, N) compared; ones that give the same method are run once.
+    costs : dict[int, float], optional
+        Target pass costs measured already (None: :func:`measured_costs` of the target).
+    draft_s : float, optional
+        Seconds of one draft pass measured already (None:
+        :func:`~rheotheory.decode.evaluation.bench.cost_ratio`).
+
+    Returns
+    -------
+    size : tuple of (int, int, int)
+        The chosen (K, D, N) (:func:`best`).
+    table : list of dict
+        One dict per candidate: ``top_k``, ``depth``, ``budget``, ``tau``, ``tau_se``, ``steps``,
+        ``step_cost_s``, ``physical_limit``, ``pilot_step_s``, ``predicted_speedup``,
+        ``speedup_low``.
+    """
     import torch
 
     from .bench import _ids, cost_ratio

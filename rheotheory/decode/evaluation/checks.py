@@ -38,6 +38,21 @@ def next_token_laws(target, prompt: list[int], cfg: DecodeConfig) -> NextLaws:
     ``p(. | prompt, u)`` as a ``# [m, V]`` float64 array, by one uncached forward pass over the
     batch ``# [m, len(prompt) + len(u)]``. :func:`rheotheory.stats.prefix_cells` calls it only
     for frequent prefixes (at most ``n / min_expected`` per length).
+
+    Parameters
+    ----------
+    target : TinyLM, SmolLM or HFLM
+        The target back-end, with an uncached ``forward`` (# [B, T] -> # [B, T, V]).
+    prompt : list of int
+        The prompt's token ids.
+    cfg : DecodeConfig
+        Sampling settings: the laws are :func:`~rheotheory.decode.engine.target_law` at them.
+
+    Returns
+    -------
+    callable
+        ``law(prefixes) -> numpy.ndarray of shape (m, V)``, float64, for a list of m
+        continuations (tuples of token ids) of one length.
     """
     device = next(target.parameters()).device
     seq = torch.tensor(prompt, device=device)  # [len(prompt)]
@@ -53,7 +68,32 @@ def next_token_laws(target, prompt: list[int], cfg: DecodeConfig) -> NextLaws:
 
 def first_tokens(pair, prompt: list[int], method, cfg: DecodeConfig, n: int, gen: torch.Generator,
                  verifier=None, length: int = TESTED_TOKENS) -> list[tuple]:
-    """The first ``length`` generated tokens of ``n`` speculative runs from ``prompt``."""
+    """The first ``length`` generated tokens of ``n`` speculative runs from ``prompt``.
+
+    Parameters
+    ----------
+    pair : ModelPair, SmolPair or HFPair
+        ``target`` and ``draft``.
+    prompt : list of int
+        The prompt's token ids.
+    method : Method
+        The method run.
+    cfg : DecodeConfig
+        Sampling settings (``max_new_tokens`` is replaced by ``length``).
+    n : int
+        Runs.
+    gen : torch.Generator
+        The CPU generator behind every random choice, shared by the runs in turn.
+    verifier : callable or TreeVerifier, optional
+        Replaces the method's verifier (a planted bug).
+    length : int, default TESTED_TOKENS
+        Tokens kept per run (:data:`TESTED_TOKENS`, 2).
+
+    Returns
+    -------
+    list of tuple of int
+        One tuple of ``length`` tokens per run.
+    """
     cut = replace(cfg, max_new_tokens=length)
     return [tuple(decode(pair.target, pair.draft, prompt, method, cut, gen, verifier=verifier).tokens[:length])
             for _ in range(n)]
@@ -63,9 +103,32 @@ def lossless_test(pair, prompts, method, cfg: DecodeConfig, n_per_prompt: int, s
                   verifier=None, min_expected: float = DEFAULT_MIN_EXPECTED) -> ChiSquare:
     """Combined chi-square test over ``prompts`` (texts) of the first two tokens' law.
 
-    ``pair`` has ``target``, ``draft`` and ``encode``; every random choice comes from one
-    ``torch.Generator`` seeded with ``seed``. ``verifier`` replaces the method's rule (the
-    planted-bug companion). Cells are built from the target before decoding.
+    Cells are built from the target before decoding.
+
+    Parameters
+    ----------
+    pair : ModelPair, SmolPair or HFPair
+        ``target``, ``draft`` and ``encode``.
+    prompts : sequence of str
+        Prompt texts; one test each, combined (labelled by the texts).
+    method : Method
+        The method tested.
+    cfg : DecodeConfig
+        Sampling settings (the target law tested is at them).
+    n_per_prompt : int
+        Speculative runs per prompt.
+    seed : int
+        Seed of the one ``torch.Generator`` behind every random choice.
+    verifier : callable or TreeVerifier, optional
+        Replaces the method's rule (the planted-bug companion).
+    min_expected : float, default DEFAULT_MIN_EXPECTED
+        The smallest expected count of a cell (:data:`~rheotheory.stats.DEFAULT_MIN_EXPECTED`);
+        rarer prefixes are pooled.
+
+    Returns
+    -------
+    ChiSquare
+        The combined test (:func:`rheotheory.stats.combine`).
     """
     gen = torch.Generator().manual_seed(seed)
     tests = []

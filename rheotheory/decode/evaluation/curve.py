@@ -82,7 +82,18 @@ def _atomic_text(path: Path, text: str) -> None:
 def fingerprint(model) -> str | None:
     """SHA-256 (first 16 hex digits) of a model's parameters and buffers, names and bytes: what a
     resumed bench checks so that blocks measured with other weights (a newly shipped draft head)
-    are never mixed with new ones."""
+    are never mixed with new ones.
+
+    Parameters
+    ----------
+    model : torch.nn.Module or None
+        Any model with a ``state_dict`` (entries hashed in name order).
+
+    Returns
+    -------
+    str or None
+        16 hex digits; None for no model.
+    """
     import hashlib
 
     import torch
@@ -99,7 +110,19 @@ def fingerprint(model) -> str | None:
 
 
 def read_runs(path) -> list[dict]:
-    """The rows of a ``runs.csv`` (numbers parsed)."""
+    """The rows of a ``runs.csv`` (numbers parsed).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file; a missing one has no rows.
+
+    Returns
+    -------
+    list of dict
+        One dict per row, keyed by :data:`RUN_FIELDS`: ``temperature`` and ``seconds`` as float,
+        ``prompt``, ``repeat``, ``steps``, ``emitted``, ``kept``, ``nodes`` as int.
+    """
     path = Path(path)
     if not path.exists():
         return []
@@ -127,11 +150,52 @@ def _write_runs(path: Path, rows: list[dict]) -> None:
 def run_curve(pair, named, temperatures, sets: dict, max_new_tokens: int, repeats: dict, seed: int, out,
               settings: dict, progress=None, log=None, named_at=None, **bench_kw) -> list[dict]:
     """Run (or resume) the bench of every (prompt set, temperature) block into ``out``; return the
-    rows of ``runs.csv``. ``named``: (spec, method) pairs, autoregressive first
-    (:func:`~rheotheory.decode.evaluation.bench.bench_methods`); ``sets``: prompt-set name -> prompts;
-    ``settings``: the JSON-ready record that defines the bench (checked against a previous run's);
-    ``progress``: called with 1 per decoded prompt, skipped blocks included; ``named_at``: T -> the
-    (spec, method) pairs run at T, when they depend on it (``--budget auto``), else ``named``."""
+    rows of ``runs.csv``.
+
+    Blocks already in ``runs.csv`` are skipped; each finished block is written at once.
+
+    Parameters
+    ----------
+    pair : ModelPair, SmolPair or HFPair
+        ``target``, ``draft`` and ``encode``.
+    named : list of tuple of (str, Method)
+        (spec, method) pairs, autoregressive first
+        (:func:`~rheotheory.decode.evaluation.bench.bench_methods`).
+    temperatures : iterable of float
+        The temperatures, one block per prompt set each.
+    sets : dict[str, sequence]
+        Prompt-set name -> prompts (texts or token-id lists).
+    max_new_tokens : int
+        Tokens generated per run.
+    repeats : dict[str, int]
+        Prompt-set name -> passes over its prompts.
+    seed : int
+        Seed of every method's generator in every block.
+    out : str or os.PathLike
+        The folder of ``settings.json`` and ``runs.csv`` (created if needed).
+    settings : dict
+        The JSON-ready record that defines the bench (checked against a previous run's).
+    progress : callable, optional
+        Called with 1 per decoded prompt, and with a skipped block's count of decodes.
+    log : callable, optional
+        Called with each finished block's table (str).
+    named_at : callable, optional
+        T -> the (spec, method) pairs run at T, when they depend on it (``--budget auto``); None:
+        ``named`` at every T.
+    **bench_kw : object
+        Further arguments of :func:`~rheotheory.decode.evaluation.bench.run_bench` (``top_k``,
+        ``top_p``, ``draft_temp``, ``draft_top_k``).
+
+    Returns
+    -------
+    list of dict
+        The rows of ``runs.csv`` (:func:`read_runs`' form), old and new.
+
+    Raises
+    ------
+    RheoError
+        If ``out`` holds a bench with other settings (naming the keys that differ).
+    """
     from ...errors import RheoError
     from .bench import bench_runs, run_bench
 
@@ -196,7 +260,21 @@ def _interval(samples) -> tuple[float, float]:
 
 def summarize(rows: list[dict]) -> list[dict]:
     """``curve.csv``'s rows (module docstring) from the runs; the first method of each block is the
-    speed-up baseline (autoregressive)."""
+    speed-up baseline (autoregressive).
+
+    Parameters
+    ----------
+    rows : list of dict
+        Runs (:func:`read_runs`' form).
+
+    Returns
+    -------
+    list of dict
+        Per (prompt set, temperature, method), prompt sets in order of appearance, temperatures
+        ascending: ``tokens_per_step``, ``tau_low``, ``tau_high``, ``accepted_per_step``,
+        ``tokens_per_second``, ``speedup``, ``speedup_low``, ``speedup_high``, ``steps``, ``runs``,
+        ``nodes_per_step``.
+    """
     out = []
     for set_name in dict.fromkeys(r["prompt_set"] for r in rows):
         for T in sorted({r["temperature"] for r in rows if r["prompt_set"] == set_name}):
@@ -223,7 +301,22 @@ def summarize(rows: list[dict]) -> list[dict]:
 def standing(rows: list[dict], focus: str = FOCUS) -> list[dict]:
     """``standing.csv``'s rows: per block, ``focus`` against the other tree method with the highest
     tau, the paired difference of tau with its 95% interval and the verdict; empty when ``focus``
-    is not among the methods."""
+    is not among the methods.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Runs (:func:`read_runs`' form).
+    focus : str, default FOCUS
+        The method set against the best other (:data:`FOCUS`).
+
+    Returns
+    -------
+    list of dict
+        Per block with ``focus`` and another tree method: ``focus``, ``focus_tau``, ``best_other``,
+        ``best_other_tau``, ``difference``, ``diff_low``, ``diff_high``, ``verdict`` (``higher``,
+        ``lower`` or ``tie``), ``runs``, ``steps_focus``, ``steps_best``.
+    """
     out = []
     for set_name in dict.fromkeys(r["prompt_set"] for r in rows):
         for T in sorted({r["temperature"] for r in rows if r["prompt_set"] == set_name}):
@@ -264,7 +357,31 @@ def write_summaries(out, rows: list[dict], title: str = "", focus: str = FOCUS, 
     :func:`rheotheory.decode.evaluation.budget.measured_costs`), ``depths`` (method -> tree depth) and
     ``draft_s`` (one draft pass), ``curve.csv`` gets the ``physical_limit`` column (a depth keyed by
     (method, T) overrides the method's): tau x c(1) /
-    (c(nodes + 1) + depth x d), the speed-up the method would reach with zero overhead."""
+    (c(nodes + 1) + depth x d), the speed-up the method would reach with zero overhead (1 for a
+    method of depth 0).
+
+    Parameters
+    ----------
+    out : str or os.PathLike
+        The bench's folder (existing).
+    rows : list of dict
+        Runs (:func:`read_runs`' form).
+    title : str, default ""
+        The plot's title.
+    focus : str, default FOCUS
+        The focus of ``standing.csv`` (:func:`standing`).
+    costs : dict[int, float], optional
+        n -> seconds of a target pass over n tokens.
+    depths : dict, optional
+        Method -> tree depth, or (method, temperature) -> tree depth.
+    draft_s : float, optional
+        Seconds of one draft pass.
+
+    Returns
+    -------
+    dict[str, pathlib.Path]
+        ``runs``, ``curve``, ``standing`` and ``png`` -> their paths.
+    """
     from .budget import physical_limit
 
     out = Path(out)
@@ -285,7 +402,21 @@ def write_summaries(out, rows: list[dict], title: str = "", focus: str = FOCUS, 
 def merge_auto_sizes(path, records: list[dict]) -> Path:
     """``budget_auto.json``: the ``--budget auto`` choice of each (method, temperature) of a curve
     (size, pilot tau, physical limit, whether it pays), merged with the temperatures a previous run
-    recorded (a rerun with more temperatures adds theirs)."""
+    recorded (a rerun with more temperatures adds theirs).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The JSON file, read when it exists and rewritten.
+    records : list of dict
+        The new choices, each with ``method`` and ``temperature`` (replacing old ones of the same
+        pair).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
     path = Path(path)
     old = json.loads(path.read_text()) if path.exists() else []
     new = {(r["method"], r["temperature"]) for r in records}
@@ -297,7 +428,20 @@ def merge_auto_sizes(path, records: list[dict]) -> Path:
 
 def plot_curve(curve: list[dict], path, title: str = "") -> None:
     """Tau (top) and speed-up over autoregressive (bottom) against temperature with 95% bands, one
-    column per prompt set."""
+    column per prompt set.
+
+    With a single temperature each method is a point with its interval as an error bar. Needs
+    ``matplotlib``.
+
+    Parameters
+    ----------
+    curve : list of dict
+        :func:`summarize`'s rows.
+    path : str or os.PathLike
+        The PNG written (atomically).
+    title : str, default ""
+        The figure's title.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -351,7 +495,18 @@ def plot_curve(curve: list[dict], path, title: str = "") -> None:
 
 
 def format_standing(rows: list[dict]) -> str:
-    """``standing.csv`` as a Markdown table."""
+    """``standing.csv`` as a Markdown table.
+
+    Parameters
+    ----------
+    rows : list of dict
+        :func:`standing`'s rows.
+
+    Returns
+    -------
+    str
+        The table: a header, a rule and one line per row.
+    """
     lines = ["| prompts | T | focus | tau | best other | tau | difference [95% CI] | verdict |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:

@@ -54,7 +54,44 @@ HEAD_FILES = ("head.safetensors", "manifest.json")
 
 @dataclass(frozen=True)
 class HeadConfig:
-    """Shape of a draft head and the target it reads."""
+    """Shape of a draft head and the target it reads.
+
+    The head's one decoder layer has the target's block shape (:meth:`for_target` copies it).
+
+    Attributes
+    ----------
+    hidden : int
+        The target's residual width (d), also the head's.
+    n_q_heads : int
+        Query heads of the head's layer.
+    n_kv_heads : int
+        Key/value heads of the head's layer (grouped-query attention).
+    head_dim : int
+        Width of one attention head.
+    intermediate : int
+        MLP hidden width of the head's layer.
+    rope_theta : float
+        Base of the rotary position frequencies.
+    rms_eps : float
+        Epsilon of the RMSNorms.
+    target_layers : int
+        n: the target's blocks.
+    feature_layers : tuple of int
+        Hidden-state indices fused, each in 1..n (n: the final normed hidden state); stored as a
+        tuple of int.
+    vocab_size : int
+        The target's full vocabulary (V).
+    draft_vocab : int
+        V_d: tokens the head can propose, in 1..V.
+    max_len : int, default 1024
+        Positions held by the head's KV cache.
+
+    Raises
+    ------
+    InstanceError
+        If ``feature_layers`` is empty or has an index outside 1..``target_layers``, or
+        ``draft_vocab`` is outside 1..``vocab_size``.
+    """
 
     hidden: int  # the target's residual width
     n_q_heads: int
@@ -77,12 +114,41 @@ class HeadConfig:
             raise InstanceError(f"draft vocabulary of {self.draft_vocab} tokens in a vocabulary of {self.vocab_size}")
 
     def block_config(self) -> SmolConfig:
+        """The architecture of the head's one decoder layer (and of its KV cache).
+
+        Returns
+        -------
+        SmolConfig
+            One block (``n_layer=1``) of this shape, vocabulary and ``max_len``.
+        """
         return SmolConfig(vocab_size=self.vocab_size, n_layer=1, hidden=self.hidden, n_q_heads=self.n_q_heads,
                           n_kv_heads=self.n_kv_heads, head_dim=self.head_dim, intermediate=self.intermediate,
                           rope_theta=self.rope_theta, rms_eps=self.rms_eps, max_len=self.max_len)
 
     @classmethod
     def for_target(cls, smol_cfg: SmolConfig, feature_layers, draft_vocab: int) -> "HeadConfig":
+        """The config of a head for a target of architecture ``smol_cfg`` (its block shape copied).
+
+        Parameters
+        ----------
+        smol_cfg : SmolConfig
+            The target's architecture (its ``n_layer`` becomes ``target_layers``, its ``max_len``
+            the head's).
+        feature_layers : sequence of int
+            Hidden-state indices fused, each in 1..``smol_cfg.n_layer``.
+        draft_vocab : int
+            V_d, the size of the draft vocabulary.
+
+        Returns
+        -------
+        HeadConfig
+            The head's config.
+
+        Raises
+        ------
+        InstanceError
+            If a feature layer or ``draft_vocab`` is out of range.
+        """
         c = smol_cfg
         return cls(hidden=c.hidden, n_q_heads=c.n_q_heads, n_kv_heads=c.n_kv_heads, head_dim=c.head_dim,
                    intermediate=c.intermediate, rope_theta=c.rope_theta, rms_eps=c.rms_eps,
@@ -90,6 +156,13 @@ class HeadConfig:
                    draft_vocab=draft_vocab, max_len=c.max_len)
 
     def to_dict(self) -> dict:
+        """The fields as a JSON-ready dict (``feature_layers`` as a list): a manifest's ``config``.
+
+        Returns
+        -------
+        dict
+            Field name -> value.
+        """
         d = asdict(self)
         d["feature_layers"] = list(self.feature_layers)
         return d
@@ -102,6 +175,23 @@ def unroll_mask(T: int, k: int, device=None) -> torch.Tensor:
     step 1's keys (computed from target features) up to the root, then one key of each later step,
     its ancestors' (step i at position j - k + i), then itself.
 
+    Parameters
+    ----------
+    T : int
+        Positions of the training sequence.
+    k : int
+        The unroll step, 1-based.
+    device : torch.device or str, optional
+        Where the mask is made (None: the default device).
+
+    Returns
+    -------
+    torch.Tensor of shape (T, k T), bool
+        Column block i - 1 (i = 1..k) covers the keys of step i at positions 0..T-1; True = may
+        attend.
+
+    Examples
+    --------
     >>> unroll_mask(3, 2).int().tolist()
     [[0, 0, 0, 1, 0, 0], [1, 0, 0, 0, 1, 0], [1, 1, 0, 0, 0, 1]]
     """
@@ -114,11 +204,33 @@ def unroll_mask(T: int, k: int, device=None) -> torch.Tensor:
 
 
 def unroll_attention(proj, h, k: int, ks: list, vs: list, cos, sin, head_dim: int) -> torch.Tensor:
-    """Attention of unroll step ``k`` (1-based) of a training pass, shared by every head
-    architecture: ``proj``'s ``q_proj``/``k_proj``/``v_proj`` of the attention input ``h``
-    # [B, T, *], rotary positions, this step's keys and values appended to ``ks``/``vs`` (the
-    earlier steps'), attending as :func:`unroll_mask` says. Returns # [B, T, heads x head_dim],
-    before ``o_proj``."""
+    """Attention of unroll step ``k`` (1-based) of a training pass, shared by every head architecture.
+
+    ``proj``'s ``q_proj``/``k_proj``/``v_proj`` of the attention input ``h``, rotary positions,
+    this step's keys and values appended to ``ks``/``vs`` (after the earlier steps'), attending as
+    :func:`unroll_mask` says.
+
+    Parameters
+    ----------
+    proj : torch.nn.Module
+        The attention's projections: ``q_proj``, ``k_proj``, ``v_proj`` (a ``LlamaBlock`` or an
+        EAGLE-3 attention).
+    h : torch.Tensor of shape (B, T, D)
+        The attention input (normed), D the projections' input width.
+    k : int
+        The unroll step, 1-based.
+    ks, vs : list of torch.Tensor of shape (B, H_kv, T, head_dim)
+        The rotated keys and the values of steps 1..k-1; this step's are appended (in place).
+    cos, sin : torch.Tensor of shape (T, head_dim)
+        Rotary tables of positions 0..T-1.
+    head_dim : int
+        Width of one attention head.
+
+    Returns
+    -------
+    torch.Tensor of shape (B, T, H_q head_dim)
+        The attention output, before ``o_proj``.
+    """
     B, T = h.shape[:2]
     q = proj.q_proj(h).view(B, T, -1, head_dim).transpose(1, 2)
     kk = proj.k_proj(h).view(B, T, -1, head_dim).transpose(1, 2)
@@ -132,8 +244,24 @@ def unroll_attention(proj, h, k: int, ks: list, vs: list, cos, sin, head_dim: in
 
 
 class HeadCache(KVCache):
-    """The head's one-layer KV cache, plus its output states: ``root`` (# [d], the last committed
-    position's) and ``scratch`` (# [entries, d], the tree nodes', by scratch entry)."""
+    """The head's one-layer KV cache, plus its output states.
+
+    Parameters
+    ----------
+    cfg : SmolConfig
+        The head's block config (:meth:`HeadConfig.block_config`): sizes and ``max_len``.
+    device : torch.device or str
+        Where the buffers live.
+    dtype : torch.dtype
+        The head's dtype.
+
+    Attributes
+    ----------
+    root : torch.Tensor of shape (d,) or None
+        The output state of the last committed position (None before the first catch-up).
+    scratch : torch.Tensor of shape (entries, d)
+        The tree nodes' output states, by scratch entry (grown on demand).
+    """
 
     def __init__(self, cfg: SmolConfig, device, dtype):
         super().__init__(cfg, device, dtype)
@@ -141,14 +269,44 @@ class HeadCache(KVCache):
         self.scratch = torch.zeros(0, cfg.hidden, device=device, dtype=dtype)
 
     def commit(self, keep) -> None:
-        """Chained commits (an int) only: tree entries were computed from the head's own states, so
-        the accepted path is re-read by the next :meth:`DraftHead.catch_up` with target features."""
+        """Chained commits (an int) only: a sequence (a tree's accepted path) is ignored.
+
+        Tree entries were computed from the head's own states, so the accepted path is re-read by
+        the next :meth:`DraftHead.catch_up` with target features.
+
+        Parameters
+        ----------
+        keep : int or sequence of int
+            An int m commits scratch entries 0..m-1; a sequence commits nothing.
+
+        Raises
+        ------
+        InstanceError
+            If an int commit would exceed ``max_len``.
+        """
         if isinstance(keep, (int, np.integer)):
             super().commit(keep)
 
 
 class DraftHead(nn.Module):
-    """The draft head; ``embed``: the target's token embedding (shared, frozen, not saved)."""
+    """The draft head: one decoder layer over fused target features and token embeddings.
+
+    Parameters
+    ----------
+    cfg : HeadConfig
+        The head's shape and the target it reads.
+    embed : torch.nn.Embedding
+        The target's token embedding, # [V, d] (shared, frozen, not saved); its rows of the draft
+        vocabulary are also the output head.
+    vocab_ids : sequence of int or torch.Tensor of shape (V_d,)
+        The draft vocabulary: ``cfg.draft_vocab`` distinct token ids, in the order of the head's
+        logits (a buffer, saved with the head).
+
+    Raises
+    ------
+    InstanceError
+        If ``vocab_ids`` is not ``cfg.draft_vocab`` distinct ids in one dimension.
+    """
 
     #: The rows' packed product (:mod:`~rheotheory.decode.backends.cpu_matmul`); None: ``h @ rows.T``.
     _head_pack = None
@@ -176,11 +334,30 @@ class DraftHead(nn.Module):
 
     # -- pieces -------------------------------------------------------------------------------
     def head_rows(self) -> torch.Tensor:
-        """The target's output rows of the draft vocabulary, # [V_d, d] (tied: embedding rows)."""
+        """The target's output rows of the draft vocabulary, # [V_d, d] (tied: embedding rows).
+
+        Returns
+        -------
+        torch.Tensor of shape (V_d, d)
+            A detached copy of the rows.
+        """
         return self.embed.weight.detach()[self.vocab_ids]
 
     def fuse_features(self, feats: torch.Tensor) -> torch.Tensor:
-        """Target features # [..., F d] (the layers' states concatenated) -> # [..., d]."""
+        """Target features # [..., F d] (the layers' states concatenated) -> # [..., d].
+
+        Each layer's state is RMS-normalised, then the concatenation is projected to width d.
+
+        Parameters
+        ----------
+        feats : torch.Tensor of shape (..., F d)
+            The target's states at ``cfg.feature_layers``, concatenated in that order.
+
+        Returns
+        -------
+        torch.Tensor of shape (..., d)
+            The fused feature.
+        """
         d = self.cfg.hidden
         parts = [nrm(feats[..., i * d:(i + 1) * d]) for i, nrm in enumerate(self.feat_norms)]
         return self.fuse(torch.cat(parts, dim=-1))
@@ -193,18 +370,51 @@ class DraftHead(nn.Module):
         return rope_tables(self.inv_freq, positions, dtype)
 
     def draft_logits(self, h, rows=None) -> torch.Tensor:
-        """Logits over the draft vocabulary, # [..., V_d], from output states # [..., d] (through the
-        packed product of the prepared rows when they are the ones read)."""
+        """Logits over the draft vocabulary, # [..., V_d], from output states # [..., d].
+
+        Through the packed product of the prepared rows when they are the ones read.
+
+        Parameters
+        ----------
+        h : torch.Tensor of shape (..., d)
+            The head's output states (normed here).
+        rows : torch.Tensor of shape (V_d, d), optional
+            The output rows to use (a training copy, or the prepared rows); None:
+            :meth:`head_rows`.
+
+        Returns
+        -------
+        torch.Tensor of shape (..., V_d)
+            The logits, in the order of ``vocab_ids``.
+        """
         if self._head_pack is not None and (rows is None or rows is self._rows):
             return self._head_pack(self.norm(h))
         return self.norm(h) @ (self.head_rows() if rows is None else rows).T
 
     # -- training -----------------------------------------------------------------------------
     def unrolled(self, tokens: torch.Tensor, feats: torch.Tensor, steps: int, rows=None) -> list:
-        """Training pass: tokens # [B, T], target features # [B, T, F d] (position j's) -> per unroll
-        step k = 1..steps the draft logits # [B, T, V_d] at every position j: step 1 reads the target
-        feature of j - 1, step k > 1 the head's own step-(k-1) state at j - 1 (a tree node at depth
-        k - 1), attending as :func:`unroll_mask` says. Position 0 reads a zero feature."""
+        """Training pass: per unroll step k = 1..steps the draft logits at every position j.
+
+        Step 1 reads the target feature of j - 1, step k > 1 the head's own step-(k-1) state at
+        j - 1 (a tree node at depth k - 1), attending as :func:`unroll_mask` says. Position 0 reads a
+        zero feature.
+
+        Parameters
+        ----------
+        tokens : torch.Tensor of shape (B, T)
+            Token ids (long).
+        feats : torch.Tensor of shape (B, T, F d)
+            The target's features of each position j (its states at ``cfg.feature_layers``).
+        steps : int
+            Unroll steps.
+        rows : torch.Tensor of shape (V_d, d), optional
+            Output rows, as for :meth:`draft_logits`.
+
+        Returns
+        -------
+        list of torch.Tensor of shape (B, T, V_d)
+            One tensor of draft logits per step, in order.
+        """
         T = tokens.shape[1]
         blk, hd = self.layer, self.cfg.head_dim
         cos, sin = self._rope(torch.arange(T, device=tokens.device), feats.dtype)
@@ -223,14 +433,29 @@ class DraftHead(nn.Module):
 
     # -- decoding back-end --------------------------------------------------------------------
     def new_cache(self) -> HeadCache:
+        """An empty cache on the head's device, in its dtype.
+
+        Returns
+        -------
+        HeadCache
+            No committed tokens, no root state.
+        """
         w = self.fuse.weight
         return HeadCache(self.block_cfg, w.device, w.dtype)
 
     def num_params(self) -> int:
+        """The number of the head's own parameters (the target's embedding is not one).
+
+        Returns
+        -------
+        int
+            Total elements of its parameters.
+        """
         return sum(p.numel() for p in self.parameters())
 
     @property
     def vocab_size(self) -> int:
+        """The target's full vocabulary V (the width of the logits the back-end returns)."""
         return self.cfg.vocab_size
 
     def _full_logits(self, h) -> torch.Tensor:
@@ -245,20 +470,56 @@ class DraftHead(nn.Module):
         return self.layer(x, cos, sin, cache_slices(cache, start, tokens.shape[0]), 0, mask_bias)[0]
 
     def prepare(self):
-        """Cache what every pass reads (the draft-vocabulary rows); call after moving the head."""
+        """Cache what every pass reads (the draft-vocabulary rows); call after moving the head.
+
+        Drops a packed product of the old rows.
+
+        Returns
+        -------
+        DraftHead
+            ``self``.
+        """
         self._rows = self.head_rows().to(self.fuse.weight.dtype)
         self._head_pack = None  # NOTE: a packed product of the old rows would be stale
         return self
 
     def head_weight_for_pack(self):
         """The draft-vocabulary rows every pass reads (what
-        :func:`~rheotheory.decode.backends.cpu_matmul.pack_for_cpu` packs), None before :meth:`prepare`."""
+        :func:`~rheotheory.decode.backends.cpu_matmul.pack_for_cpu` packs), None before :meth:`prepare`.
+
+        Returns
+        -------
+        torch.Tensor of shape (V_d, d) or None
+            The prepared rows.
+        """
         return getattr(self, "_rows", None)
 
     def catch_up(self, cache: HeadCache, tokens, feats) -> torch.Tensor:
-        """Chained pass over newly committed tokens # [n] at positions ``cache.length ..``, reading
-        the target features # [n, F d] of the positions before each (zeros before position 0);
-        commits them. Returns the logits # [n, V] (the last row: q at the root)."""
+        """Chained pass over newly committed tokens at positions ``cache.length ..``; commits them.
+
+        Each token reads the target feature of the position before it. The last output state
+        becomes the cache's ``root``.
+
+        Parameters
+        ----------
+        cache : HeadCache
+            The head's cache (from :meth:`new_cache`).
+        tokens : sequence of int or torch.Tensor of shape (n,)
+            The newly committed tokens.
+        feats : torch.Tensor of shape (n, F d)
+            The target features of the positions before each token (zeros before position 0).
+
+        Returns
+        -------
+        torch.Tensor of shape (n, V), float32
+            Logits over the full vocabulary, -inf outside the draft vocabulary (the last row: q at
+            the root).
+
+        Raises
+        ------
+        InstanceError
+            If the positions would reach past ``cfg.max_len``.
+        """
         dev = self.fuse.weight.device
         tokens = torch.as_tensor(tokens, device=dev)
         n, L = tokens.shape[0], cache.length
@@ -272,8 +533,35 @@ class DraftHead(nn.Module):
         return self._full_logits(h)
 
     def extend(self, cache: HeadCache, tokens, depths, mask=None, offset: int = 0) -> torch.Tensor:
-        """Tree pass (the model interface): each new node reads its parent's output state, the
-        latest scratch entry among its ancestors in ``mask`` (# [n, offset + n] bool), else the root."""
+        """Tree pass (the model interface): each new node reads its parent's output state.
+
+        The parent is the latest scratch entry among its ancestors in ``mask``, else the root. The
+        new nodes' output states go to ``cache.scratch[offset:offset + n]``; nothing is committed.
+
+        Parameters
+        ----------
+        cache : HeadCache
+            The head's cache, caught up (:meth:`catch_up`).
+        tokens : sequence of int or torch.Tensor of shape (n,)
+            The new nodes' tokens.
+        depths : sequence of int or torch.Tensor of shape (n,)
+            Their depths: node i sits at position ``cache.length + depths[i]``.
+        mask : numpy.ndarray of shape (n, offset + n), bool, optional
+            Each node's ancestors among the scratch entries, then itself; None = all visible.
+        offset : int, default 0
+            The scratch entries already used by earlier layers of the tree.
+
+        Returns
+        -------
+        torch.Tensor of shape (n, V), float32
+            Logits over the full vocabulary, -inf outside the draft vocabulary.
+
+        Raises
+        ------
+        InstanceError
+            If the cache has no committed state (no :meth:`catch_up` yet), or a position would
+            reach past ``cfg.max_len``.
+        """
         dev = self.fuse.weight.device
         tokens = torch.as_tensor(tokens, device=dev)
         depths = torch.as_tensor(depths, device=dev)
@@ -300,12 +588,36 @@ class DraftHead(nn.Module):
 
 @torch.no_grad()
 def target_features(hidden_states, layers) -> torch.Tensor:
-    """Concatenate a target's hidden states at ``layers`` (Hugging Face numbering), # [..., F d]."""
+    """Concatenate a target's hidden states at ``layers`` (Hugging Face numbering), # [..., F d].
+
+    Parameters
+    ----------
+    hidden_states : sequence of torch.Tensor of shape (..., d)
+        The target's ``hidden_states`` (index 0: the embeddings, i: after block i).
+    layers : sequence of int
+        The F indices read, in order.
+
+    Returns
+    -------
+    torch.Tensor of shape (..., F d)
+        The states concatenated along the last axis (no gradient).
+    """
     return torch.cat([hidden_states[i] for i in layers], dim=-1)
 
 
 def save_head(head: DraftHead, folder, manifest: dict) -> None:
-    """Write the head's weights (float16 safetensors) and ``manifest`` (plus its config)."""
+    """Write the head's weights (float16 safetensors) and ``manifest`` (plus its config).
+
+    Parameters
+    ----------
+    head : DraftHead
+        The head saved (its state dict: the target's embedding is not in it).
+    folder : str or os.PathLike
+        Where :data:`HEAD_FILES` are written (created if needed).
+    manifest : dict
+        Provenance written to ``manifest.json``, with ``config`` (:meth:`HeadConfig.to_dict`)
+        added.
+    """
     from safetensors.torch import save_file
 
     folder = Path(folder)
@@ -317,8 +629,37 @@ def save_head(head: DraftHead, folder, manifest: dict) -> None:
 
 
 def load_head(folder, embed: nn.Embedding, device=None, dtype=torch.float32, max_len: int | None = None):
-    """A saved head bound to a target's embedding; returns (head, manifest). A one-line error when
-    the folder lacks the files or the head was trained for another vocabulary or width."""
+    """A saved head bound to a target's embedding; returns (head, manifest).
+
+    A one-line error when the folder lacks the files or the head was trained for another
+    vocabulary or width.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        A folder holding :data:`HEAD_FILES` (from :func:`save_head`).
+    embed : torch.nn.Embedding
+        The target's token embedding, # [V, d].
+    device : torch.device or str, optional
+        Where the head goes (None: the embedding's device).
+    dtype : torch.dtype, default torch.float32
+        The head's dtype.
+    max_len : int, optional
+        Positions of the head's cache, replacing the saved config's (None: keep it).
+
+    Returns
+    -------
+    head : DraftHead
+        The head, in eval mode, prepared (:meth:`DraftHead.prepare`).
+    manifest : dict
+        The saved manifest.
+
+    Raises
+    ------
+    InstanceError
+        If the folder lacks a head file, the saved config is invalid, or the embedding is not
+        V x d of the config.
+    """
     from safetensors.torch import load_file
 
     folder = Path(folder)

@@ -68,12 +68,54 @@ ROPE_TYPES = ("default", "linear", "llama3")
 
 
 def default_layer_ids(n_layers: int) -> tuple[int, int, int]:
-    """EAGLE's default fused layers as block-output ids: the outputs of blocks 1, L // 2 - 1, L - 4."""
+    """EAGLE's default fused layers as block-output ids: the outputs of blocks 1, L // 2 - 1, L - 4.
+
+    Parameters
+    ----------
+    n_layers : int
+        L, the target's blocks.
+
+    Returns
+    -------
+    tuple of int
+        Three 0-based block ids (Hugging Face's ``hidden_states`` index is id + 1).
+
+    Examples
+    --------
+    >>> default_layer_ids(30)
+    (1, 14, 26)
+    """
     return 1, n_layers // 2 - 1, n_layers - 4
 
 
 def feature_layers_of(config: dict, n_layers: int) -> tuple[int, ...]:
-    """The Hugging Face ``hidden_states`` indices a head's config fuses (id + 1; see the module doc)."""
+    """The Hugging Face ``hidden_states`` indices a head's config fuses (id + 1; see the module doc).
+
+    Parameters
+    ----------
+    config : dict
+        The head's ``config.json``; its ``eagle_config.eagle_aux_hidden_state_layer_ids`` when
+        present, else :func:`default_layer_ids`.
+    n_layers : int
+        The target's blocks.
+
+    Returns
+    -------
+    tuple of int
+        Three ``hidden_states`` indices, each in 1..``n_layers``.
+
+    Raises
+    ------
+    InstanceError
+        If the ids are not three integers, or one is outside the target's blocks 0..n_layers-1.
+
+    Examples
+    --------
+    >>> feature_layers_of({}, 30)
+    (2, 15, 27)
+    >>> feature_layers_of({"eagle_config": {"eagle_aux_hidden_state_layer_ids": [2, 15, 27]}}, 30)
+    (3, 16, 28)
+    """
     ids = ((config.get("eagle_config") or {}).get("eagle_aux_hidden_state_layer_ids")
            or default_layer_ids(n_layers))
     ids = tuple(ids)
@@ -85,7 +127,18 @@ def feature_layers_of(config: dict, n_layers: int) -> tuple[int, ...]:
 
 
 def is_eagle3_dir(folder) -> bool:
-    """Whether ``folder`` holds an EAGLE-3 head (a config with ``draft_vocab_size`` and a weight file)."""
+    """Whether ``folder`` holds an EAGLE-3 head (a config with ``draft_vocab_size`` and a weight file).
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        Any path (a missing one or an unreadable config gives False).
+
+    Returns
+    -------
+    bool
+        True when ``config.json`` has ``draft_vocab_size`` and one of :data:`EAGLE3_WEIGHTS` exists.
+    """
     folder = Path(folder)
     cfg = folder / "config.json"
     if not cfg.is_file() or not any((folder / w).is_file() for w in EAGLE3_WEIGHTS):
@@ -163,8 +216,31 @@ class Eagle3Layer(nn.Module):
 
 
 class Eagle3Head(DraftHead):
-    """An EAGLE-3 head as a draft back-end (see the module doc). ``embed``: the target's token
-    embedding, read when the checkpoint has no ``embed_tokens`` of its own (then not saved)."""
+    """An EAGLE-3 head as a draft back-end (see the module doc).
+
+    Parameters
+    ----------
+    cfg : HeadConfig
+        The head's shape, the target it reads (three fused layers) and its draft vocabulary.
+    embed : torch.nn.Embedding or None
+        The target's token embedding, read when the checkpoint has no ``embed_tokens`` of its own
+        (then not saved); may be None with ``own_embed``.
+    d2t : sequence of int or torch.Tensor of shape (V_d,)
+        Offsets: draft id i is target id ``i + d2t[i]`` (a saved buffer).
+    own_embed : bool, default False
+        The head has its own ``embed_tokens`` # [V, d] (loaded from the checkpoint).
+    fc_norm : bool, default False
+        RMS-normalise each fused feature before ``fc`` (``fc_norm`` in the config).
+    rope_scaling : dict, optional
+        The config's ``rope_scaling`` (``default``, ``linear`` or ``llama3``); None: none.
+
+    Raises
+    ------
+    InstanceError
+        If there is neither an own embedding nor ``embed``; ``d2t`` does not hold one offset per
+        draft token, or maps the draft vocabulary outside the vocabulary or onto a target token
+        twice; or the RoPE scaling is not supported.
+    """
 
     def __init__(self, cfg: HeadConfig, embed: nn.Embedding | None, d2t, own_embed: bool = False,
                  fc_norm: bool = False, rope_scaling: dict | None = None):
@@ -197,6 +273,7 @@ class Eagle3Head(DraftHead):
 
     @property
     def fuse(self) -> nn.Linear:  # the name the back-end methods read the device and dtype from
+        """``fc``, under the name the back-end methods read the device and dtype from."""
         return self.fc
 
     def _embed(self, tokens):
@@ -204,8 +281,19 @@ class Eagle3Head(DraftHead):
         return table(tokens).detach().to(self.fc.weight.dtype)
 
     def fuse_features(self, feats: torch.Tensor) -> torch.Tensor:
-        """Target features # [..., F' d], F' >= F (the fused layers first; training appends the final
-        normed state the soft labels are read from) -> # [..., d]."""
+        """Target features # [..., F' d] -> # [..., d] (RMS-normalised first with ``fc_norm``).
+
+        Parameters
+        ----------
+        feats : torch.Tensor of shape (..., F' d)
+            F' >= F: the fused layers' states first (only they are read); training appends the
+            final normed state the soft labels are read from.
+
+        Returns
+        -------
+        torch.Tensor of shape (..., d)
+            The fused feature.
+        """
         d = self.cfg.hidden
         feats = feats[..., :len(self.cfg.feature_layers) * d]
         if self.fc_norm is not None:
@@ -213,12 +301,40 @@ class Eagle3Head(DraftHead):
         return self.fc(feats)
 
     def draft_logits(self, h, rows=None) -> torch.Tensor:
+        """Logits over the draft vocabulary through the head's own ``norm`` and ``lm_head``.
+
+        Parameters
+        ----------
+        h : torch.Tensor of shape (..., d)
+            Output states.
+        rows : torch.Tensor, optional
+            Ignored (the head has its own ``lm_head``); kept for :class:`DraftHead`'s signature.
+
+        Returns
+        -------
+        torch.Tensor of shape (..., V_d)
+            The logits, in draft-id order.
+        """
         return self.lm_head(self.norm(h))
 
     def head_rows(self) -> torch.Tensor:
+        """The head's own output rows, ``lm_head.weight`` detached.
+
+        Returns
+        -------
+        torch.Tensor of shape (V_d, d)
+            The rows (the parameter's data, not a copy).
+        """
         return self.lm_head.weight.detach()
 
     def prepare(self):
+        """Nothing to cache: ``lm_head`` is read directly, and not packed.
+
+        Returns
+        -------
+        Eagle3Head
+            ``self``.
+        """
         self._rows = None
         return self
 
@@ -228,11 +344,27 @@ class Eagle3Head(DraftHead):
         return self.midlayer(self._embed(tokens)[None], g[None], cos, sin, slices, 0, mask_bias)[0]
 
     def unrolled(self, tokens: torch.Tensor, feats: torch.Tensor, steps: int, rows=None) -> list:
-        """Training pass, as :meth:`DraftHead.unrolled` (EAGLE-3's training-time test): tokens
-        # [B, T], target features # [B, T, F' d] -> per unroll step the draft logits # [B, T, V_d];
-        step 1 reads the fused target feature of position j - 1, step k > 1 the head's own step-(k-1)
+        """Training pass, as :meth:`DraftHead.unrolled` (EAGLE-3's training-time test).
+
+        Step 1 reads the fused target feature of position j - 1, step k > 1 the head's own step-(k-1)
         output state there, attending as :func:`~rheotheory.decode.heads.draft_head.unroll_mask` says.
-        ``rows`` is ignored (the head has its own ``lm_head``)."""
+
+        Parameters
+        ----------
+        tokens : torch.Tensor of shape (B, T)
+            Token ids (long).
+        feats : torch.Tensor of shape (B, T, F' d)
+            The target's features of each position (see :meth:`fuse_features`).
+        steps : int
+            Unroll steps.
+        rows : torch.Tensor, optional
+            Ignored (the head has its own ``lm_head``).
+
+        Returns
+        -------
+        list of torch.Tensor of shape (B, T, V_d)
+            One tensor of draft logits per step, in order.
+        """
         T = tokens.shape[1]
         lay, hd = self.midlayer, self.cfg.head_dim
         a = lay.self_attn
@@ -251,7 +383,15 @@ class Eagle3Head(DraftHead):
         return outs
 
     def state_for_export(self) -> dict:
-        """The head's state dict in EAGLE-3's key names (``t2d`` added)."""
+        """The head's state dict in EAGLE-3's key names (``t2d`` added).
+
+        Returns
+        -------
+        dict[str, torch.Tensor]
+            ``fc``, ``midlayer.*``, ``norm``, ``lm_head``, ``d2t`` (and ``embed_tokens``, ``fc_norm``
+            when the head has them), plus ``t2d`` # [V] bool: True at the draft vocabulary's target
+            ids.
+        """
         state = {k: v for k, v in self.state_dict().items() if k != "vocab_ids"}
         t2d = torch.zeros(self.cfg.vocab_size, dtype=torch.bool)
         t2d[self.vocab_ids.cpu()] = True
@@ -272,9 +412,41 @@ def _read_state(folder: Path) -> dict:
 
 def load_eagle3(folder, embed: nn.Embedding, n_layers: int, device=None, dtype=torch.float32,
                 max_len: int | None = None) -> tuple[Eagle3Head, dict]:
-    """An EAGLE-3 head from ``folder`` for a target whose input embedding is ``embed`` (# [V, Ht])
-    and which has ``n_layers`` blocks; returns (head, config). One-line errors (InstanceError) when
-    the head was made for another target: vocabulary, width or layer count."""
+    """An EAGLE-3 head from ``folder`` for a target whose input embedding is ``embed`` (# [V, Ht]).
+
+    One-line errors (InstanceError) when the head was made for another target: vocabulary, width or
+    layer count. A checkpoint without ``d2t`` drafts the first V_d token ids.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        The head's folder: ``config.json`` and one of :data:`EAGLE3_WEIGHTS`.
+    embed : torch.nn.Embedding
+        The target's input embedding, # [V, Ht].
+    n_layers : int
+        The target's blocks.
+    device : torch.device or str, optional
+        Where the head goes (None: the embedding's device).
+    dtype : torch.dtype, default torch.float32
+        The head's dtype.
+    max_len : int, optional
+        Positions of the head's cache (None: the config's ``max_position_embeddings``, else 2048).
+
+    Returns
+    -------
+    head : Eagle3Head
+        The head, in eval mode, prepared.
+    config : dict
+        The folder's ``config.json``.
+
+    Raises
+    ------
+    InstanceError
+        If the folder has no (valid JSON) ``config.json`` or it lacks a required key; the head
+        drafts for another vocabulary, reads another width, is not as wide as its target, or was
+        made for another number of blocks; its fused layers are invalid; there is no weight file;
+        or the weights do not fit the config.
+    """
     folder = Path(folder)
     if not (folder / "config.json").is_file():
         raise InstanceError(f"{str(folder)!r} is not an EAGLE-3 head (no config.json)")
@@ -339,7 +511,32 @@ def save_eagle3(head: Eagle3Head, folder, weights: str = EAGLE3_WEIGHTS[0], extr
     applies its own default, which is the same layers everywhere (inputs of blocks 2, L // 2, L - 3);
     explicit ids are written only for other layers, where vLLM and SGLang read them one block
     apart (see the module doc). ``target_num_hidden_layers`` (the target's depth, which only
-    rheotheory reads) lets ``rheo head`` check a checkpoint without its target."""
+    rheotheory reads) lets ``rheo head`` check a checkpoint without its target.
+
+    Parameters
+    ----------
+    head : Eagle3Head
+        The head written.
+    folder : str or os.PathLike
+        The folder written (created if needed).
+    weights : str, default "model.safetensors"
+        The weight file's name, one of :data:`EAGLE3_WEIGHTS` (safetensors, or a ``torch.save``
+        pickle for ``pytorch_model.bin``).
+    extra_config : dict, optional
+        Keys added to (or replacing) the written ``config.json``'s.
+    dtype : torch.dtype, optional
+        The dtype of the floating tensors written (None: the head's).
+
+    Returns
+    -------
+    pathlib.Path
+        ``folder``.
+
+    Raises
+    ------
+    InstanceError
+        If ``weights`` is not one of :data:`EAGLE3_WEIGHTS`.
+    """
     if weights not in EAGLE3_WEIGHTS:
         raise InstanceError(f"weights must be one of {', '.join(EAGLE3_WEIGHTS)}, got {weights!r}")
     folder = Path(folder)
@@ -414,7 +611,28 @@ def _load_alone(folder: Path, c: dict) -> Eagle3Head:
 
 def describe_head(folder) -> dict:
     """What the head in ``folder`` is: format, width, layers fused (block-output ids and Hugging Face
-    indices), vocabulary and draft vocabulary, own embedding or the target's, parameters, dtype."""
+    indices), vocabulary and draft vocabulary, own embedding or the target's, parameters, dtype.
+
+    The head is loaded and checked against its config without its target.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        An EAGLE-3 head's folder.
+
+    Returns
+    -------
+    dict
+        ``folder``, ``format``, ``weights`` (the file), ``hidden``, ``fused_block_outputs``,
+        ``hidden_states_indices``, ``vocab_size``, ``draft_vocab``, ``own_embedding``, ``params``
+        (floating elements of the file), ``dtype`` and ``manifest`` (whether one is beside).
+
+    Raises
+    ------
+    InstanceError
+        If the folder is not a folder, holds rheotheory's own head format or no head, names
+        neither its fused layers nor its target's depth, or its weights do not fit its config.
+    """
     folder = Path(folder)
     c = _check_source(folder)
     head = _load_alone(folder, c)
@@ -432,7 +650,31 @@ def describe_head(folder) -> dict:
 def export_head(src, out, weights: str = EAGLE3_WEIGHTS[0], dtype: torch.dtype | None = None) -> Path:
     """Write the head in ``src`` to ``out`` as an EAGLE-3 checkpoint that SpecForge, SGLang and vLLM
     load (``config.json`` + ``weights``; floating tensors in ``dtype``, default float16), its
-    ``manifest.json`` (provenance) copied beside when there is one. ``out`` must not hold a head."""
+    ``manifest.json`` (provenance) copied beside when there is one. ``out`` must not hold a head.
+
+    Parameters
+    ----------
+    src : str or os.PathLike
+        The folder of an EAGLE-3 head (rheotheory's own first head format is refused: no EAGLE-3
+        layer reproduces it).
+    out : str or os.PathLike
+        The folder written; not ``src``, and holding no head.
+    weights : str, default "model.safetensors"
+        The weight file's name, one of :data:`EAGLE3_WEIGHTS`.
+    dtype : torch.dtype, optional
+        The dtype of the floating tensors written (None: float16).
+
+    Returns
+    -------
+    pathlib.Path
+        ``out``.
+
+    Raises
+    ------
+    InstanceError
+        If ``src`` holds no EAGLE-3 head (or rheotheory's first format), ``out`` is ``src`` or
+        already holds a head, or the head does not load.
+    """
     src, out = Path(src), Path(out)
     c = _check_source(src)
     if out.resolve() == src.resolve():

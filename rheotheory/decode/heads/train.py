@@ -59,6 +59,46 @@ __all__ = ["HeadTrainConfig", "OPENERS", "sample_prompts", "build_text", "text_s
 
 @dataclass(frozen=True)
 class HeadTrainConfig:
+    """Data, optimisation and validation settings of one head's training (module docstring).
+
+    Attributes
+    ----------
+    feature_layers : tuple of int, default (2, 15, 30)
+        Hidden-state indices fused (SmolLM2-135M: 30 blocks; 30 = the final normed state).
+    draft_vocab : int, default 8192
+        V_d, the size of the draft vocabulary.
+    seq_len : int, default 256
+        Tokens per training sequence.
+    text_chars : int, default 300_000
+        Characters per text source (reference topics, standard-library code).
+    samples : int, default 1024
+        Target samples for training.
+    val_samples : int, default 64
+        Held-out target samples (validation acceptance).
+    prompt_tokens : int, default 8
+        Prompt length of a sample (cut from the text, or an opener left-padded).
+    sample_tokens : int, default 120
+        New tokens per sample.
+    opener_share : float, default 0.5
+        Share of the samples whose prompt is one of :data:`OPENERS` (the rest: cut from the text).
+    steps : int, default 2500
+        Optimiser steps.
+    batch : int, default 8
+        Sequences per step.
+    lr : float, default 1e-3
+        Peak learning rate.
+    warmup : int, default 100
+        Linear warm-up steps.
+    unroll : int, default 3
+        Training-time test: unroll steps, i.e. tree depths 0, 1, 2 below a root.
+    unroll_decay : float, default 0.8
+        Loss weight of unroll step k is ``unroll_decay ** (k - 1)``.
+    seed : int, default 20261130
+        Seed of the sampling and batch generators.
+    sparse_k : int, default 128
+        The k of the sparse draft evaluated at validation.
+    """
+
     feature_layers: tuple = (2, 15, 30)  # hidden-state indices (SmolLM2-135M: 30 blocks; 30 = final normed)
     draft_vocab: int = 8192  # V_d
     seq_len: int = 256
@@ -78,15 +118,43 @@ class HeadTrainConfig:
     sparse_k: int = 128  # the sparse draft evaluated at validation
 
     def to_dict(self) -> dict:
+        """The fields as a JSON-ready dict (``feature_layers`` as a list), for a manifest.
+
+        Returns
+        -------
+        dict
+            Field name -> value.
+        """
         d = asdict(self)
         d["feature_layers"] = list(self.feature_layers)
         return d
 
 
 def sample_prompts(tokenizer, text: torch.Tensor, n: int, cfg: "HeadTrainConfig", g: torch.Generator) -> torch.Tensor:
-    """``n`` prompts of ``cfg.prompt_tokens`` tokens, # [n, P]: a share ``cfg.opener_share`` are
-    :data:`OPENERS` (in turn), left-padded with the end-of-text token (a document boundary);
-    the others are windows cut at random from the text sequences ``text``."""
+    """``n`` prompts of ``cfg.prompt_tokens`` tokens, # [n, P], in a random order.
+
+    A share ``cfg.opener_share`` are :data:`OPENERS` (in turn), left-padded with the end-of-text
+    token (a document boundary; token 0 when the tokenizer has none); the others are windows cut at
+    random from the text sequences ``text``.
+
+    Parameters
+    ----------
+    tokenizer : transformers.PreTrainedTokenizerBase
+        The target's tokenizer (``encode``, ``eos_token_id``).
+    text : torch.Tensor of shape (N, T)
+        Text sequences (:func:`text_sequences`), T > P.
+    n : int
+        Prompts made.
+    cfg : HeadTrainConfig
+        ``prompt_tokens`` (P) and ``opener_share``.
+    g : torch.Generator
+        The generator of the cut positions and the order.
+
+    Returns
+    -------
+    torch.Tensor of shape (n, P)
+        Long token ids.
+    """
     P = cfg.prompt_tokens
     pad = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else 0
     n_open = int(round(n * cfg.opener_share))
@@ -102,7 +170,22 @@ def sample_prompts(tokenizer, text: torch.Tensor, n: int, cfg: "HeadTrainConfig"
 
 
 def build_text(chars: int) -> tuple[str, str, str]:
-    """(reference text, code text, SHA-256 of both): what every CPython ships."""
+    """(reference text, code text, SHA-256 of both): what every CPython ships.
+
+    Parameters
+    ----------
+    chars : int
+        Characters kept of each source.
+
+    Returns
+    -------
+    reference : str
+        The ``pydoc_data.topics`` topics, sorted by name, joined by blank lines.
+    code : str
+        The standard library's top-level ``*.py`` files, sorted by name, joined by blank lines.
+    sha256 : str
+        Hex digest of both texts (joined by a NUL).
+    """
     import pydoc_data.topics as topics
 
     ref = "\n\n".join(topics.topics[k] for k in sorted(topics.topics))[:chars]
@@ -120,7 +203,24 @@ def build_text(chars: int) -> tuple[str, str, str]:
 
 
 def text_sequences(tokenizer, texts, seq_len: int) -> torch.Tensor:
-    """Cut each text's tokens into consecutive sequences of ``seq_len`` tokens, # [N, seq_len]."""
+    """Cut each text's tokens into consecutive sequences of ``seq_len`` tokens, # [N, seq_len].
+
+    A text's last tokens that do not fill a sequence are dropped.
+
+    Parameters
+    ----------
+    tokenizer : transformers.PreTrainedTokenizerBase
+        The target's tokenizer (no special tokens added).
+    texts : iterable of str
+        The texts, in order.
+    seq_len : int
+        Tokens per sequence.
+
+    Returns
+    -------
+    torch.Tensor of shape (N, seq_len)
+        Long token ids.
+    """
     rows = []
     for text in texts:
         ids = tokenizer.encode(text, add_special_tokens=False)
@@ -132,8 +232,30 @@ def text_sequences(tokenizer, texts, seq_len: int) -> torch.Tensor:
 @torch.no_grad()
 def sample_sequences(model, prompts: torch.Tensor, new_tokens: int, seed: int, batch: int = 32,
                      progress=None) -> torch.Tensor:
-    """The target's T = 1 continuations of ``prompts`` # [N, P] (full vocabulary, no top-k/top-p),
-    # [N, P + new_tokens]; batched, cached, seeded."""
+    """The target's T = 1 continuations of ``prompts`` (full vocabulary, no top-k/top-p).
+
+    Batched, cached, seeded. Needs the ``hf`` extra.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        The target, a causal LM.
+    prompts : torch.Tensor of shape (N, P)
+        Long token ids, on the model's device.
+    new_tokens : int
+        Tokens sampled after each prompt.
+    seed : int
+        Seed of the one generator behind every draw.
+    batch : int, default 32
+        Prompts per batch.
+    progress : object, optional
+        A progress bar: its ``update(k)`` is called with the prompts of each batch done.
+
+    Returns
+    -------
+    torch.Tensor of shape (N, P + new_tokens)
+        The prompts followed by their continuations.
+    """
     from transformers import DynamicCache  # noqa: F401  (the hf extra)
 
     g = torch.Generator().manual_seed(seed)
@@ -159,9 +281,37 @@ def sample_sequences(model, prompts: torch.Tensor, new_tokens: int, seed: int, b
 def extract(model, seqs: torch.Tensor, layers, batch: int = 8, progress=None, mask=None, mass=None):
     """Target features # [N, T, F d] (float16) and log-normalisers # [N, T] (float32) of ``seqs``.
 
-    ``mass`` # [V] float64, when given, accumulates the target's next-token law summed over the
-    positions ``mask`` # [N, T] bool marks (all when None): the mass the draft vocabulary is chosen
-    from (:func:`vocabulary_by_mass`)."""
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        The target, a causal LM.
+    seqs : torch.Tensor of shape (N, T)
+        Long token ids.
+    layers : sequence of int
+        The F hidden-state indices kept (:func:`extract_layers`: the fused ones, then the final
+        normed state).
+    batch : int, default 8
+        Sequences per pass.
+    progress : object, optional
+        A progress bar: its ``update(k)`` is called with the sequences of each batch done.
+    mask : torch.Tensor of shape (N, T), bool, optional
+        The positions whose law ``mass`` accumulates (None: all).
+    mass : torch.Tensor of shape (V,), float64, optional
+        When given, accumulates (in place) the target's next-token law summed over the positions
+        ``mask`` marks: the mass the draft vocabulary is chosen from (:func:`vocabulary_by_mass`).
+
+    Returns
+    -------
+    feats : torch.Tensor of shape (N, T, F d), float16
+        The states at ``layers``, concatenated, on the CPU.
+    lse : torch.Tensor of shape (N, T), float32
+        The log-normaliser (logsumexp of the logits) at each position, on the CPU.
+
+    Raises
+    ------
+    InstanceError
+        If the hidden states at ``layers`` overflow float16.
+    """
     feats, lse = [], []
     dev = next(model.parameters()).device
     for s in range(0, seqs.shape[0], batch):
@@ -185,6 +335,20 @@ def extract_layers(feature_layers, n_layers: int) -> tuple:
     """The hidden states to extract for a head fusing ``feature_layers``: those, then the final
     normed state ``n_layers`` (the soft labels' source) when not already last.
 
+    Parameters
+    ----------
+    feature_layers : sequence of int
+        The head's fused hidden-state indices.
+    n_layers : int
+        The target's blocks (the index of its final normed state).
+
+    Returns
+    -------
+    tuple of int
+        The indices to extract, in order.
+
+    Examples
+    --------
     >>> extract_layers((2, 15, 30), 30), extract_layers((2, 15, 27), 30)
     ((2, 15, 30), (2, 15, 27, 30))
     """
@@ -194,7 +358,28 @@ def extract_layers(feature_layers, n_layers: int) -> tuple:
 
 def vocabulary_by_mass(mass: torch.Tensor, size: int) -> tuple[torch.Tensor, float]:
     """The ``size`` token ids of largest target mass (ties by smaller id), sorted by id, and the
-    share of the mass they hold."""
+    share of the mass they hold.
+
+    Parameters
+    ----------
+    mass : torch.Tensor of shape (V,)
+        The target's summed next-token mass per token (:func:`extract`).
+    size : int
+        V_d, the ids kept.
+
+    Returns
+    -------
+    ids : torch.Tensor of shape (size,)
+        Long token ids, ascending.
+    share : float
+        Their share of the total mass.
+
+    Examples
+    --------
+    >>> ids, share = vocabulary_by_mass(torch.tensor([1.0, 4.0, 2.0, 2.0, 1.0], dtype=torch.float64), 3)
+    >>> ids.tolist(), share
+    ([1, 2, 3], 0.8)
+    """
     order = torch.argsort(-mass, stable=True)
     ids = torch.sort(order[:size]).values
     return ids, float(mass[ids].sum() / mass.sum())
@@ -207,7 +392,26 @@ SHAREGPT_ROLES = {"human": "user", "user": "user", "system": "system"}
 
 def chat_messages(conv: dict, max_chars: int = 4000) -> list[dict]:
     """A ShareGPT conversation as chat-template messages, each turn cut to ``max_chars``
-    characters (a window reads at most its first few thousand tokens anyway)."""
+    characters (a window reads at most its first few thousand tokens anyway).
+
+    Parameters
+    ----------
+    conv : dict
+        A ShareGPT record: ``conversations``, a list of turns ``{"from": ..., "value": ...}``.
+    max_chars : int, default 4000
+        Characters kept of each turn.
+
+    Returns
+    -------
+    list of dict
+        ``{"role": ..., "content": ...}`` per turn, the role from :data:`SHAREGPT_ROLES` (any other
+        speaker: ``"assistant"``).
+
+    Examples
+    --------
+    >>> chat_messages({"conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello"}]})
+    [{'role': 'user', 'content': 'Hi'}, {'role': 'assistant', 'content': 'Hello'}]
+    """
     return [{"role": SHAREGPT_ROLES.get(t.get("from"), "assistant"), "content": str(t.get("value") or "")[:max_chars]}
             for t in conv.get("conversations") or []]
 
@@ -215,7 +419,28 @@ def chat_messages(conv: dict, max_chars: int = 4000) -> list[dict]:
 def conversation_windows(tokenizer, convs, seq_len: int, n: int, per_conv: int = 2):
     """Up to ``n`` windows of ``seq_len`` tokens, # [n, seq_len], cut from the start of each
     conversation of ``convs`` (in order) rendered under the chat template, at most ``per_conv``
-    consecutive windows a conversation; returns (windows, ids of the conversations used)."""
+    consecutive windows a conversation; returns (windows, ids of the conversations used).
+
+    Parameters
+    ----------
+    tokenizer : transformers.PreTrainedTokenizerBase
+        The target's tokenizer, with a chat template.
+    convs : iterable of dict
+        ShareGPT records (with ``id`` and ``conversations``).
+    seq_len : int
+        Tokens per window.
+    n : int
+        The most windows made.
+    per_conv : int, default 2
+        The most consecutive windows cut from one conversation.
+
+    Returns
+    -------
+    windows : torch.Tensor of shape (n', seq_len)
+        Long token ids, n' <= n.
+    used : list of str
+        The ids of the conversations windows were cut from, in order.
+    """
     rows, used = [], []
     for conv in convs:
         if len(rows) >= n:
@@ -234,12 +459,37 @@ def conversation_windows(tokenizer, convs, seq_len: int, n: int, per_conv: int =
 
 @torch.no_grad()
 def sample_chat(model, prompts, new_tokens: int, seed: int, stop_ids, pad_id: int, batch: int = 16, start: int = 0):
-    """The target's T = 1 answers (full vocabulary) to ``prompts`` (token-id lists of different
-    lengths), batched with left padding; yields, batch by batch from batch ``start``, the rows
-    ``prompt + answer``, the answer ending at its first token of ``stop_ids`` (kept) or after
-    ``new_tokens``. Batch ``b`` draws from a generator seeded ``seed + b``, so a run resumed at
-    any batch gives the rows an uninterrupted run gives (draws on the CPU, whatever the model's
-    device)."""
+    """The target's T = 1 answers (full vocabulary) to ``prompts``, batched with left padding.
+
+    Yields, batch by batch from batch ``start``, the rows ``prompt + answer``, the answer ending at
+    its first token of ``stop_ids`` (kept) or after ``new_tokens``. Batch ``b`` draws from a
+    generator seeded ``seed + b``, so a run resumed at any batch gives the rows an uninterrupted run
+    gives (draws on the CPU, whatever the model's device).
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        The target, a causal LM.
+    prompts : sequence of sequence of int
+        Token-id prompts of different lengths.
+    new_tokens : int
+        The most tokens of an answer.
+    seed : int
+        Batch ``b``'s generator is seeded ``seed + b``.
+    stop_ids : iterable of int
+        Tokens that end an answer (kept in it).
+    pad_id : int
+        The left-padding token (masked out of attention).
+    batch : int, default 16
+        Prompts per batch.
+    start : int, default 0
+        The first batch generated (to resume a run).
+
+    Yields
+    ------
+    list of list of int
+        One batch's rows ``prompt + answer``, in the prompts' order.
+    """
     dev = next(model.parameters()).device
     for b in range(start, (len(prompts) + batch - 1) // batch):
         chunk = prompts[b * batch:(b + 1) * batch]
@@ -270,7 +520,30 @@ def sample_chat(model, prompts, new_tokens: int, seed: int, stop_ids, pad_id: in
 
 
 def pad_rows(rows, seq_len: int, pad_id: int):
-    """Right-pad token rows to ``seq_len``: # [N, seq_len] ids and # [N, seq_len] bool (real token)."""
+    """Right-pad token rows to ``seq_len``: # [N, seq_len] ids and # [N, seq_len] bool (real token).
+
+    Parameters
+    ----------
+    rows : sequence of sequence of int
+        N token rows; longer ones are cut to ``seq_len``.
+    seq_len : int
+        The padded length.
+    pad_id : int
+        The padding token.
+
+    Returns
+    -------
+    ids : torch.Tensor of shape (N, seq_len)
+        Long token ids.
+    mask : torch.Tensor of shape (N, seq_len), bool
+        True at real tokens.
+
+    Examples
+    --------
+    >>> ids, mask = pad_rows([[5, 6, 7], [8]], 2, 0)
+    >>> ids.tolist(), mask.tolist()
+    ([[5, 6], [8, 0]], [[True, True], [True, False]])
+    """
     ids = torch.full((len(rows), seq_len), pad_id, dtype=torch.long)
     mask = torch.zeros(len(rows), seq_len, dtype=torch.bool)
     for i, r in enumerate(rows):
@@ -281,7 +554,27 @@ def pad_rows(rows, seq_len: int, pad_id: int):
 
 
 def draft_vocabulary(seqs: torch.Tensor, vocab_size: int, size: int) -> torch.Tensor:
-    """The ``size`` most frequent token ids of ``seqs`` (ties by smaller id), sorted by id."""
+    """The ``size`` most frequent token ids of ``seqs`` (ties by smaller id), sorted by id.
+
+    Parameters
+    ----------
+    seqs : torch.Tensor
+        Long token ids, any shape (# [N, T]).
+    vocab_size : int
+        V, the target's vocabulary.
+    size : int
+        V_d, the ids kept.
+
+    Returns
+    -------
+    torch.Tensor of shape (size,)
+        Long token ids, ascending.
+
+    Examples
+    --------
+    >>> draft_vocabulary(torch.tensor([[3, 3, 1, 2], [2, 0, 3, 1]]), 5, 2).tolist()
+    [1, 3]
+    """
     counts = torch.bincount(seqs.flatten(), minlength=vocab_size).double()
     order = torch.argsort(-counts, stable=True)  # stable: ties by smaller id
     return torch.sort(order[:size]).values
@@ -297,7 +590,18 @@ def _soft_labels(head: DraftHead, feats, lse, rows):
 
 def target_rows(head: DraftHead) -> torch.Tensor:
     """The target's output rows of the head's draft vocabulary, # [V_d, d] (tied: its embedding
-    rows): what the soft labels are computed with, whatever rows the head drafts with."""
+    rows): what the soft labels are computed with, whatever rows the head drafts with.
+
+    Parameters
+    ----------
+    head : DraftHead
+        A head bound to the target's embedding (``embed``, ``vocab_ids``).
+
+    Returns
+    -------
+    torch.Tensor of shape (V_d, d)
+        The rows, detached.
+    """
     return head.embed.weight.detach()[head.vocab_ids]
 
 
@@ -307,7 +611,39 @@ def evaluate_head(head: DraftHead, E, seqs, feats, lse, sparse_k: int, batch: in
     (true target features) and the tree depths below it; full and sparse top-k draft laws. At
     T = 1 the keys are ``accept_step{k}`` (and ``..._top{sparse_k}``); at another temperature T
     in ``temperatures`` both laws are tempered (p^(1/T), softmax(logits / T)) and the keys end in
-    ``_T{T}``. ``vocab_mass``: the target's T = 1 mass on the draft vocabulary."""
+    ``_T{T}``. ``vocab_mass``: the target's T = 1 mass on the draft vocabulary. The head is left in
+    training mode.
+
+    Parameters
+    ----------
+    head : DraftHead
+        The head evaluated (its own rows).
+    E : torch.Tensor of shape (V, d)
+        The target's output head (tied: its embedding), applied to the final normed state.
+    seqs : torch.Tensor of shape (N, T)
+        Long token ids of held-out sequences.
+    feats : torch.Tensor of shape (N, T, F' d)
+        Their target features (:func:`extract`; the last block is the final normed state).
+    lse : torch.Tensor of shape (N, T)
+        Their log-normalisers (unused: p is recomputed from ``E``).
+    sparse_k : int
+        The k of the sparse top-k draft law.
+    batch : int, default 8
+        Sequences per pass.
+    steps : int, default 3
+        Unroll steps evaluated (tree depths 0..steps-1).
+    mask : torch.Tensor of shape (N, T), bool, optional
+        The positions counted (None: all).
+    temperatures : sequence of float, default (1.0,)
+        The temperatures evaluated.
+
+    Returns
+    -------
+    dict
+        ``accept_step{k}``, ``accept_step{k}_top{sparse_k}`` (with ``_T{T}`` at T != 1): mean
+        acceptance per position, rounded to 4 digits; ``vocab_mass`` (when 1.0 is among the
+        temperatures); ``positions``: the positions counted.
+    """
     d = head.cfg.hidden
     rows = head.head_rows()
     tot = {}
@@ -352,6 +688,44 @@ def train_head(head: DraftHead, seqs, feats, lse, cfg: HeadTrainConfig, val=None
     the run where it stopped, drawing the same batches it would have drawn. ``deadline`` (a
     ``time.time()`` value): stop there, checkpointed, the cosine schedule unfinished (the history
     then holds fewer than ``cfg.steps // 50`` means). Batches go to the head's device.
+
+    Parameters
+    ----------
+    head : DraftHead
+        The head trained in place (its parameters that require a gradient), e.g. an
+        :class:`~rheotheory.decode.heads.eagle3.Eagle3Head`.
+    seqs : torch.Tensor of shape (N, T)
+        Long token ids of the training sequences.
+    feats : torch.Tensor of shape (N, T, F' d)
+        Their target features (:func:`extract`: the fused layers, then the final normed state the
+        soft labels are computed from).
+    lse : torch.Tensor of shape (N, T)
+        Their log-normalisers (:func:`extract`).
+    cfg : HeadTrainConfig
+        ``steps``, ``batch``, ``lr``, ``warmup``, ``unroll``, ``unroll_decay``, ``seed``.
+    val : object, optional
+        Unused (validation is :func:`evaluate_head`'s).
+    progress : object, optional
+        A progress bar: its ``update(k)`` is called per step (and with the resumed step).
+    log : callable, optional
+        Called with a line (str) every 50 steps and at the time cap.
+    mask : torch.Tensor of shape (N, T), bool, optional
+        The positions whose next-token law is trained (default: all), e.g. not the right padding
+        of a sample that stopped early.
+    resume : dict, optional
+        A state passed to ``checkpoint`` earlier: continue from it.
+    checkpoint : callable, optional
+        Called with the whole training state (dict) every ``checkpoint_every_s`` seconds, at the
+        end and at the time cap.
+    checkpoint_every_s : float, default 300.0
+        Seconds between checkpoints.
+    deadline : float, optional
+        A ``time.time()`` value: stop there, checkpointed.
+
+    Returns
+    -------
+    list of float
+        The loss history: the mean loss of every 50 steps, rounded to 4 digits.
     """
     g = torch.Generator().manual_seed(cfg.seed)
     params = [p for p in head.parameters() if p.requires_grad]
@@ -441,8 +815,20 @@ def init_eagle3_from(head, src: DraftHead, tokens, feats, ext) -> None:
     - ``fc`` fuses raw block outputs, where ``src`` normalises each fused layer first: block i of
       ``fc`` is ``src.fuse``'s block i times its norm weight over the mean RMS of the head's layer i.
 
-    ``tokens`` # [B, T] and ``feats`` # [B, T, len(ext) d] (hidden states ``ext``, which must hold
-    both heads' fused layers): a few training sequences, for the mean RMS values."""
+    Parameters
+    ----------
+    head : Eagle3Head
+        The EAGLE-3 head initialised in place (same width and draft vocabulary as ``src``).
+    src : DraftHead
+        A trained rheotheory head.
+    tokens : torch.Tensor of shape (B, T)
+        A few training sequences, for the mean RMS values.
+    feats : torch.Tensor of shape (B, T, len(ext) d)
+        Their target states at the hidden-state indices ``ext``.
+    ext : sequence of int
+        The hidden-state indices of ``feats``' blocks, in order; they must hold both heads' fused
+        layers.
+    """
     d = head.cfg.hidden
     lay, blk = head.midlayer, src.layer
     lay.self_attn.o_proj.weight.copy_(blk.o_proj.weight)
