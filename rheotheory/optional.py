@@ -62,8 +62,8 @@ def missing_message(module: str, purpose: str | None = None) -> str:
     Returns
     -------
     str
-        For example ``"the sweep's PNG needs matplotlib, which is not installed: pip install -e
-        '.[dev]' in the repository's root"``.
+        What needs which package, and the extra's install command (``pip install -e '.[dev]'``,
+        run in the repository's root).
     """
     root = (module or "").split(".")[0]
     extra = extra_of(root)

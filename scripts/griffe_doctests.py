@@ -40,8 +40,10 @@ ITEM = re.compile(r"^(?P<name>[*\w][\w, *]*?) : (?P<type>.+)$")
 
 def _prose_type(text: str) -> bool:
     """A ``name : ...`` item whose "type" is the start of a sentence (``model : a ``transformers``
-    decoder-only causal LM``), which the theme would print as a type annotation."""
-    return "``" in text or len(text.split()) >= 5
+    decoder-only causal LM``), which the theme would print as a type annotation. A long type
+    (``numpy.ndarray of shape (V,), Fractions or float64``, ``int, default 1``) is a type."""
+    words = text.split()
+    return "``" in text or text.rstrip().endswith(".") or (bool(words) and words[0] in ("a", "an", "the"))
 
 
 def close_sections(text: str) -> str:
