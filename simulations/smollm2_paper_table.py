@@ -71,6 +71,9 @@ BOOTSTRAP_SEED = 0
 #: Columns of a logged decode.
 FIELDS = ("depth", "prompt_set", "temperature", "prompt", "prompt_id", "method", "same_as", "steps", "emitted",
           "kept", "nodes", "sizes", "cpu_seconds")
+#: With ``--summaries``, the summaries are rewritten after every this many decodes.
+SUMMARY_EVERY = 18
+
 #: The results files the summaries write (relative to ``--out``).
 OUTPUTS = ("settings.json", "runs.csv", "table.csv", "tau_vs_T.png")
 
@@ -106,10 +109,18 @@ def parse_args(argv=None):
     ap.add_argument("--depths", default="6", help="tree depths, each a full grid after the previous one")
     ap.add_argument("--budget", type=int, default=60)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads of each worker (default 1)")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="decodes at once: worker processes (process executor), a local dask cluster's or Ray's "
+                    "CPUs; each loads the models once (default 1: this process)")
+    ap.add_argument("--executor", choices=("process", "dask", "ray"), default="process",
+                    help="where the decodes run, as for rheo sweep (default process)")
+    ap.add_argument("--scheduler", default=None, help="address of a running dask scheduler or Ray cluster")
+    ap.add_argument("--max-decodes", type=int, default=None,
+                    help="make at most this many decodes in this run, then stop (the grid resumes)")
     ap.add_argument("--summarize", action="store_true", help="only rewrite the summaries from the logged rows")
     ap.add_argument("--summaries", action="store_true",
-                    help="rewrite the summaries after every round of prompts too (default: at the end only, so "
+                    help=f"rewrite the summaries after every {SUMMARY_EVERY} decodes too (default: at the end only, so "
                     "that committed summaries stay as committed while a long run goes on; --summarize writes "
                     "them at any time)")
     args = ap.parse_args(argv)
@@ -124,6 +135,8 @@ def parse_args(argv=None):
         fail("--methods must include eagle (every method is compared with it)")
     if args.prompts < 1 or args.max_new_tokens < 1 or any(d < 1 for d in args.depth_list):
         fail("--prompts, --max-new-tokens and --depths must be positive")
+    if args.workers < 1 or args.threads < 1 or (args.max_decodes is not None and args.max_decodes < 0):
+        fail("--workers and --threads must be positive, --max-decodes non-negative")
     if args.model == "builtin" and args.set_list != ["builtin"]:
         args.set_list = ["builtin"]
     return args
@@ -183,30 +196,84 @@ def read_rows(out: Path) -> list[dict]:
 # running
 
 
-def run(args) -> None:
+#: Per worker process: the loaded model pair, reused by every decode the process runs.
+_WORKER: dict = {}
+
+
+def _pair(model: str, draft: str | None, threads: int):
+    """The model pair of a worker process, loaded once (``decode_unit`` runs many decodes)."""
     import torch
 
-    from rheotheory.checkpoint import RowLog
     from rheotheory.cli.models import set_threads
+
+    key = (model, draft)
+    if _WORKER.get("key") != key:
+        set_threads(torch, threads)
+        if model == "smollm2":
+            from rheotheory.decode.backends.smollm_pair import DEFAULT_DRAFT, load_smollm2
+
+            pair = load_smollm2("cpu", draft=draft or DEFAULT_DRAFT)
+        else:
+            from rheotheory.decode.backends.builtin import load_builtin_pair
+
+            pair = load_builtin_pair("cpu")
+        _WORKER.update(key=key, pair=pair)
+    return _WORKER["pair"]
+
+
+def decode_unit(task: dict) -> dict:
+    """One decode, the grid's unit of work, run wherever the executor puts it: ``task`` carries
+    everything that determines the row (model, prompt tokens, method, temperature, seed), so the
+    row does not depend on the worker, the executor or the order units finish in."""
+    import torch
+
     from rheotheory.decode.engine import DecodeConfig, decode
+    from rheotheory.methods import resolve
+
+    pair = _pair(task["model"], task["draft"], task["threads"])
+    gen = torch.Generator().manual_seed(task["seed"])
+    cfg = DecodeConfig(temperature=task["temperature"], max_new_tokens=task["max_new_tokens"])
+    c0 = time.process_time()
+    r = decode(pair.target, pair.draft, list(task["ids"]), resolve(task["method"]), cfg, gen)
+    sizes = [s.accepted + 1 for s in r.steps]
+    return {"steps": len(r.steps), "emitted": sum(sizes), "kept": len(r.tokens),
+            "nodes": sum(s.tree_nodes for s in r.steps),
+            "sizes": "".join(str(z) if z < 10 else f"({z})" for z in sizes),
+            "cpu_seconds": round(time.process_time() - c0, 3)}
+
+
+#: CPU seconds of one decode assumed by the estimate before any decode of the grid is logged
+#: (SmolLM2 at K,D,N = 10,6,60, 64 tokens, one thread: 5-35 s measured, by method and load).
+DEFAULT_DECODE_CPU_SECONDS = 20.0
+
+
+def estimate_cpu_seconds(rows: list[dict], todo: list[str]) -> float:
+    """CPU seconds of the decodes still to make (``todo``: their method names): each at the median
+    CPU seconds of that method's logged decodes, or of every logged decode, or the default."""
+    made = [r for r in rows if not r["same_as"]]
+    every = float(np.median([float(r["cpu_seconds"]) for r in made])) if made else DEFAULT_DECODE_CPU_SECONDS
+    per = {}
+    for m in set(todo):
+        mine = [float(r["cpu_seconds"]) for r in made if r["method"] == m]
+        per[m] = float(np.median(mine)) if mine else every
+    return sum(per[m] for m in todo)
+
+
+def run(args) -> None:
+    from rheotheory.checkpoint import RowLog
     from rheotheory.decode.evaluation.bench import chat_template_of
     from rheotheory.decode.evaluation.curve import fingerprint
     from rheotheory.errors import RheoError
+    from rheotheory.executors import imap_unordered, open_executor
     from rheotheory.prompts import encode_prompts, load_prompts
 
-    set_threads(torch, args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    pair = _pair(args.model, args.draft, args.threads)
     if args.model == "smollm2":
-        from rheotheory.decode.backends.smollm import SMOL_PROMPTS
-        from rheotheory.decode.backends.smollm_pair import DEFAULT_DRAFT, load_smollm2
-
-        pair, builtin = load_smollm2("cpu", draft=args.draft or DEFAULT_DRAFT), SMOL_PROMPTS
+        from rheotheory.decode.backends.smollm import SMOL_PROMPTS as builtin
     else:
-        from rheotheory.decode.backends.builtin import load_builtin_pair
-        from rheotheory.decode.evaluation.bench import BENCH_PROMPTS
-
-        pair, builtin = load_builtin_pair("cpu"), BENCH_PROMPTS
+        from rheotheory.decode.evaluation.bench import BENCH_PROMPTS as builtin
     try:
         chosen = load_prompts(",".join(f"{s}:{args.prompts}" for s in args.set_list), builtin)
     except RheoError as e:
@@ -243,46 +310,55 @@ def run(args) -> None:
     total = len(args.depth_list) * len(args.temps) * args.prompts * len(sets) * len(args.method_list)
     started = time.time()
     with RowLog(out / "runs.csv", log_cfg, FIELDS, resume=True) as log:
-        print(f"{len(log)} of {total} decodes already logged in {log.path}", flush=True)
+        # The units in the order that answers the most first (module docstring). Methods that resolve
+        # to the same method at T share one decode: the first name decodes, the others copy its row.
+        tasks: list[tuple[list[str], dict, dict]] = []  # (names, row template, task)
         for depth in args.depth_list:
             methods = resolve_methods(args, depth)
             for T in args.temps:
-                cfg = DecodeConfig(temperature=T, max_new_tokens=args.max_new_tokens)
                 for i in range(args.prompts):
-                    round_new = 0
                     for set_name, (ps, enc) in sets.items():
                         if i >= len(ps):
                             continue
-                        made = {}  # resolved method at T -> the row of the name that decoded it
+                        groups: dict[str, list[str]] = {}
                         for name, m in methods.items():
-                            key = unit_key(depth, set_name, T, i, name)
-                            ident = json.dumps(m.at_temperature(T).to_dict(), sort_keys=True)
-                            if key in log:
-                                row = log.rows[key]
-                                made.setdefault(ident, dict(row, method=name))
+                            groups.setdefault(json.dumps(m.at_temperature(T).to_dict(), sort_keys=True), []).append(name)
+                        for names in groups.values():
+                            keys = {n: unit_key(depth, set_name, T, i, n) for n in names}
+                            done = [n for n in names if keys[n] in log]
+                            base = {"depth": depth, "prompt_set": set_name, "temperature": T, "prompt": i,
+                                    "prompt_id": ps[i].id}
+                            if done:  # NOTE: decoded before: the other names copy its row
+                                row = log.rows[keys[done[0]]]
+                                first = row["same_as"] or done[0]
+                                for n in names:
+                                    if keys[n] not in log:
+                                        log.append(keys[n], dict(row, method=n, same_as=first))
                                 continue
-                            if ident in made:
-                                row = dict(made[ident], method=name,
-                                           same_as=made[ident]["same_as"] or made[ident]["method"])
-                            else:
-                                gen = torch.Generator().manual_seed(unit_seed(args.seed, set_name, T, i))
-                                c0 = time.process_time()
-                                r = decode(pair.target, pair.draft, list(enc[i]), m, cfg, gen)
-                                sizes = [s.accepted + 1 for s in r.steps]
-                                row = {"depth": depth, "prompt_set": set_name, "temperature": T, "prompt": i,
-                                       "prompt_id": ps[i].id, "method": name, "same_as": "",
-                                       "steps": len(r.steps), "emitted": sum(sizes), "kept": len(r.tokens),
-                                       "nodes": sum(s.tree_nodes for s in r.steps),
-                                       "sizes": "".join(str(z) if z < 10 else f"({z})" for z in sizes),
-                                       "cpu_seconds": round(time.process_time() - c0, 3)}
-                                made[ident] = row
-                                round_new += 1
-                                print(f"D={depth} T={T:g} {set_name} #{i} {name}: tau "
-                                      f"{row['emitted'] / row['steps']:.3f} ({row['steps']} steps, "
-                                      f"{row['cpu_seconds']:.0f} CPU s)", flush=True)
-                            log.append(key, row)
-                    if round_new and args.summaries:
-                        summarize(args, out, started, total)
+                            tasks.append((names, base, {
+                                "model": args.model, "draft": args.draft, "threads": args.threads,
+                                "ids": [int(t) for t in enc[i]], "method": methods[names[0]].to_dict(),
+                                "temperature": T, "max_new_tokens": args.max_new_tokens,
+                                "seed": unit_seed(args.seed, set_name, T, i)}))
+        if args.max_decodes is not None:
+            tasks = tasks[:args.max_decodes]
+        cpu = estimate_cpu_seconds(read_rows(out), [names[0] for names, _, _ in tasks])
+        print(f"{len(log)} of {total} decodes logged in {log.path}; {len(tasks)} to make, about "
+              f"{cpu / 3600:.2f} CPU hours (about {cpu / 3600 / args.workers:.2f} hours on {args.workers} "
+              f"worker(s) of one thread each)", flush=True)
+        made = 0
+        with open_executor(args.executor, args.workers, args.scheduler) as ex:
+            for k, res in imap_unordered(ex, decode_unit, (t for _, _, t in tasks), window=2 * args.workers):
+                names, base, task = tasks[k]
+                for j, n in enumerate(names):
+                    log.append(unit_key(base["depth"], base["prompt_set"], base["temperature"], base["prompt"], n),
+                               {**base, **res, "method": n, "same_as": names[0] if j else ""})
+                made += 1
+                print(f"D={base['depth']} T={base['temperature']:g} {base['prompt_set']} #{base['prompt']} "
+                      f"{','.join(names)}: tau {res['emitted'] / res['steps']:.3f} ({res['steps']} steps, "
+                      f"{res['cpu_seconds']:.0f} CPU s) [{made}/{len(tasks)}]", flush=True)
+                if args.summaries and made % SUMMARY_EVERY == 0:
+                    summarize(args, out, started, total)
     summarize(args, out, started, total)
     if len(read_rows(out)) >= total:
         log.finish()  # NOTE: the grid is complete: runs.csv holds every row (a rerun rebuilds the log from it)

@@ -21,11 +21,19 @@ collect_ignore = ["plugins"]
 #: an optional dependency is missing, is a failure (nothing the README claims may skip silently).
 NO_SKIP = os.environ.get("RHEO_CLAIMS_NO_SKIP") == "1"
 
+#: Set by CI's readme tier (.ci/run), which runs the README's test command on the bare `dev`
+#: install: the node ids of the tests and modules that skipped are written to this file, one a line,
+#: and the next tier reruns exactly them once the extras are installed (`pytest @FILE`).
+SKIPPED_LOG = os.environ.get("RHEO_SKIPPED_LOG")
+_SKIPPED: list = []
+
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
+    if SKIPPED_LOG and rep.skipped:
+        _SKIPPED.append(item.nodeid)
     if NO_SKIP and rep.skipped and item.get_closest_marker("claims") is not None:
         rep.outcome = "failed"
         rep.longrepr = f"RHEO_CLAIMS_NO_SKIP=1 and this claims test skipped: {rep.longrepr}"
@@ -35,6 +43,14 @@ def pytest_runtest_makereport(item, call):
 def pytest_make_collect_report(collector):
     outcome = yield
     rep = outcome.get_result()
+    if SKIPPED_LOG and rep.skipped and rep.nodeid:
+        _SKIPPED.append(rep.nodeid)
     if NO_SKIP and rep.skipped:
         rep.outcome = "failed"
         rep.longrepr = f"RHEO_CLAIMS_NO_SKIP=1 and this module skipped: {rep.longrepr}"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if SKIPPED_LOG:
+        with open(SKIPPED_LOG, "w") as f:
+            f.writelines(f"{nodeid}\n" for nodeid in dict.fromkeys(_SKIPPED))

