@@ -394,8 +394,8 @@ def search(method: Method, instances: int = 200, seed: int = 0, space: SearchSpa
     rest = itertools.islice(_draws(method, instances, seed, space), done, None)
     if executor is None:
         hit = _first_lossy((done, rest))
-        if progress is not None and hit is None:
-            progress(instances - done)
+        if progress is not None:
+            progress((instances if hit is None else hit[3]) - done)  # NOTE: up to the lossy one, when found
         return hit
     chunks = _chunks(rest, SEARCH_CHUNK, first=done)
     finished: dict = {}  # chunk number -> its result, until every lower chunk is in

@@ -327,9 +327,13 @@ def estimate_cost(pair, method: Method, probes: int = 64, seed: int = 0, reduce:
 
     Raises
     ------
+    RheoError
+        If ``probes`` is not a positive integer.
     TreeError
         If ``method``'s depth exceeds the pair's horizon (:func:`prepare_pair`).
     """
+    if not isinstance(probes, int) or probes < 1:
+        raise RheoError(f"probes must be a positive integer, got {probes!r}")
     pair = prepare_pair(pair, method, None)
     build = method.builder(pair)
     verifier = method_tree_verifier(method)
@@ -869,7 +873,8 @@ class PrefixView:
     def __init__(self, pair, prefix: tuple):
         self.pair, self.prefix = pair, tuple(prefix)
         self.vocab_size, self.exact = pair.vocab_size, pair.exact
-        self.horizon = pair.horizon - len(self.prefix)
+        horizon = getattr(pair, "horizon", None)  # NOTE: a generated or synthetic pair may have none
+        self.horizon = None if horizon is None else horizon - len(self.prefix)
 
     def p(self, prefix):
         r"""The target law after ``self.prefix + prefix``.
@@ -970,7 +975,8 @@ def certify_steps(pair, method: Method, steps: int = 2, exact: bool | None = Non
         for prefix, w, pol in states:
             view = PrefixView(pair, prefix) if prefix else pair
             m = pol.choose(view.q(()) if pol.reads_root else None)
-            key = (prefix, m.run_key(), id(m) if not hasattr(m, "run_key") else None)
+            run_key = m.run_key() if hasattr(m, "run_key") else None
+            key = (prefix, run_key, id(m) if run_key is None else None)
             zl = laws_at.get(key)
             if zl is None:
                 enum = enumerate_classes(view, m, max_branches=max_branches)
