@@ -318,10 +318,13 @@ def per_node_sizes_md(folder: Path) -> str:
         text = method.rsplit(" verifier=", 1)[0].replace("static shape=", "").replace(" sampling=", ", ")
         return text.replace(", ", ",").replace(",iid", ", iid").replace(",wor", ", wor")
 
-    body = [[r["family"], r["nodes"], r["depth"], f"`{trees(r['method'])}`",
-             f"{float(r['bound_mean']):.3f}",
-             f"{float(r['bound_min']):.3f}", f"{r['below_0995']} / {r['instances']}"] for r in rows]
-    return md_table(["family", "N", "D", "trees", "bound / optimum, mean", "min", "below 0.995"], body)
+    body = [[r["family"], r["nodes"], r["depth"], f"{float(r['bound_mean']):.3f}", f"{float(r['bound_min']):.3f}",
+             f"{r['below_0995']} / {r['instances']}"] for r in rows]
+    shapes = [[r["family"], r["nodes"], r["depth"], f"`{trees(r['method'])}`"] for r in rows]
+    return (md_table(["family", "N", "D", "bound / optimum, mean", "min", "below 0.995"], body)
+            + "\n\nThe trees of each row (a static tree by its shape, index paths in EAGLE's `choices` format, "
+              "and its sampling mode):\n\n"
+            + md_table(["family", "N", "D", "trees"], shapes))
 
 
 def sweep_md(folder: Path, name: str = "sweep.csv") -> str:
@@ -359,19 +362,21 @@ def online_vs_best_md(folder: Path) -> str:
     """rheo-online against the best of its arms in hindsight per cell, with the regret per step, from
     ``sweep_online_vs_best.csv``."""
     rows = read_csv(folder / "sweep_online_vs_best.csv")
-    body = []
+    taus, diffs = [], []
     for r in rows:
-        body.append([r["mismatch"], num(r["temperature"]), f"{r['top_k']},{r['depth']},{r['budget']}",
-                     f"`{r['best_other']}`", f"{float(r['best_tau']):.3f}", f"{float(r['new_tau']):.3f}",
-                     f"{float(r['ratio']):.3f}",
-                     f"{float(r['regret']):+.3f}",
-                     f"[{float(r['diff_low']):+.3f},&nbsp;{float(r['diff_high']):+.3f}]", r["verdict"]])
+        key = [r["mismatch"], num(r["temperature"]), f"{r['top_k']},{r['depth']},{r['budget']}"]
+        taus.append(key + [f"`{r['best_other']}`", f"{float(r['best_tau']):.3f}", f"{float(r['new_tau']):.3f}"])
+        diffs.append(key + [f"{float(r['ratio']):.3f}", f"{float(r['regret']):+.3f}",
+                            f"[{float(r['diff_low']):+.3f},&nbsp;{float(r['diff_high']):+.3f}]", r["verdict"]])
     worse = sum(r["verdict"].startswith("worse") for r in rows)
     hot = [r for r in rows if float(r["temperature"]) >= 0.5]
     big = sum(float(r["ratio"]) >= 1.05 and float(r["diff_low"]) > 0 for r in hot)
     n = rows[0]["steps"] if rows else "?"
-    return (md_table(["mismatch", "T", "K,D,N", "best arm", "tau", "rheo-online", "ratio",
-                      "regret per step", "95% CI of the difference", "verdict"], body)
+    return ("Tokens per step of the best arm in hindsight and of rheo-online:\n\n"
+            + md_table(["mismatch", "T", "K,D,N", "best arm", "its tau", "rheo-online"], taus)
+            + "\n\nrheo-online against it: the ratio of the taus, the regret per step and the paired 95% interval "
+              "of the difference:\n\n"
+            + md_table(["mismatch", "T", "K,D,N", "ratio", "regret per step", "95% CI", "verdict"], diffs)
             + f"\n\n{n} steps per row (paired by context); regret: the best arm's tau minus rheo-online's (the "
             "paired difference with its sign flipped; negative: ahead of the best arm), its interval that of the "
             f"difference rheo-online - best arm. Cells: {len(rows)}; significantly below the best arm: "
@@ -382,14 +387,19 @@ def online_context_md(folder: Path) -> str:
     """The most a contextual rule on the draft's root law could gain over the best arm, from
     ``online_context_oracle.csv``."""
     rows = read_csv(folder / "online_context_oracle.csv")
-    body = [[r["mismatch"], num(r["temperature"]), f"{r['top_k']},{r['depth']},{r['budget']}", f"`{r['best_arm']}`",
-             f"{float(r['best_tau']):.3f}", r["feature"], f"{float(r['oracle_tau']):.3f}",
-             f"{float(r['gain_pct']):+.1f}%", " / ".join(f"`{a}`" for a in r["per_bin"].split())] for r in rows]
+    key = lambda r: [r["mismatch"], num(r["temperature"]), f"{r['top_k']},{r['depth']},{r['budget']}"]  # noqa: E731
+    # NOTE: the best arm is the cell's, whatever the feature: one row per cell (a row per feature if they differed)
+    best = dict.fromkeys(tuple(key(r) + [f"`{r['best_arm']}`", f"{float(r['best_tau']):.3f}"]) for r in rows)
+    oracle = [key(r) + [r["feature"], f"{float(r['oracle_tau']):.3f}", f"{float(r['gain_pct']):+.1f}%",
+                        " / ".join(f"`{a}`" for a in r["per_bin"].split())] for r in rows]
     n = rows[0]["steps"] if rows else "?"
     k = rows[0]["bins"] if rows else "?"
     big = sum(float(r["gain_pct"]) >= 5 for r in rows)
-    return (md_table(["mismatch", "T", "K,D,N", "best arm", "tau", "root feature", "oracle tau", "oracle gain",
-                      "arm per bin (low to high)"], body)
+    return ("The best arm in hindsight per cell:\n\n"
+            + md_table(["mismatch", "T", "K,D,N", "best arm", "tau"], [list(b) for b in best])
+            + "\n\nThe oracle on each root feature, its gain over the best arm and its arm per bin:\n\n"
+            + md_table(["mismatch", "T", "K,D,N", "feature", "oracle tau", "oracle gain", "arm per bin (low to high)"],
+                       oracle)
             + f"\n\n{n} steps per cell, the same contexts for every arm; {k} equal-count bins of the feature, the "
             f"best arm of each bin in hindsight. Rows with an oracle gain >= 5%: {big} of {len(rows)}.")
 
@@ -408,13 +418,16 @@ def online_horizon_md(folder: Path, name: str = "online_horizon.csv", label: str
         # NOTE: + 0.0 prints a regret of -0.0 (an exact tie) as +0.000
         regrets = [f"{float(at[n]['regret']) + 0.0:+.3f}" + (" **w**" if at[n]["verdict"] == "worse" else "")
                    for n in ns]
-        body.append([c[0], num(c[1]), c[2], f"`{last['best_arm']}`", *regrets,
-                     f"[{float(last['diff_low']):+.3f},&nbsp;{float(last['diff_high']):+.3f}]",
-                     f"{float(last['best_arm_share']):.0%}"])
+        body.append(([c[0], num(c[1]), c[2], *regrets],
+                     [c[0], num(c[1]), c[2], f"`{last['best_arm']}`",
+                      f"[{float(last['diff_low']):+.3f},&nbsp;{float(last['diff_high']):+.3f}]",
+                      f"{float(last['best_arm_share']):.0%}"]))
     worse = ", ".join(f"{n}: {sum(r['verdict'] == 'worse' for r in rows if int(r['steps']) == n)}" for n in ns)
-    return (md_table(["mismatch", "T", "K,D,N", f"best arm (n = {ns[-1]})",
-                      *[f"regret n = {n}" for n in ns], f"95% CI of the difference, n = {ns[-1]}",
-                      f"steps {ns[-1] // 2 + 1}-{ns[-1]} on the best arm"], body)
+    return ("Regret per step after n steps:\n\n"
+            + md_table(["mismatch", "T", "K,D,N", *[f"n = {n}" for n in ns]], [a for a, _ in body])
+            + f"\n\nAt n = {ns[-1]}: the best arm, the 95% interval of the difference {label} - best arm, and the "
+              f"share of steps {ns[-1] // 2 + 1}-{ns[-1]} the policy ran on the best arm:\n\n"
+            + md_table(["mismatch", "T", "K,D,N", "best arm", "95% CI", "steps on it"], [b for _, b in body])
             + f"\n\nRegret per step: the best arm's tau over the first n steps (best in hindsight at that n) minus "
             f"{label}'s; **w**: {label} significantly below it (paired 95% interval excluding 0). Cells "
             f"significantly below, by n: {worse} (of {len(cells)}).")
@@ -424,12 +437,15 @@ def online_greedy_cost_md(folder: Path) -> str:
     """Why rheo-online stays below EAGLE's tree at T = 0, from ``online_greedy_cost.csv``."""
     rows = read_csv(folder / "online_greedy_cost.csv")
     arms = ("static-wor", "rheo-sampled")
-    body = [[r["mismatch"], f"{r['top_k']},{r['depth']},{r['budget']}", r["explore_pulls"], r["nonzero_on_eagle"],
-             f"{float(r['z_online']):+.2f}"]
-            + [f"{float(r[a + '_mu']):.2f} ({float(r[a + '_sd']):.2f}); {float(r[a + '_k_detect']):.1f}" for a in arms]
-            + [f"{float(r['z_at_detection']):.2f}"] for r in rows]
-    return (md_table(["mismatch", "K,D,N", "steps on another arm", "of EAGLE's steps, lengths differing",
-                      "z of the difference", *[f"`{a}`: loss (sd); k_detect" for a in arms], "z at detection"], body)
+    key = lambda r: [r["mismatch"], f"{r['top_k']},{r['depth']},{r['budget']}"]  # noqa: E731
+    run = [key(r) + [r["explore_pulls"], r["nonzero_on_eagle"], f"{float(r['z_online']):+.2f}"] for r in rows]
+    arm = [key(r) + [f"{float(r[a + '_mu']):.2f} ({float(r[a + '_sd']):.2f}); {float(r[a + '_k_detect']):.1f}"
+                     for a in arms] + [f"{float(r['z_at_detection']):.2f}"] for r in rows]
+    return ("rheo-online's run against EAGLE's tree:\n\n"
+            + md_table(["mismatch", "K,D,N", "steps on another arm", "of EAGLE's steps, lengths differing",
+                        "z of the difference"], run)
+            + "\n\nWhat each sampled arm loses, and how soon that shows:\n\n"
+            + md_table(["mismatch", "K,D,N", *[f"`{a}`: loss (sd); k_detect" for a in arms], "z at detection"], arm)
             + f"\n\nT = 0, seed 3, {rows[0]['steps']} steps (the committed grid). Loss: EAGLE's tree's length minus "
               "the arm's at the same context, mean (sd) over the steps; $k_{\\mathrm{detect}} = 1.96^2 \\sigma^2 / \\mu^2$; z at "
               "detection: the difference's z-score after exactly k_detect steps on each sampled arm and EAGLE's tree "
@@ -462,9 +478,12 @@ def tree_level_md(folder: Path) -> str:
     rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| ---")]
     cells = [[c.strip() for c in line.strip("|").split("|")] for line in rows]
     head, data = cells[0], cells[1:]
-    keep = [head.index(k) for k in ("family", "verifier", "registered", "lossless / total", "max deviation",
-                                    "mean tau", "best per-node", "its mean tau", "tl >= pn")]
-    return md_table([head[i] for i in keep], [[r[i] for i in keep] for r in data])
+    exact = [head.index(k) for k in ("family", "verifier", "registered", "lossless / total", "max deviation")]
+    tau = [head.index(k) for k in ("family", "verifier", "mean tau", "best per-node", "its mean tau", "tl >= pn")]
+    return ("The exact verdicts:\n\n" + md_table([head[i] for i in exact], [[r[i] for i in exact] for r in data])
+            + "\n\nMean tau against the best per-node verifier on the same instances (tl >= pn: the instances "
+              "whose exact tau with the tree-level verifier is at least the best per-node verifier's):\n\n"
+            + md_table([head[i] for i in tau], [[r[i] for i in tau] for r in data]))
 
 
 #: The methods of the multi-path sweep and the landscape: every verifier at the node budget N = 16.
@@ -673,12 +692,30 @@ def showcase_calibration_md(folder: Path) -> str:
 def power_table_md(folder: Path) -> str:
     """Every Monte-Carlo test's power, from ``power_table.csv`` (docs/theory.md section 6.5)."""
     rows = read_csv(folder / "power_table.csv")
-    body = [[r["test"], r["cases"], r["N"], r["alpha"], r["level"], r["df"], r["tv_detected_090"],
-             r["simulated_power"], r["tv_simulated_090"], r["pooled_mass"], r["slow"]] for r in rows]
+    labels = power_labels([r["test"] for r in rows])
+    tests = "\n".join(f"- **{a}**: {r['test']}" for a, r in zip(labels, rows))
+    setting = [[f"**{a}**", r["cases"], r["N"], r["alpha"], r["level"], r["df"]] for a, r in zip(labels, rows)]
+    power = [[f"**{a}**", r["tv_detected_090"], r["simulated_power"], r["tv_simulated_090"], r["pooled_mass"],
+              r["slow"]] for a, r in zip(labels, rows)]
     return ("Smallest total-variation deviation detected with probability 0.9 (`power_table.csv`; "
-            "weakest case of each test).\n\n"
-            + md_table(["test", "cases", "N", "alpha", "level", "df", "TV detected w.p. 0.9 (any deviation)",
-                        "simulated power there", "TV detected w.p. 0.9 (simulated)", "pooled mass", "slow"], body))
+            "weakest case of each test). The tests, by the label the two tables give them:\n\n" + tests
+            + "\n\nTheir settings:\n\n" + md_table(["test", "cases", "N", "alpha", "level", "df"], setting)
+            + "\n\nTheir power:\n\n"
+            + md_table(["test", "TV detected w.p. 0.9 (any deviation)", "simulated power there",
+                        "TV detected w.p. 0.9 (simulated)", "pooled mass", "slow"], power))
+
+
+def power_labels(tests: list[str]) -> list[str]:
+    """A short label per row of the power table: the test file without ``test_`` (a notebook's name
+    for a notebook), numbered where a file has several rows."""
+    stems = [re.split(r"::|:| ", t, maxsplit=1)[0].rsplit("/", 1)[-1].removeprefix("test_").removesuffix(".ipynb")
+             for t in tests]
+    seen: dict = {}
+    out = []
+    for stem in stems:
+        seen[stem] = seen.get(stem, 0) + 1
+        out.append(f"{stem} {seen[stem]}" if stems.count(stem) > 1 else stem)
+    return out
 
 
 def optimum_scaling_md(folder: Path) -> str:
@@ -696,11 +733,14 @@ def optimum_scaling_md(folder: Path) -> str:
 def mutant_table_md(folder: Path) -> str:
     """Every planted bug with the exact deviation and Monte-Carlo p-value that catch it."""
     rows = read_csv(folder / "mutant_table.csv")
-    return md_table(["verifier", "mutant", "family", "exact max deviation", "deviates on", "MC p (mutant)",
-                     "MC p (real)", "MC pair, N, seed", "caught"],
-                    [[r["verifier"], r["mutant"], r["family"], f"{float(r['exact_mutant_max_deviation_float']):.3g}",
-                      r["exact_caught_on"], r["mc_p_mutant"], r["mc_p_real"],
-                      f"{r['mc_pair']}, N={r['mc_samples']}, seed {r['mc_seed']}", r["caught"]] for r in rows])
+    return ("The exact certifier's verdict, and whether both tests catch the mutant:\n\n"
+            + md_table(["verifier", "mutant", "family", "exact max deviation", "deviates on", "caught"],
+                       [[r["verifier"], r["mutant"], r["family"], f"{float(r['exact_mutant_max_deviation_float']):.3g}",
+                         r["exact_caught_on"], r["caught"]] for r in rows])
+            + "\n\nThe Monte-Carlo test's p-values, on the mutant and on the real verifier:\n\n"
+            + md_table(["verifier", "mutant", "MC p (mutant)", "MC p (real)", "MC pair, N, seed"],
+                       [[r["verifier"], r["mutant"], r["mc_p_mutant"], r["mc_p_real"],
+                         f"{r['mc_pair']}, N={r['mc_samples']}, seed {r['mc_seed']}"] for r in rows]))
 
 
 def tail_vs_next_md(folder: Path) -> str:
@@ -738,9 +778,9 @@ def adaptive_vs_traversal_md(folder: Path) -> str:
         body.append([mis, t, kdn, f"{float(r['tau']):.3f} [{float(r['tau_low']):.3f}, {float(r['tau_high']):.3f}]",
                      f"{float(o['tau']):.3f} [{float(o['tau_low']):.3f}, {float(o['tau_high']):.3f}]",
                      f"{float(r['tau']) / float(o['tau']):.3f}", "apart" if apart else "overlap"])
-    return ("Tokens per step [95% CI, per method] on the same sweep (`sweep_adaptive.csv`):\n\n"
-            + md_table(["mismatch", "T", "K,D,N", "rheo-adaptive", "static-wor:verifier=traversal", "ratio",
-                        "intervals"], body))
+    return ("Tokens per step [95% CI, per method] on the same sweep (`sweep_adaptive.csv`) of `rheo-adaptive` "
+            "(*adaptive*) and `static-wor:verifier=traversal` (*traversal*); ratio: adaptive / traversal:\n\n"
+            + md_table(["mismatch", "T", "K,D,N", "adaptive", "traversal", "ratio", "intervals"], body))
 
 
 def synthetic_acceptance_md(folder: Path) -> str:
@@ -749,10 +789,11 @@ def synthetic_acceptance_md(folder: Path) -> str:
     rows = read_csv(folder / "sweep_adaptive.csv")
     cell = {(r["mismatch"], num(r["temperature"])): float(r["single_accept"]) for r in rows}
     temps = list(dict.fromkeys(num(r["temperature"]) for r in rows))
-    body = [[f"`{m}`"] + [f"{cell[(m, t)]:.3f}" for t in temps] for m in dict.fromkeys(r["mismatch"] for r in rows)]
+    levels = list(dict.fromkeys(r["mismatch"] for r in rows))
+    body = [[t] + [f"{cell[(m, t)]:.3f}" for m in levels] for t in temps]
     return (f"Single-draft acceptance 1 − TV of the synthetic pair (V = 32k, sparse top-128 draft, sweep "
-            f"seed {rows[0]['seed']}; `sweep_adaptive.csv`):\n\n"
-            + md_table(["mismatch"] + [f"T = {t}" for t in temps], body))
+            f"seed {rows[0]['seed']}; `sweep_adaptive.csv`), by temperature and mismatch:\n\n"
+            + md_table(["T"] + [f"`{m}`" for m in levels], body))
 
 
 def draft_temperature_md(folder: Path) -> str:
@@ -808,14 +849,32 @@ def mutation_md(folder: Path) -> str:
     text = f"Tool: {d['tool']}.\n\n" + md_table(["", "count"], rows)
     if d["core_patterns_not_run"]:
         text += "\n\nCore patterns with no verdicts: " + ", ".join(f"`{p}`" for p in d["core_patterns_not_run"]) + "."
-    runs = [[i, r["commit"], r["summarised"], r["functions"], r["machine"] or "-"] for i, r in enumerate(d["runs"])]
+    runs = [[i, _commit_md(r["commit"]), r["summarised"].replace("T", " ").replace("Z", " UTC"), r["functions"],
+             r["machine"] or "-"] for i, r in enumerate(d["runs"])]
     text += ("\n\nThe runs whose verdicts these are (each function's verdicts come from one run):\n\n"
              + md_table(["run", "library code (commit)", "summarised", "functions", "machine"], runs))
-    verdicts = ["killed", "timeout", "equivalent", "survived"]
-    body = [[f"`{fn.removeprefix('rheotheory.').replace('.x_', '.').replace('.xǁ', '.').replace('ǁ', '.')}`",
-             rec["run"], rec["mutants"]] + [rec["verdicts"].get(v, 0) for v in verdicts]
-            for fn, rec in d["functions"].items()]
-    return text + "\n\n" + md_table(["function", "run", "mutants"] + verdicts, body)
+    body = []
+    for fn, rec in d["functions"].items():
+        module, name = MUTMUT_NAME.match(fn.removeprefix("rheotheory.")).groups()
+        others = ", ".join(f"{rec['verdicts'][v]} {v}" for v in ("timeout", "equivalent", "survived")
+                           if rec["verdicts"].get(v))
+        body.append([f"`{module}` `{name.replace('ǁ', '.')}`", rec["run"], rec["mutants"],
+                     rec["verdicts"].get("killed", 0), others or "none"])
+    return (text + "\n\nPer function (its module, then its name): the run its verdicts come from, its mutants, how "
+            "many a test killed, and the count of each other verdict (timeout, equivalent, survived; none: every "
+            "mutant killed):\n\n" + md_table(["function", "run", "mutants", "killed", "not killed"], body))
+
+
+#: A mutmut function name without the package: the module, then ``x_function`` or ``xǁClassǁmethod``.
+MUTMUT_NAME = re.compile(r"(.*?)\.x(?:_|ǁ)(.*)")
+
+
+def _commit_md(commit: str) -> str:
+    """A run's commit as the runs table shows it: the hash in code, what follows it (``+dirty``, a
+    note) after a space, so that the cell can wrap."""
+    head, _, rest = commit.partition(" ")
+    sha, _, dirty = head.partition("+")
+    return f"`{sha}`" + (f" +{dirty}" if dirty else "") + (f" {rest}" if rest else "")
 
 
 def mutation_equivalent_md(folder: Path) -> str:
@@ -857,24 +916,35 @@ def forward_timing_md(folder: Path, name: str = "forward_timing.json") -> str:
 # ----------------------------------------------------------------------------------------------
 # the registry: one entry per recipe
 
+#: Temperature columns per table of a curve: a method column and six of them would not fit the page.
+CURVE_TEMPERATURES = 5
+
+
 def curve_md(folder: Path, sub: str) -> str:
-    """A ``rheo bench --out`` curve: tau [95% CI] per method (rows) and temperature (columns)."""
+    """A ``rheo bench --out`` curve: tau [95% CI] per method (rows) and temperature (columns), at most
+    :data:`CURVE_TEMPERATURES` temperatures a table."""
     rows = read_csv(folder / sub / "curve.csv")
     temps = sorted({float(r["temperature"]) for r in rows})
     methods = list(dict.fromkeys(r["method"] for r in rows))
     cell = {(r["method"], float(r["temperature"])): r for r in rows}
-    body = []
-    for m in methods:
-        line = [f"`{m}`"]
-        for t in temps:
-            r = cell.get((m, t))
-            line.append("" if r is None else f"{float(r['tokens_per_step']):.2f} "
-                        f"[{float(r['tau_low']):.2f}, {float(r['tau_high']):.2f}]")
-        body.append(line)
+    tables = []
+    parts = math.ceil(len(temps) / CURVE_TEMPERATURES)
+    size = math.ceil(len(temps) / parts)  # NOTE: balanced: 7 temperatures make tables of 4 and 3
+    for first in range(0, len(temps), size):
+        chunk = temps[first:first + size]
+        body = []
+        for m in methods:
+            line = [f"`{m}`"]
+            for t in chunk:
+                r = cell.get((m, t))
+                line.append("" if r is None else f"{float(r['tokens_per_step']):.2f} "
+                            f"[{float(r['tau_low']):.2f}, {float(r['tau_high']):.2f}]")
+            body.append(line)
+        tables.append(md_table(["method \\ T"] + [num(t) for t in chunk], body))
     steps = min(int(r["steps"]) for r in rows if r["method"] != methods[0])
     settings = json.loads((folder / sub / "settings.json").read_text())
     counts = ", ".join(f"{k}: {v} prompts x {settings['repeats'][k]}" for k, v in settings["prompt_counts"].items())
-    return (md_table(["method \\ T"] + [num(t) for t in temps], body)
+    return ("\n\n".join(tables)
             + f"\n\ntokens per step [paired-bootstrap 95% interval]; {counts} passes x {settings['max_new_tokens']} "
               f"tokens; at least {steps} steps per point; seed {settings['seed']}")
 
@@ -885,42 +955,55 @@ def standing_md(folder: Path, sub: str) -> str:
     rows = read_csv(folder / sub / "standing.csv")
     focus = rows[0]["focus"] if rows else "rheo-adaptive"
     sets = len({r["prompt_set"] for r in rows}) > 1  # NOTE: a bench over several prompt sets names each row's
-    body = [([r["prompt_set"]] if sets else []) + [num(r["temperature"]), f"{float(r['focus_tau']):.3f}",
-                                                   f"`{r['best_other']}`", f"{float(r['best_other_tau']):.3f}",
-             f"{float(r['difference']):+.3f} [{float(r['diff_low']):+.3f}, {float(r['diff_high']):+.3f}]",
-             r["verdict"]] for r in rows]
-    return md_table((["prompts"] if sets else []) + ["T", f"`{focus}`" if ":" in focus else focus, "best other",
-                                                     "its tau", "difference [95% CI]", "verdict"], body)
+    temps = list(dict.fromkeys(num(r["temperature"]) for r in rows))
+    one_t = sets and len(temps) == 1  # NOTE: then T goes to the caption, so that the prompt sets' column fits
+    body = [([r["prompt_set"]] if sets else []) + ([] if one_t else [num(r["temperature"])])
+            + [f"{float(r['focus_tau']):.3f}", f"`{r['best_other']}`", f"{float(r['best_other_tau']):.3f}",
+               f"{float(r['difference']):+.3f} [{float(r['diff_low']):+.3f}, {float(r['diff_high']):+.3f}]",
+               r["verdict"]] for r in rows]
+    spec = ":" in focus  # NOTE: a method spec is too long for a header: the header says tau, the caption names it
+    out = md_table((["prompts"] if sets else []) + ([] if one_t else ["T"])
+                   + ["tau" if spec else focus, "best other", "its tau", "difference [95% CI]", "verdict"], body)
+    notes = ([f"T = {temps[0]}"] if one_t else []) + ([f"tau: tokens per step of `{focus}`"] if spec else [])
+    return out + ("\n\n" + "; ".join(notes) + "." if notes else "")
 
 
 def sets_speed_md(folder: Path, sub: str) -> str:
     """Tokens per step, tokens/s and speed-up per prompt set and method of a bench over several sets."""
     rows = read_csv(folder / sub / "curve.csv")
-    body = [[r["prompt_set"], num(r["temperature"]), f"`{r['method']}`", f"{float(r['tokens_per_step']):.3f}",
-             f"{float(r['tokens_per_second']):.1f}",
-             f"{float(r['speedup']):.2f}x [{float(r['speedup_low']):.2f}, {float(r['speedup_high']):.2f}]"]
+    temps = list(dict.fromkeys(num(r["temperature"]) for r in rows))
+    one_t = len(temps) == 1  # NOTE: then T goes to the caption, so that a long method spec fits
+    body = [[r["prompt_set"]] + ([] if one_t else [num(r["temperature"])])
+            + [f"`{r['method']}`", f"{float(r['tokens_per_step']):.3f}", f"{float(r['tokens_per_second']):.1f}",
+               f"{float(r['speedup']):.2f}x [{float(r['speedup_low']):.2f}, {float(r['speedup_high']):.2f}]"]
             for r in rows if r["method"] != "autoregressive"]
     note = machine_note(folder / sub / "curve.csv")
-    out = md_table(["prompts", "T", "method", "tok/step", "tok/s", "speed-up over autoregressive [95% CI]"], body)
-    return out + (f"\n\nmeasured on: {note}" if note else "")
+    out = md_table(["prompts"] + ([] if one_t else ["T"]) + ["method", "tok/step", "tok/s", "speed-up [95% CI]"],
+                   body)
+    out += "\n\n" + (f"T = {temps[0]}; " if one_t else "") + "speed-up over autoregressive decoding"
+    return out + (f"; measured on: {note}" if note else "")
 
 
 def speed_md(folder: Path, sub: str) -> str:
     """Wall-clock rows of a curve: tokens/s, speed-up [95% CI] and the physical limit."""
     rows = read_csv(folder / sub / "curve.csv")
     settings = json.loads((folder / sub / "settings.json").read_text())
-    body = []
+    body, sizes = [], {}
     for r in rows:
-        m = settings["methods"].get(r["method"], {})
-        size = "-" if r["method"] == "autoregressive" else \
-            ",".join(str(m.get(k, "-")) for k in ("top_k", "depth", "budget"))
-        body.append([num(r["temperature"]), f"`{r['method']}`", size, f"{float(r['tokens_per_step']):.2f}",
+        if r["method"] != "autoregressive":
+            m = settings["methods"].get(r["method"], {})
+            sizes[r["method"]] = ",".join(str(m.get(k, "-")) for k in ("top_k", "depth", "budget"))
+        body.append([num(r["temperature"]), f"`{r['method']}`", f"{float(r['tokens_per_step']):.2f}",
                      f"{float(r['tokens_per_second']):.1f}",
                      f"{float(r['speedup']):.2f}x [{float(r['speedup_low']):.2f}, {float(r['speedup_high']):.2f}]",
                      f"{float(r.get('physical_limit') or 1):.2f}x"])
     note = machine_note(folder / sub / "curve.csv")
-    out = md_table(["T", "method", "K,D,N", "tok/step", "tok/s", "speed-up [95% CI]", "physical limit"], body)
-    return out + (f"\n\nmeasured on: {note}" if note else "")
+    by_size: dict = {}
+    for m, size in sizes.items():  # NOTE: a method's size is the same at every temperature (settings.json)
+        by_size.setdefault(size, []).append(f"`{m}`")
+    out = md_table(["T", "method", "tok/step", "tok/s", "speed-up [95% CI]", "physical limit"], body)
+    out += "\n\nK,D,N: " + "; ".join(f"{', '.join(ms)} {size}" for size, ms in by_size.items())
+    return out + (f"; measured on: {note}" if note else "")
 
 
 def budget_auto_md(folder: Path, sub: str = "smollm2_budget_auto") -> str:
@@ -940,16 +1023,20 @@ def budget_auto_md(folder: Path, sub: str = "smollm2_budget_auto") -> str:
                 size = ",".join(map(str, c["size"])) if c["pays"] else "AR (" + ",".join(map(str, c["size"])) + \
                     " best)"
                 pilot = f"{c['predicted_speedup']:.2f}x"
-            body.append([f"{d.name} ({settings['threads']} thr.)", num(T), f"`{r['method']}`", size, pilot,
-                         f"{float(r['tokens_per_step']):.2f}", f"{float(r['tokens_per_second']):.1f}",
-                         f"{float(r['speedup']):.2f}x [{float(r['speedup_low']):.2f}, {float(r['speedup_high']):.2f}]",
-                         f"{float(r.get('physical_limit') or 1):.2f}x"])
+            key = [f"{d.name} ({settings['threads']} thr.)", num(T), f"`{r['method']}`"]
+            body.append((key + [size, pilot, f"{float(r.get('physical_limit') or 1):.2f}x"],
+                         key + [f"{float(r['tokens_per_step']):.2f}", f"{float(r['tokens_per_second']):.1f}",
+                                f"{float(r['speedup']):.2f}x [{float(r['speedup_low']):.2f}, "
+                                f"{float(r['speedup_high']):.2f}]"]))
         note = machine_note(d / "curve.csv")
         if note:
             notes.append(f"{d.name}: {note}")
         counts = ", ".join(f"{k}: {v} prompts" for k, v in settings["prompt_counts"].items())
-    out = md_table(["setting", "T", "method", "chosen K,D,N", "pilot speed-up", "tok/step", "tok/s",
-                    "speed-up [95% CI]", "physical limit"], body)
+    key = ["setting", "T", "method"]
+    out = ("The size each setting chose, the pilot's predicted speed-up and the physical limit:\n\n"
+           + md_table(key + ["chosen K,D,N", "pilot speed-up", "physical limit"], [c for c, _ in body])
+           + "\n\nWhat the decodes at that size measured:\n\n"
+           + md_table(key + ["tok/step", "tok/s", "speed-up [95% CI]"], [m for _, m in body]))
     return out + (f"\n\n{counts} x {settings['max_new_tokens']} tokens, paired-bootstrap intervals over runs; "
                   "AR: no size paid, the row decoded autoregressively"
                   + ("".join(f"; measured on {n}" for n in notes)))
@@ -989,41 +1076,57 @@ def tree_size_md(folder: Path) -> str:
     return code_block(lines)
 
 
+#: Runs (method, head rows) per table of the step profile: a sixth column would not fit the page.
+STEP_PROFILE_RUNS = 5
+
+
 def step_profile_md(folder: Path) -> str:
+    """``benchmarks/step_profile.py``: per temperature, a column per run (method and head rows) and a
+    row per part of a step's milliseconds, with tokens per step and milliseconds per token."""
     d = json.loads((folder / "step_profile.json").read_text())
-    body = []
-    for r in d["rows"]:
-        ms = r["ms_per_step"]
-        hr = r.get("head_rows")
-        body.append([f"`{r['method']}`", num(r["temperature"]), "-" if hr is None else str(hr),
-                     f"{r['tokens_per_step']:.2f}", f"{ms['target']:.1f}",
-                     f"{ms['draft']:.1f}", f"{ms['verify']:.1f}", f"{ms['tree + Python']:.1f}",
-                     f"{sum(ms.values()):.1f}", f"{r['ms_per_token']:.1f}"])
+    parts = ("target", "draft", "verify", "tree + Python")
+    out = []
+    for t in dict.fromkeys(num(r["temperature"]) for r in d["rows"]):
+        runs = [r for r in d["rows"] if num(r["temperature"]) == t]
+        # NOTE: at most five runs a table, so that it fits the page's column
+        for first in range(0, len(runs), STEP_PROFILE_RUNS):
+            chunk = runs[first:first + STEP_PROFILE_RUNS]
+            head = [f"T = {t}"] + [f"`{r['method']}`" + ("" if r.get("head_rows") is None else
+                                                          f", {r['head_rows']} head row{'s' * (r['head_rows'] > 1)}")
+                                   for r in chunk]
+            body = [["tok/step"] + [f"{r['tokens_per_step']:.2f}" for r in chunk]]
+            body += [[f"{p} (ms)"] + [f"{r['ms_per_step'][p]:.1f}" for r in chunk] for p in parts]
+            body += [["step (ms)"] + [f"{sum(r['ms_per_step'].values()):.1f}" for r in chunk],
+                     ["ms/token"] + [f"{r['ms_per_token']:.1f}" for r in chunk]]
+            out.append(md_table(head, body))
     note = machine_note(folder / "step_profile.json")
-    out = md_table(["method", "T", "head rows", "tok/step", "target", "draft", "verify", "tree + Python",
-                    "step (ms)", "ms/token"], body)
-    return out + f"\n\n{d['model']}, K,D,N = {','.join(map(str, d['size']))}, {d['threads']} threads, " \
-        f"{d['prompts']} prompts x {d['tokens']} tokens" + (f"; measured on: {note}" if note else "")
+    return "\n\n".join(out) + f"\n\n{d['model']}, K,D,N = {','.join(map(str, d['size']))}, {d['threads']} " \
+        f"threads, {d['prompts']} prompts x {d['tokens']} tokens; milliseconds per step, a column per run" \
+        + (f"; measured on: {note}" if note else "")
 
 
 def head_table_md(folder: Path) -> str:
     """SmolLM2 draft heads on the same held-out answers (``benchmarks/head_table.py``)."""
     d = json.loads((folder / "head_table.json").read_text())
-    body = []
+    accept, size = [], []
     for e in d["table"]:
         # NOTE: the first head is read from the history by its commit; the page names it v1 (the
         # commit stays in the results file and the recipe's command)
         name = ("shipped" if e["head"] == "shipped" else "v1 (first head)" if e["head"] == f"git:{HEAD_V1_COMMIT}"
                 else f"`{e['head']}`")
         for set_name, s in e["sets"].items():
-            body.append([name, f"{set_name} ({s['positions']})", f"{s['accept_T1']:.3f}", f"{s['accept_T0.5']:.3f}",
-                         f"{s['accept_T1_top128']:.3f}", f"{s['vocab_mass']:.3f}", str(e["draft_vocab"]),
-                         f"{e['cost']:.3f}", f"{e['size_bytes'] / 1e6:.1f}",
-                         f"{e['training_total_s'] / 60:.0f}" if e.get("training_total_s") else "-"])
+            accept.append([name, f"{set_name} ({s['positions']})", f"{s['accept_T1']:.3f}", f"{s['accept_T0.5']:.3f}",
+                           f"{s['accept_T1_top128']:.3f}", f"{s['vocab_mass']:.3f}"])
+        # NOTE: the draft vocabulary, cost, size and training time are the head's, whatever the prompt set
+        size.append([name, str(e["draft_vocab"]), f"{e['cost']:.3f}", f"{e['size_bytes'] / 1e6:.1f}",
+                     f"{e['training_total_s'] / 60:.0f}" if e.get("training_total_s") else "-"])
     note = machine_note(folder / "head_table.json")
     counts = ", ".join(f"{k}: {v}" for k, v in d["answers"].items())
-    return (md_table(["head", "prompts (positions)", "accept T=1", "accept T=0.5", "T=1 top-128", "vocab mass", "V_d",
-                      "cost", "MB", "training min"], body)
+    return ("Single-draft acceptance 1 - TV at T = 1, at T = 0.5, and at T = 1 with the draft's top-128 "
+            "restriction; vocabulary mass:\n\n"
+            + md_table(["head", "prompts (positions)", "T = 1", "T = 0.5", "T = 1, top-128", "vocab mass"], accept)
+            + "\n\nEach head's draft vocabulary V_d, cost, size and training time:\n\n"
+            + md_table(["head", "V_d", "cost", "MB", "training min"], size)
             + f"\n\nanswers ({counts}) sampled from the target at T = 1, at most {d['tokens']} tokens, seed {d['seed']}; "
               f"cost = one draft pass / one target pass, {d['threads']} threads" + (f"; measured on: {note}" if note else "")
             + "; training minutes from each head's manifest, measured on a machine shared with other work (not a "
@@ -1099,18 +1202,23 @@ def paper_claim_md(folder: Path) -> str:
 
 def paper_ranking_md(folder: Path) -> str:
     """Every (set, T, method): tau, the difference to EAGLE and to the best other method with their
-    paired intervals and verdicts, and the prompt count."""
+    paired intervals and verdicts, and the prompt count; per depth, two tables (EAGLE, best other)."""
     rows, settings = _paper_rows(folder)
-    body = []
-    for r in rows:
-        if r.get("tau", "") == "":
-            continue
-        body.append([r["depth"], r["prompt_set"], num(float(r["temperature"])), f"`{r['method']}`", r["prompts"],
-                     _ci(r), ("-" if r["method"] == "eagle"
-                              else f"{_ci(r, 'vs_eagle', True)} {r['vs_eagle_verdict']}".rstrip()),
-                     f"`{r['best_other']}`", f"{_ci(r, 'vs_best', True)} {r['vs_best_verdict']}".rstrip()])
-    return md_table(["D", "prompts", "T", "method", "n", "tau [95% CI]", "vs eagle", "best other",
-                     "vs best other"], body)
+    out = []
+    for depth in dict.fromkeys(r["depth"] for r in rows if r.get("tau", "") != ""):
+        eagle, best = [], []
+        for r in rows:
+            if r.get("tau", "") == "" or r["depth"] != depth:
+                continue
+            key = [r["prompt_set"], num(float(r["temperature"])), f"`{r['method']}`"]
+            eagle.append(key + [r["prompts"], _ci(r), ("-" if r["method"] == "eagle" else
+                                                      f"{_ci(r, 'vs_eagle', True)} {r['vs_eagle_verdict']}".rstrip())])
+            best.append(key + [f"`{r['best_other']}`", f"{_ci(r, 'vs_best', True)} {r['vs_best_verdict']}".rstrip()])
+        out.append(f"At D = {depth}, tokens per step and the difference to EAGLE's (n prompts):\n\n"
+                   + md_table(["prompts", "T", "method", "n", "tau [95% CI]", "vs eagle"], eagle)
+                   + f"\n\nAt D = {depth}, the difference to the best other method:\n\n"
+                   + md_table(["prompts", "T", "method", "best other", "vs best other"], best))
+    return "\n\n".join(out)
 
 
 def paper_methods_md(folder: Path) -> str:
@@ -1142,15 +1250,17 @@ def tree_calibration_md(folder: Path) -> str:
     rank-3 tokens' mean q against mean p."""
     d = [r for r in read_csv(folder / "smollm2_tree_calibration" / "depth.csv") if r["set"] == "all"]
     c = [r for r in read_csv(folder / "smollm2_tree_calibration" / "calibration.csv") if r["set"] == "all"]
-    body = []
+    body, ranked = [], []
     for r in d:
         ranks = {int(x["rank"]): x for x in c if x["T"] == r["T"] and x["depth"] == r["depth"]}
-        body.append([num(float(r["T"])), r["depth"], r["positions"], f"{float(r['q_topk']):.3f}",
-                     f"{float(r['p_topk']):.3f}", f"{float(r['one_minus_tv']):.3f}", f"{float(r['top1_hit']):.3f}"]
-                    + [f"{float(ranks[k]['mean_q']):.3f} / {float(ranks[k]['mean_p']):.3f}" if k in ranks else "-"
-                       for k in (1, 2, 3)])
-    return md_table(["T", "depth", "positions", "q on the K children", "p on them", "1 - TV", "top-1 hit",
-                     "rank 1: q / p", "rank 2: q / p", "rank 3: q / p"], body)
+        key = [num(float(r["T"])), r["depth"]]
+        body.append(key + [r["positions"], f"{float(r['q_topk']):.3f}", f"{float(r['p_topk']):.3f}",
+                           f"{float(r['one_minus_tv']):.3f}", f"{float(r['top1_hit']):.3f}"])
+        ranked.append(key + [f"{float(ranks[k]['mean_q']):.3f} / {float(ranks[k]['mean_p']):.3f}" if k in ranks
+                             else "-" for k in (1, 2, 3)])
+    return (md_table(["T", "depth", "positions", "q on the K children", "p on them", "1 - TV", "top-1 hit"], body)
+            + "\n\nThe head's tokens of rank 1 to 3 at each depth, mean q against mean p:\n\n"
+            + md_table(["T", "depth", "rank 1: q / p", "rank 2: q / p", "rank 3: q / p"], ranked))
 
 
 def tree_nodes_md(folder: Path) -> str:
@@ -1161,25 +1271,25 @@ def tree_nodes_md(folder: Path) -> str:
     methods = list(dict.fromkeys(r["method"] for r in rows))
     depths = sorted({int(r["depth"]) for r in rows})
     cell = {(r["method"], int(r["depth"])): r for r in rows}
-    body = []
-    for k in depths:
-        line = [str(k)]
-        for m in methods:
+    tables = []
+    for m in methods:
+        body = []
+        for k in depths:
             r = cell.get((m, k))
-            line += (["-"] * 4 if r is None else
-                     [f"{float(r['nodes_per_step']):.1f}", f"{float(r['accepted_per_step']):.2f}",
-                      f"{float(r['path_q_per_step']):.3f}", f"{float(r['path_p_per_step']):.3f}"])
-        body.append(line)
-    head = ["depth"] + [f"`{m}` {c}" for m in methods for c in ("nodes", "accepted", "sum path q", "sum path p")]
-    firsts = {m: next(r for r in rows if r["method"] == m) for m in methods}
-    out = md_table(head, body) + "\n\nper step; " + "; ".join(
-        f"`{m}`: tau {float(r['tau']):.2f} ({r['prompts']} prompts, {r['steps']} steps)" for m, r in firsts.items())
+            body.append([str(k)] + (["-"] * 4 if r is None else
+                                    [f"{float(r['nodes_per_step']):.1f}", f"{float(r['accepted_per_step']):.2f}",
+                                     f"{float(r['path_q_per_step']):.3f}", f"{float(r['path_p_per_step']):.3f}"]))
+        first = next(r for r in rows if r["method"] == m)
+        tables.append(f"`{m}`, per step (tau {float(first['tau']):.2f}; {first['prompts']} prompts, "
+                      f"{first['steps']} steps):\n\n"
+                      + md_table(["depth", "nodes", "accepted", "sum path q", "sum path p"], body))
+    out = "\n\n".join(tables)
     check = folder / "smollm2_tree_calibration" / "engine_check.csv"
     if check.is_file():
         c = read_csv(check)
         same = sum(r["same"] == "True" for r in c)
-        out += (f"; {same} of {len(c)} of these decodes match the table's decode of the same prompt and "
-                "seed: the same number of steps and of tokens")
+        out += (f"\n\n{same} of {len(c)} of these decodes match the table's decode of the same prompt and "
+                "seed: the same number of steps and of tokens.")
     return out
 
 
