@@ -1200,6 +1200,36 @@ def paper_claim_md(folder: Path) -> str:
                     body)
 
 
+#: The methods whose standing against EAGLE is the seed paper's claim.
+PAPER_CLAIM_METHODS = ("rheo", "rheo-adaptive")
+
+
+def paper_verdict_md(folder: Path) -> str:
+    """The seed paper's claim, per prompt set and method (rheo, rheo-adaptive): tokens per step
+    above EAGLE at T > 0 with the paired interval apart from 0. One column per method: the
+    temperatures where it holds, where it is level or below, and those without a verdict yet."""
+    rows, settings = _paper_rows(folder)
+    depth = min(int(r["depth"]) for r in rows)
+    body = []
+    for s in settings["sets"]:
+        line = [s]
+        for m in PAPER_CLAIM_METHODS:
+            cells = sorted((float(r["temperature"]), r) for r in rows if int(r["depth"]) == depth
+                           and r["prompt_set"] == s and r["method"] == m and float(r["temperature"]) > 0
+                           and r.get("tau", "") != "")
+            got = {"higher": [], "tie": [], "lower": [], "": []}
+            for t, r in cells:
+                v = r.get("vs_eagle_verdict", "")
+                got[v if v in got else ""].append(f"{num(t)} ({_ci(r, 'vs_eagle', True)}, n {r['prompts']})")
+            parts = ([f"**holds** at T = {'; '.join(got['higher'])}"] if got["higher"] else []) \
+                + ([f"level at T = {'; '.join(got['tie'])}"] if got["tie"] else []) \
+                + ([f"below at T = {'; '.join(got['lower'])}"] if got["lower"] else []) \
+                + ([f"no verdict yet at T = {'; '.join(got[''])}"] if got[""] else [])
+            line.append("; ".join(parts) or "not measured")
+        body.append(line)
+    return md_table(["set"] + [f"`{m}` above EAGLE?" for m in PAPER_CLAIM_METHODS], body)
+
+
 def paper_ranking_md(folder: Path) -> str:
     """Every (set, T, method): tau, the difference to EAGLE and to the best other method with their
     paired intervals and verdicts, and the prompt count; per depth, two tables (EAGLE, best other)."""
@@ -1733,6 +1763,7 @@ RECIPES: list[Recipe] = [
            seconds=46000, quick_seconds=15, seed=0,
            needs=SMOL_NEEDS + ", the sharegpt and humaneval extras and MT-Bench's package",
            tables={"smollm2_paper_table": paper_table_md, "smollm2_paper_claim": paper_claim_md,
+                   "smollm2_paper_verdict": paper_verdict_md,
                    "smollm2_paper_ranking": paper_ranking_md, "smollm2_paper_methods": paper_methods_md}),
     Recipe("smollm2_tree_calibration", SIM, tuple(f"smollm2_tree_calibration/{f}" for f in
                                                   ("calibration.csv", "depth.csv", "reliability.csv", "nodes.csv",
