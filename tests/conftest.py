@@ -54,3 +54,24 @@ def pytest_sessionfinish(session, exitstatus):
     if SKIPPED_LOG:
         with open(SKIPPED_LOG, "w") as f:
             f.writelines(f"{nodeid}\n" for nodeid in dict.fromkeys(_SKIPPED))
+
+
+@pytest.fixture
+def restore_registries(monkeypatch):
+    """A test's plugins leave the registries as they found them (other test files draw methods
+    from the registry: a plugin family left behind would join their draws); RHEO_PLUGINS unset."""
+    import sys
+
+    import rheotheory.plugin_loader as plugin_loader
+    from rheotheory.methods import FAMILIES, PRESETS
+    from rheotheory.verify.rules import RULE_FAMILIES, VERIFIERS
+    from rheotheory.verify.walk import TREE_VERIFIERS
+
+    saved = [(d, dict(d)) for d in (FAMILIES, PRESETS, VERIFIERS, RULE_FAMILIES, TREE_VERIFIERS, plugin_loader._LOADED)]
+    monkeypatch.delenv("RHEO_PLUGINS", raising=False)
+    yield
+    for d, copy in saved:
+        d.clear()
+        d.update(copy)
+    for name in [m for m in sys.modules if m.startswith("rheo_plugin_")]:
+        del sys.modules[name]

@@ -25,21 +25,7 @@ PEEK = str(HERE / "plugins" / "peek.py")
 FORK = str(HERE.parent / "docs" / "examples" / "fork_method.py")
 
 
-@pytest.fixture(autouse=True)
-def _registries_restored(monkeypatch):
-    """Each test's plugins leave the registries as they found them (other test files draw methods
-    from the registry: a plugin family left behind would join their draws)."""
-    from rheotheory.verify.rules import RULE_FAMILIES, VERIFIERS
-    from rheotheory.verify.walk import TREE_VERIFIERS
-
-    saved = [(d, dict(d)) for d in (FAMILIES, PRESETS, VERIFIERS, RULE_FAMILIES, TREE_VERIFIERS, plugin_loader._LOADED)]
-    monkeypatch.delenv("RHEO_PLUGINS", raising=False)
-    yield
-    for d, copy in saved:
-        d.clear()
-        d.update(copy)
-    for name in [m for m in sys.modules if m.startswith("rheo_plugin_")]:
-        del sys.modules[name]
+pytestmark = pytest.mark.usefixtures("restore_registries")
 
 
 def rheo(*args, cwd=None, env=None):

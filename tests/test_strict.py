@@ -5,8 +5,8 @@ cache included) is certified as before; a lossy method that keeps it is measured
 from __future__ import annotations
 
 import random
-from fractions import Fraction
 import re
+from fractions import Fraction
 import subprocess
 import sys
 from pathlib import Path
@@ -15,10 +15,9 @@ import numpy as np
 import pytest
 
 from rheotheory.exact import ContractError, certify
-from rheotheory.methods import FAMILIES, PRESETS, resolve
+from rheotheory.methods import resolve
 from rheotheory.pairs import example_pair
 from rheotheory.plugin import load_plugin
-import rheotheory.plugin_loader as plugin_loader
 from rheotheory.testing import check_method
 
 PLANTED = str(Path(__file__).parent / "plugins" / "planted.py")
@@ -41,18 +40,7 @@ EXPECTED = {
 RUNS = 10
 
 
-@pytest.fixture(autouse=True)
-def _registries_restored():
-    from rheotheory.verify.rules import RULE_FAMILIES, VERIFIERS
-    from rheotheory.verify.walk import TREE_VERIFIERS
-
-    saved = [(d, dict(d)) for d in (FAMILIES, PRESETS, VERIFIERS, RULE_FAMILIES, TREE_VERIFIERS, plugin_loader._LOADED)]
-    yield
-    for d, copy in saved:
-        d.clear()
-        d.update(copy)
-    for name in [m for m in sys.modules if m.startswith("rheo_plugin_")]:
-        del sys.modules[name]
+pytestmark = pytest.mark.usefixtures("restore_registries")
 
 
 def _verdict(spec: str) -> str:
