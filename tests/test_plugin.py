@@ -16,7 +16,6 @@ from rheotheory.exact import ContractError, certify
 from rheotheory.methods import FAMILIES, PRESETS, resolve
 from rheotheory.pairs import example_pair
 from rheotheory.plugin import PluginError, load_plugin
-import rheotheory.plugin_loader as plugin_loader
 from rheotheory.testing import check_method
 
 HERE = Path(__file__).parent
