@@ -118,3 +118,12 @@ def test_the_strict_command_exits_0_when_lossless_and_2_when_the_contract_is_bro
     if code == 2:
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
         assert "docs/theory.md section 5.3, rule" in r.stderr
+
+
+def test_a_plugins_certificate_says_its_contract_was_trusted_and_strict_says_checked(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "rheotheory.cli", "certify", "--plugin", PLANTED, "--preset",
+                        "planted:fault=counter-law"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert "contract        : trusted, not checked (a plugin's builder; --strict checks it)" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "rheotheory.cli", "certify", "--preset", "rheo", "--strict", "--json"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert '"contract": "checked"' in r.stdout

@@ -151,8 +151,10 @@ def run(args) -> int:
     else:
         cert, estimated = sized_certify(args, pair, method)
     code = EXIT_LOSSLESS if cert.lossless else EXIT_LOSSY
+    plugin = not type(method).__module__.startswith("rheotheory.")
     if args.json:
         d = cert.to_dict()
+        d["contract"] = "checked" if args.strict else "trusted"
         d["estimated_seconds"] = None if estimated is None else round(estimated, 3)
         d["instance"] = args.instance
         d["preset"] = args.preset
@@ -173,6 +175,10 @@ def run(args) -> int:
     print(f"tokens per step : {fmt(cert.tokens_per_step)}" + (f"  (~{float(cert.tokens_per_step):.6f})" if exact else ""))
     print(f"outcomes        : {cert.outcomes} raw construction outcomes")
     print(f"classes         : {cert.classes} equivalence classes ({cert.branches} construction branches)")
+    if args.strict:
+        print("contract        : checked (--strict, docs/theory.md section 5.3)")
+    elif plugin:
+        print("contract        : trusted, not checked (a plugin's builder; --strict checks it)")
     print(f"time            : {cert.seconds:.3f} s"
           + ("" if estimated is None else f" (the run, its probes included, was estimated at {estimated:.3g} s)"))
     return code
