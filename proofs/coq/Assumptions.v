@@ -8,6 +8,8 @@ Print Assumptions onehot_acceptance.
 Print Assumptions single_draft_lossless.
 Print Assumptions rrs_lossless.
 Print Assumptions rrs_wor_lossless.
+Print Assumptions sequential_transition.
+Print Assumptions onehot_transition.
 Print Assumptions single_draft_acceptance.
 Print Assumptions ot_output.
 Print Assumptions ot_lossless.
@@ -16,6 +18,9 @@ Print Assumptions ot_acceptance_given_s.
 Print Assumptions ot_acceptance_head.
 Print Assumptions ot_optimal.
 Print Assumptions overlap_outside.
+Print Assumptions ot_transition.
+Print Assumptions ot_routing.
+Print Assumptions ot_attains_optimum.
 Print Assumptions tree_step_lossless.
 Print Assumptions node_ok_sequential.
 Print Assumptions node_ok_ot.
