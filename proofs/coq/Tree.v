@@ -10,7 +10,7 @@
    global prune, fillers). A node without candidates or a Bonus leaf emits the bonus
    token y ~ p. *)
 From mathcomp Require Import all_ssreflect ssralg ssrnum.
-From Rheo Require Import Laws Sequential Ot.
+From Rheo Require Import Laws Sequential Ot OtWor.
 
 Set Implicit Arguments.
 Unset Strict Implicit.
@@ -145,6 +145,51 @@ move=> hp h; split; [exact: eq_expect|exact: expect_scale|] => y.
 transitivity (expect sc (fun _ => target u y)).
   by apply: eq_expect => cs; rewrite onehot_lossless.
 exact: expect_const.
+Qed.
+
+(* node_ok is closed under mixtures: a node whose candidate list is drawn from one of several
+   laws, under each of which the verifier is lossless (RheoSampling's sampled slot kept with
+   C1, or pruned, or empty), is a lossless node *)
+Theorem node_ok_mix (I : finType) (lam : I -> R) (Es : I -> candlaw) ver u :
+  \sum_(i : I) lam i = 1 -> (forall i, node_ok (Es i) ver u) ->
+  node_ok (fun f => \sum_(i : I) lam i * Es i f) ver u.
+Proof.
+move=> h1 h; split.
+- move=> f g hfg; apply: eq_bigr => i _; congr (_ * _).
+  by case: (h i) => he _ _; apply: he.
+- move=> f c; rewrite mulr_suml; apply: eq_bigr => i _.
+  by case: (h i) => _ hs _; rewrite hs mulrA.
+move=> y; transitivity (\sum_(i : I) lam i * target u y).
+  by apply: eq_bigr => i _; case: (h i) => _ _ ->.
+by rewrite -mulr_suml h1 mul1r.
+Qed.
+
+Theorem node_ok_mix2 (a : R) (E1 E2 : candlaw) ver u :
+  node_ok E1 ver u -> node_ok E2 ver u ->
+  node_ok (fun f => a * E1 f + (1 - a) * E2 f) ver u.
+Proof.
+move=> [e1 s1 l1] [e2 s2 l2]; split=> [f g h|f c|y] /=.
+- by rewrite (e1 _ _ h) (e2 _ _ h).
+- by rewrite s1 s2 !mulrA -mulrDl.
+by rewrite l1 l2 -mulrDl addrC subrK mul1r.
+Qed.
+
+(* a node whose sampled slot is pruned or empty: its candidates are deterministic, and ot is
+   onehot there *)
+Lemma node_ok_ot_dets (sc : scheme R V) u :
+  is_law (target u) -> no_samp sc -> node_ok (expect sc) ot u.
+Proof.
+move=> hp h; split; [exact: eq_expect|exact: expect_scale|] => y.
+rewrite expect_no_samp // /ot; set cs := map Det _.
+have -> : samp_of cs = None by rewrite /cs; elim: (det_tokens sc).
+by rewrite onehot_lossless.
+Qed.
+
+Lemma node_ok_ot_wor (sc : scheme R V) u :
+  is_law (target u) -> wf sc -> node_ok (expect sc) ot_wor u.
+Proof.
+move=> hp h; split; [exact: eq_expect|exact: expect_scale|] => y.
+exact: ot_wor_lossless.
 Qed.
 
 End Tree.
