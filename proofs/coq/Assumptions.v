@@ -1,6 +1,6 @@
 (* Print Assumptions for every main theorem; proofs/coq/check_assumptions.py runs this
    file after the build and fails unless each is closed under the global context. *)
-From Rheo Require Import Laws Sequential Ot OtWor Tree Conditions.
+From Rheo Require Import Laws Sequential Ot OtWor Tree Conditions Builder.
 
 Print Assumptions sequential_lossless.
 Print Assumptions onehot_lossless.
@@ -43,3 +43,8 @@ Print Assumptions C1_without_C2_sequential_lossy.
 Print Assumptions C1_without_C2_ot_lossless.
 Print Assumptions size_biased_ot_lossy.
 Print Assumptions size_biased_sequential_lossy.
+Print Assumptions Ew_draw.
+Print Assumptions Ew_prod.
+Print Assumptions builder_lossless.
+Print Assumptions rheo_ot_lossless.
+Print Assumptions rheo_sequential_lossless.
