@@ -16,7 +16,7 @@
    children (`kept`). Nothing else is assumed about how the tree was built: its layers, top-K
    expansions, scores and global prune are whatever they are, provided the rank property holds.
 
-   The rank property (`rank_indep`). Along every path z, the sampled slots of the nodes on z can
+   The rank property (`rank_property`). Along every path z, the sampled slots of the nodes on z can
    be ranked so that what a node's verifier reads (whether the node is kept, and its `view`:
    for ot whether its sampled child is kept, for sequential also its kept head) does not depend
    on the draw of its own slot, nor on the draw of any slot ranked at or after it. For the
@@ -47,7 +47,9 @@ Notation vec := ('I_V -> R).
 
 Variable P : finType.
 Variable Lw : P -> vec.
-Hypothesis Lw_law : forall x, is_law (Lw x).
+
+(* every slot draws from a law *)
+Definition slot_laws : Prop := forall x, is_law (Lw x).
 
 Definition draws := {ffun P -> 'I_V}.
 
@@ -72,18 +74,18 @@ Proof. by apply/ffunP => y; rewrite !ffunE; case: eqP => [->|]. Qed.
 Lemma upd_other w x t y : y != x -> upd w x t y = w y.
 Proof. by move=> /negPf hy; rewrite ffunE hy. Qed.
 
-Lemma weight_ge0 w : 0 <= weight w.
-Proof. by apply: prodr_ge0 => x _; case: (Lw_law x). Qed.
+Lemma weight_ge0 w : slot_laws -> 0 <= weight w.
+Proof. by move=> Lw_law; apply: prodr_ge0 => x _; case: (Lw_law x). Qed.
 
-Lemma weight_pos w x : weight w != 0 -> 0 < Lw x (w x).
+Lemma weight_pos w x : slot_laws -> weight w != 0 -> 0 < Lw x (w x).
 Proof.
-move=> /prodf_neq0 h; rewrite lt_neqAle eq_sym (h x isT) /=.
+move=> Lw_law /prodf_neq0 h; rewrite lt_neqAle eq_sym (h x isT) /=.
 by case: (Lw_law x).
 Qed.
 
-Lemma Ew1 : Ew (fun _ => 1) = 1.
+Lemma Ew1 : slot_laws -> Ew (fun _ => 1) = 1.
 Proof.
-rewrite /Ew; under eq_bigr do rewrite mulr1.
+move=> Lw_law; rewrite /Ew; under eq_bigr do rewrite mulr1.
 rewrite /weight -(bigA_distr_bigA (fun x t => Lw x t)) /=.
 by rewrite big1 // => x _; rewrite -total_big; case: (Lw_law x).
 Qed.
@@ -104,10 +106,10 @@ Proof. by rewrite /Ew mulr_sumr; apply: eq_bigr => w _; rewrite mulrCA. Qed.
 (* The draw of slot x, averaged with everything else fixed: if F reads the draws only through
    its second argument at x, E[F w (w x)] = E[sum_s L_x(s) F w s]. *)
 Theorem Ew_draw (x : P) (F : draws -> 'I_V -> R) :
-  (forall s, indep x (fun w => F w s)) ->
+  slot_laws -> (forall s, indep x (fun w => F w s)) ->
   Ew (fun w => F w (w x)) = Ew (fun w => \sum_(s < V) Lw x s * F w s).
 Proof.
-move=> hF; pose M w := \prod_(y | y != x) Lw y (w y).
+move=> Lw_law hF; pose M w := \prod_(y | y != x) Lw y (w y).
 have hW w : weight w = Lw x (w x) * M w by rewrite /weight (bigD1 x).
 have hM w t : M (upd w x t) = M w.
   by apply: eq_bigr => y hy; rewrite upd_other.
@@ -152,14 +154,14 @@ exact: leq_trans hi (ltnW h).
 Qed.
 
 Theorem Ew_prod (S : seq nat) :
-  uniq S -> {in S &, injective X} ->
+  slot_laws -> uniq S -> {in S &, injective X} ->
   (forall i j s, i \in S -> j \in S -> (rank i <= rank j)%N -> indep (X j) (fun w => D i w s)) ->
   (forall i w, i \in S -> \sum_(s < V) Lw (X i) s * D i w s = 0) ->
   Ew (fun w => \prod_(i <- S) fac i w) = \prod_(i <- S) pf i.
 Proof.
-have [n] := ubnP (size S); elim: n S => // n IH S hn hu hX hind h0.
+move=> Lw_law; have [n] := ubnP (size S); elim: n S => // n IH S hn hu hX hind h0.
 have [->|hS] := eqVneq S [::].
-  by under [LHS]eq_bigr do rewrite big_nil; rewrite -/(Ew _) Ew1 big_nil.
+  by under [LHS]eq_bigr do rewrite big_nil; rewrite -/(Ew _) Ew1 ?big_nil.
 have [j hj hmax] := max_rank hS.
 have hperm := perm_to_rem hj.
 have hrem : {subset rem j S <= S} by apply: mem_rem.
@@ -177,7 +179,7 @@ rewrite EwD EwZ IH ?rem_uniq //; last 3 first.
 - by move=> i1 i2 s /hrem h1 /hrem h2; apply: hind.
 - by move=> i w /hrem; apply: h0.
 rewrite -[RHS]addr0; congr (_ + _).
-rewrite (Ew_draw (F := fun w s => D j w s * \prod_(i <- rem j S) fac i w)) /=.
+rewrite (Ew_draw (F := fun w s => D j w s * \prod_(i <- rem j S) fac i w)) //=.
   transitivity (Ew (fun _ => 0)); last by rewrite /Ew big1 // => w _; rewrite mulr0.
   apply: Ew_ext => w _.
   under eq_bigr do rewrite mulrA; by rewrite -mulr_suml h0 ?mul0r.
@@ -204,7 +206,6 @@ Notation cand := (cand R V).
 
 Variable P : finType.
 Variable Lw : P -> vec.
-Hypothesis Lw_law : forall x, is_law (Lw x).
 
 Notation draws := (draws V P).
 Notation weight := (weight Lw).
@@ -212,12 +213,13 @@ Notation indep := (indep Lw).
 
 (* the target law after each prefix, p(. | u) *)
 Variable target : seq 'I_V -> vec.
-Hypothesis target_law : forall u, is_law (target u).
 
 (* the slot of the sampled child of the node with path u, and its law *)
 Variable slot : seq 'I_V -> P.
 Variable depth : nat.
-Hypothesis slot_inj :
+
+(* distinct nodes above the depth have distinct slots *)
+Definition slot_inj_on : Prop :=
   forall u v, (size u < depth)%N -> (size v < depth)%N -> slot u = slot v -> u = v.
 
 Definition slaw (u : seq 'I_V) : vec := Lw (slot u).
@@ -246,7 +248,7 @@ Definition out (w : draws) (u : seq 'I_V) (y : 'I_V) : R :=
 
 (* the verifier emits no candidate's token: an output token that a kept child holds is
    continued into *)
-Hypothesis emit_cands : forall w u y,
+Definition emit_ok : Prop := forall w u y,
   weight w != 0 -> y \in map token (cands w u) -> emit (ver (target u) (cands w u)) y = 0.
 
 (* what the output law reads: the node's view, and the draw of its own slot; averaged over
@@ -254,12 +256,14 @@ Hypothesis emit_cands : forall w u y,
 Variable T : Type.
 Variable view : draws -> seq 'I_V -> T.
 Variable Phi : seq 'I_V -> T -> 'I_V -> 'I_V -> R.
-Hypothesis out_view : forall w u y,
+Definition view_ok : Prop := forall w u y,
   weight w != 0 -> out w u y = Phi u (view w u) (w (slot u)) y.
-Hypothesis Phi_lossless : forall u v y, \sum_(s < V) slaw u s * Phi u v s y = target u y.
+
+Definition given_lossless : Prop :=
+  forall u v y, \sum_(s < V) slaw u s * Phi u v s y = target u y.
 
 (* the rank property *)
-Hypothesis rank_indep : forall z, exists rank : nat -> nat, forall i j,
+Definition rank_property : Prop := forall z, exists rank : nat -> nat, forall i j,
   (i < minn (size z) depth)%N -> (j < minn (size z) depth)%N -> (rank i <= rank j)%N ->
   indep (slot (take j z)) (fun w => (kept w (take i z), view w (take i z))).
 
@@ -286,9 +290,10 @@ Qed.
 (* given the draws, the extended output law of the walk is a product along the path: the
    node's output law while the path stays in the kept tree, the target after it leaves *)
 Lemma ext_walk_of w u n z y0 :
-  weight w != 0 -> ext target (walk_of w u n) u z = \prod_(i < size z) fact w u z n i y0.
+  emit_ok -> weight w != 0 ->
+  ext target (walk_of w u n) u z = \prod_(i < size z) fact w u z n i y0.
 Proof.
-move=> hw; elim: z u n => [|y z IH] u n; first by rewrite big_ord0; case: n.
+move=> emit_cands hw; elim: z u n => [|y z IH] u n; first by rewrite big_ord0; case: n.
 rewrite big_ord_recl /fact ?take0 cats0 /=.
 case: n => [|n] /=.
   by rewrite (fresh_prod _ _ y0); congr (_ * _); apply: eq_bigr => i _; rewrite cat_rcons.
@@ -303,10 +308,13 @@ Qed.
 
 (* The end-to-end theorem: averaged over the draws, the walk on the built tree has the
    target's extended output law, for every length of z (docs/theory.md section 4) *)
-Theorem builder_lossless z :
+Theorem builder_lossless :
+  slot_laws Lw -> slot_inj_on -> emit_ok -> view_ok -> given_lossless -> rank_property ->
+  forall z,
   \sum_(w : draws) weight w * ext target (walk_of w [::] depth) [::] z = fresh target [::] z.
 Proof.
-case: z => [|y0 z0].
+move=> Lw_law slot_inj emit_cands out_view Phi_lossless rank_indep.
+case=> [|y0 z0].
   rewrite /= -(Ew1 Lw_law); apply: eq_bigr => w _; congr (_ * _).
   by case: (depth).
 set z := y0 :: z0.
@@ -318,7 +326,7 @@ have hfac w i : weight w != 0 -> fact w [::] z depth i y0 = fac X pf D i w.
   move=> hw; rewrite /fact /fac /D /kept /=; case: ifP => _; last by rewrite addr0.
   by rewrite out_view // addrC subrK.
 transitivity (Ew Lw (fun w => \prod_(i < size z) fac X pf D i w)).
-  apply: Ew_ext => w hw; rewrite (ext_walk_of _ _ _ y0 hw).
+  apply: Ew_ext => w hw; rewrite (ext_walk_of _ _ _ y0 emit_cands hw).
   by apply: eq_bigr => i _; rewrite hfac.
 set m := minn (size z) depth.
 have hm : (m <= size z)%N by rewrite geq_minl.
@@ -335,13 +343,13 @@ transitivity (Ew Lw (fun w => \prod_(i <- iota 0 m) fac X pf D i w) *
   rewrite (hsplit (fun i => fac X pf D i w)) mulrA; congr (_ * _).
   by apply: eq_big_seq => i hi; rewrite /fac hD0 // addr0.
 have [rank hrank] := rank_indep z.
-rewrite (@Ew_prod _ _ _ _ Lw_law X rank pf D) ?iota_uniq //; last 3 first.
+rewrite (@Ew_prod _ _ _ _ X rank pf D) ?iota_uniq //; last 3 first.
 - move=> i j; rewrite !mem_iota !add0n => /andP [_ hi] /andP [_ hj].
   have hiz : (i <= size z)%N := leq_trans (ltnW hi) (geq_minl _ _).
   have hjz : (j <= size z)%N := leq_trans (ltnW hj) (geq_minl _ _).
   have hi' : (size (take i z) < depth)%N by rewrite size_takel // (leq_trans hi) ?geq_minr.
   have hj' : (size (take j z) < depth)%N by rewrite size_takel // (leq_trans hj) ?geq_minr.
-  by move=> /(slot_inj hi' hj') /(congr1 size); rewrite !size_takel.
+  by move=> /(slot_inj _ _ hi' hj') /(congr1 size); rewrite !size_takel.
 - move=> i j s; rewrite !mem_iota !add0n => /andP [_ hi] /andP [_ hj] hij w t hw ht.
   by rewrite /D; case: (hrank i j hi hj hij w t hw ht) => -> ->.
 - move=> i w _; rewrite /D; case: ((i < depth)%N && kept w (take i z)); last first.
@@ -371,18 +379,14 @@ Notation cand := (cand R V).
 
 Variable P : finType.
 Variable Lw : P -> vec.
-Hypothesis Lw_law : forall x, is_law (Lw x).
 
 Notation draws := (draws V P).
 Notation weight := (weight Lw).
 Notation indep := (indep Lw).
 
 Variable target : seq 'I_V -> vec.
-Hypothesis target_law : forall u, is_law (target u).
 Variable slot : seq 'I_V -> P.
 Variable depth : nat.
-Hypothesis slot_inj :
-  forall u v, (size u < depth)%N -> (size v < depth)%N -> slot u = slot v -> u = v.
 
 Notation slaw := (slaw Lw slot).
 
@@ -418,15 +422,15 @@ Qed.
 (* RheoSampling verified with ot: lossless for every builder with the rank property, where a
    node's view is whether it and its sampled child are kept *)
 Theorem rheo_ot_lossless :
+  slot_laws Lw -> (forall u, is_law (target u)) -> slot_inj_on slot depth ->
   (forall z, exists rank : nat -> nat, forall i j,
      (i < minn (size z) depth)%N -> (j < minn (size z) depth)%N -> (rank i <= rank j)%N ->
      indep (slot (take j z)) (fun w => (kept rheo_cands w (take i z), skept w (take i z)))) ->
   forall z, \sum_(w : draws) weight w * ext target (walk_of ot rheo_cands w [::] depth) [::] z =
             fresh target [::] z.
 Proof.
-move=> hrank z.
-apply: (@builder_lossless R V P Lw Lw_law target slot depth slot_inj ot rheo_cands
-          _ bool skept ot_given) => //.
+move=> Lw_law target_law slot_inj hrank z.
+apply: (@builder_lossless R V P Lw target slot depth ot rheo_cands bool skept ot_given) => //.
 - by move=> w u y _; apply: emit_ot_cands.
 - move=> w u y _; rewrite /out /ot_given; case hs: (skept w u).
     by rewrite (ot_output _ _ (s := w (slot u)) (L := slaw u)) // samp_of_rheo_cands hs.
@@ -462,6 +466,7 @@ Lemma wf_det_then_samp (G : seq 'I_V) (L : vec) : is_law L -> wf (det_then_samp 
 Proof. by move=> hL; elim: G => //=. Qed.
 
 Theorem rheo_sequential_lossless :
+  slot_laws Lw -> (forall u, is_law (target u)) -> slot_inj_on slot depth ->
   (forall z, exists rank : nat -> nat, forall i j,
      (i < minn (size z) depth)%N -> (j < minn (size z) depth)%N -> (rank i <= rank j)%N ->
      indep (slot (take j z))
@@ -469,13 +474,13 @@ Theorem rheo_sequential_lossless :
   forall z, \sum_(w : draws) weight w * ext target (walk_of sequential seq_cands w [::] depth) [::] z =
             fresh target [::] z.
 Proof.
-move=> hrank z.
-apply: (@builder_lossless R V P Lw Lw_law target slot depth slot_inj sequential
-          seq_cands _ _ (fun w u => (head w u, skept w u)) seq_given) => //.
+move=> Lw_law target_law slot_inj hrank z.
+apply: (@builder_lossless R V P Lw target slot depth sequential seq_cands _
+          (fun w u => (head w u, skept w u)) seq_given) => //.
 - move=> w u y hw; apply: emit_sequential_mem; rewrite /seq_cands.
   apply: samps_ok_dets_cat; case: (skept w u) => //=; split=> //; split.
     exact: Lw_law.
-  exact: (weight_pos Lw_law _ hw).
+  exact: (weight_pos _ Lw_law hw).
 - move=> w u y _; rewrite /out /seq_given /seq_cands /=; case: (skept w u) => //.
   by rewrite cats0 sequential_dets_output.
 move=> u [G []] y /=; last first.
