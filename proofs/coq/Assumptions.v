@@ -31,6 +31,7 @@ Print Assumptions node_ok_ot.
 Print Assumptions node_ok_onehot.
 Print Assumptions node_ok_mix.
 Print Assumptions node_ok_mix2.
+Print Assumptions ext_zlaw.
 Print Assumptions C2_C1.
 Print Assumptions C1_ot_lossless.
 Print Assumptions C2_sequential_lossless.

@@ -192,4 +192,101 @@ move=> hp h; split; [exact: eq_expect|exact: expect_scale|] => y.
 exact: ot_wor_lossless.
 Qed.
 
+(* The law of the step's output Z itself (not extended): zlaw w u z = P(Z = z), and
+   reach w u z = P(the walk accepts every token of z and goes on). For a walk on a given tree
+   (each node's candidate list fixed: a point mass), the extended output law is the left side of
+   the criterion of docs/theory.md section 4 computed from them (ext_zlaw). The comparison with
+   the code (compare.py) checks both against PerNodeWalk: a walk that drops the bonus token
+   leaves the extended law unchanged (the bonus token is a fresh target sample) but not Z's. *)
+Fixpoint zlaw (w : walk) (u z : seq 'I_V) {struct z} : R :=
+  match z with
+  | [::] => 0
+  | y :: z' =>
+      match w with
+      | Bonus => if z' is [::] then target u y else 0
+      | Node E ver child =>
+          E (fun cs =>
+               (if z' is [::] then emit (ver (target u) cs) y else 0) +
+               cont_into (fun i => zlaw (child cs i) (rcons u y) z') y cs (cont (ver (target u) cs)))
+      end
+  end.
+
+Fixpoint reach (w : walk) (u z : seq 'I_V) {struct z} : R :=
+  match z with
+  | [::] => 1
+  | y :: z' =>
+      match w with
+      | Bonus => 0
+      | Node E ver child =>
+          E (fun cs => cont_into (fun i => reach (child cs i) (rcons u y) z') y cs
+                                 (cont (ver (target u) cs)))
+      end
+  end.
+
+(* a walk on a given tree *)
+Fixpoint on_tree (w : walk) : Prop :=
+  match w with
+  | Bonus => True
+  | Node E _ child => exists cs0, (forall f, E f = f cs0) /\ forall i, on_tree (child cs0 i)
+  end.
+
+Lemma cont_into_ext (g1 g2 : nat -> R) y cs ws :
+  (forall i, g1 i = g2 i) -> cont_into g1 y cs ws = cont_into g2 y cs ws.
+Proof.
+elim: cs ws g1 g2 => [|c cs IH] [|w ws] g1 g2 h //=.
+by rewrite h (IH _ _ (fun i => g2 i.+1)).
+Qed.
+
+Lemma cont_into_add (g1 g2 : nat -> R) y cs ws :
+  cont_into (fun i => g1 i + g2 i) y cs ws = cont_into g1 y cs ws + cont_into g2 y cs ws.
+Proof.
+elim: cs ws g1 g2 => [|c cs IH] [|w ws] g1 g2 /=; rewrite ?addr0 //.
+rewrite (IH _ (fun i => g1 i.+1) (fun i => g2 i.+1)) addrACA; congr (_ + _).
+by case: (token c == y); rewrite ?mulrDr ?addr0.
+Qed.
+
+Lemma cont_into_scale (g : nat -> R) (k : R) y cs ws :
+  cont_into (fun i => g i * k) y cs ws = cont_into g y cs ws * k.
+Proof.
+elim: cs ws g => [|c cs IH] [|w ws] g /=; rewrite ?mul0r //.
+rewrite (IH _ (fun i => g i.+1)) mulrDl; congr (_ + _).
+by case: (token c == y); rewrite ?mulrA ?mul0r.
+Qed.
+
+Lemma cont_into_sum n (G : nat -> nat -> R) y cs ws :
+  cont_into (fun i => \sum_(k < n) G k i) y cs ws = \sum_(k < n) cont_into (G k) y cs ws.
+Proof.
+elim: n => [|n IH]; last first.
+  rewrite [RHS]big_ord_recr /= -IH -cont_into_add; apply: cont_into_ext => i.
+  by rewrite big_ord_recr.
+rewrite big_ord0 (@cont_into_ext _ (fun _ => 0 * 0)) => [|i]; last by rewrite big_ord0 mul0r.
+by rewrite cont_into_scale mulr0.
+Qed.
+
+Theorem ext_zlaw (w : walk) u z :
+  on_tree w ->
+  ext w u z = \sum_(k < size z) zlaw w u (take k.+1 z) * fresh (u ++ take k.+1 z) (drop k.+1 z)
+              + reach w u z.
+Proof.
+elim: z w u => [|y z IH] w u; first by case: w => [|E ver child] _; rewrite big_ord0 add0r.
+case: w => [|E ver child] /=.
+  move=> _; rewrite big_ord_recl /= take0 drop0 cats1 addr0 big1 ?addr0 // => k _.
+  by case: (take k.+1 z) (size_takel (ltn_ord k)) => // *; rewrite mul0r.
+move=> [cs0 [hE hch]]; rewrite hE big_ord_recl /= take0 drop0 cats1 hE.
+under eq_bigr do rewrite hE.
+set ws := cont (ver (target u) cs0).
+rewrite (cont_into_ext _ _ _ (g2 := fun i =>
+   \sum_(k < size z) zlaw (child cs0 i) (rcons u y) (take k.+1 z) *
+                     fresh (rcons u y ++ take k.+1 z) (drop k.+1 z) +
+   reach (child cs0 i) (rcons u y) z)); last by move=> i; apply: IH.
+rewrite cont_into_add (@cont_into_sum (size z) (fun k i =>
+   zlaw (child cs0 i) (rcons u y) (take k.+1 z) * fresh (rcons u y ++ take k.+1 z) (drop k.+1 z))).
+rewrite addrA hE; congr (_ + _).
+rewrite (@cont_into_ext (fun i => zlaw (child cs0 i) (rcons u y) [::]) (fun _ => 0 * 0));
+  last by move=> i; rewrite mul0r.
+rewrite cont_into_scale mulr0 addr0; congr (_ + _); apply: eq_bigr => k _ /=.
+case: (take k.+1 z) (size_takel (ltn_ord k)) => // x t _.
+by rewrite add0r -cont_into_scale cat_rcons /bump leq0n add1n.
+Qed.
+
 End Tree.
