@@ -1,6 +1,6 @@
 (* Print Assumptions for every main theorem; proofs/coq/check_assumptions.py runs this
    file after the build and fails unless each is closed under the global context. *)
-From Rheo Require Import Laws Sequential Ot OtWor Tree Conditions Builder.
+From Rheo Require Import Laws Sequential Ot OtWor Tree Conditions Builder Dynamic.
 
 Print Assumptions sequential_lossless.
 Print Assumptions onehot_lossless.
@@ -49,3 +49,8 @@ Print Assumptions Ew_prod.
 Print Assumptions builder_lossless.
 Print Assumptions rheo_ot_lossless.
 Print Assumptions rheo_sequential_lossless.
+Print Assumptions created_upd.
+Print Assumptions kept_upd.
+Print Assumptions rank_ok.
+Print Assumptions rheo_dynamic_ot_lossless.
+Print Assumptions rheo_dynamic_sequential_lossless.

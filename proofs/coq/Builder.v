@@ -63,7 +63,7 @@ Definition upd (w : draws) (x : P) (t : 'I_V) : draws :=
 
 (* f does not read the draw of slot x (on the draws of positive probability) *)
 Definition indep (T : Type) (x : P) (f : draws -> T) : Prop :=
-  forall (w : draws) (t : 'I_V), Lw x (w x) != 0 -> Lw x t != 0 -> f (upd w x t) = f w.
+  forall (w : draws) (t : 'I_V), weight w != 0 -> Lw x t != 0 -> f (upd w x t) = f w.
 
 Lemma upd_at w x t : upd w x t x = t.
 Proof. by rewrite ffunE eqxx. Qed.
@@ -126,7 +126,8 @@ rewrite eA eB !pair_bigA /= [RHS](reindex_inj (inv_inj phiK)) /=.
 apply: eq_bigr => -[w t] _ /=; rewrite !hW upd_at hM.
 have [->|ht] := eqVneq (Lw x t) 0; first by rewrite !mul0r.
 have [hwx|hwx] := eqVneq (Lw x (w x)) 0; first by rewrite hwx !mul0r !mulr0.
-rewrite (hF (w x) w t hwx ht).
+have [hMw|hMw] := eqVneq (M w) 0; first by rewrite hMw !(mulr0, mul0r).
+rewrite (hF (w x) w t _ ht); last by rewrite hW mulf_neq0.
 by rewrite -[RHS]mulrA; congr (_ * _); rewrite [RHS]mulrCA mulrA.
 Qed.
 
