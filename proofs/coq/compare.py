@@ -560,16 +560,15 @@ def main() -> int:
     build()
     insts = instances()
     bad = mismatches(insts, coq_transitions(insts), [python_transition(i) for i in insts])
-    counts = {r: sum(i.rule == r for i in insts) for r in RULES}
-    print(f"rules: {len(insts)} random instances ({', '.join(f'{r} {n}' for r, n in counts.items())}), "
+    print(f"rules: {len(insts)} random instances ({PER_RULE} per rule), "
           f"{sum(len(i.cands) + i.vocab for i in insts)} numbers compared, {len(bad)} mismatches")
     for line in bad[:10]:
         print(line)
     trees = walk_trees()
     walks = coq_walk_laws(trees)
     wbad = walk_mismatches(walks)
-    print(f"walk: {len(trees)} trees (every tree of the family), {len(walks)} tree-rule pairs, "
-          f"{2 * len(walks) * len(all_z())} numbers compared, {len(wbad)} mismatches")
+    print(f"walk: {len(trees)} trees x {len(RULES)} rules, {2 * len(walks) * len(all_z())} numbers "
+          f"compared, {len(wbad)} mismatches")
     for line in wbad[:10]:
         print(line)
     return 1 if bad or wbad else 0
