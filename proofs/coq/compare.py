@@ -397,11 +397,15 @@ NODE_OPTIONS = (
 )
 
 
+#: The target's probability of token 0 after each prefix of length up to 2 (distinct); 1/2 after
+#: longer ones.
+WALK_TARGETS = {(): (2, 5), (0,): (1, 3), (1,): (3, 4), (0, 0): (1, 5), (0, 1): (5, 8), (1, 0): (1, 2),
+                (1, 1): (2, 7)}
+
+
 def _target(prefix: tuple) -> tuple:
-    """The target law after ``prefix`` (distinct at every prefix of length up to 2)."""
-    table = {(): (2, 5), (0,): (1, 3), (1,): (3, 4), (0, 0): (1, 5), (0, 1): (5, 8), (1, 0): (1, 2),
-             (1, 1): (2, 7)}
-    n, d = table.get(prefix, (1, 2))
+    """The target law after ``prefix``."""
+    n, d = WALK_TARGETS.get(prefix, (1, 2))
     return (Fraction(n, d), 1 - Fraction(n, d))
 
 
@@ -496,9 +500,8 @@ def _coq_walk(tree) -> str:
 def walk_source(trees: list, names: dict | None = None) -> tuple[str, list]:
     """One ``Eval vm_compute`` per (tree, rule): zlaw and ext at every z of :func:`all_z`."""
     names = {**COQ_NAMES, **(names or {})}
-    table = {(): (2, 5), (0,): (1, 3), (1,): (3, 4), (0, 0): (1, 5), (0, 1): (5, 8), (1, 0): (1, 2),
-             (1, 1): (2, 7)}
-    arms = "\n".join(f"  | [:: {'; '.join(f'{t}%N' for t in u)}] => {_coq_law(_target(u))}" for u in table)
+    arms = "\n".join(f"  | [:: {'; '.join(f'{t}%N' for t in u)}] => {_coq_law(_target(u))}"
+                     for u in WALK_TARGETS)
     zs = "[:: " + "; ".join("[:: " + "; ".join(_coq_token(WALK_V, t) for t in z) + "]" for z in all_z()) + "]"
     lines = [HEADER,
              f"Definition leaf := Bonus rat_realFieldType {WALK_V}.",
