@@ -1,8 +1,9 @@
 """How a proof script reports its claims: one ``CLAIM {json}`` line each, read by run_all.py.
 
-Statuses: ``proved symbolically``, ``verified exhaustively``, ``refuted`` (the claim as stated is
-false and the evidence holds a counterexample), ``FAILED`` (the script's expectation did not
-hold: it exits non-zero).
+Statuses: ``proved symbolically``, ``verified exhaustively``, ``checked exactly on random instances``
+(exact comparison on the seeded random instances named: evidence, not a proof), ``refuted`` (the
+claim as stated is false and the evidence holds a counterexample), ``FAILED`` (the script's
+expectation did not hold: it exits non-zero).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 
 PROVED = "proved symbolically"
 VERIFIED = "verified exhaustively"
+CHECKED = "checked exactly on random instances"
 REFUTED = "refuted"
 FAILED = "FAILED"
 

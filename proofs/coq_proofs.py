@@ -22,7 +22,7 @@ sys.path.insert(0, str(HERE / "coq"))
 
 import check_assumptions  # noqa: E402
 import compare  # noqa: E402
-from claimlib import FAILED, REFUTED, VERIFIED, claim, finish  # noqa: E402
+from claimlib import CHECKED, FAILED, REFUTED, VERIFIED, claim, finish  # noqa: E402
 
 #: The status of a claim whose statement is a Coq theorem quantified over every vocabulary.
 COQ = "proved in Coq, for every V"
@@ -51,15 +51,47 @@ CLAIMS = (
     ("coq-ot-acceptance", "ot on deterministic G then s ~ L with L zero on G: acceptance "
      "p(G) + sum_x min(p(x), L(x))", ("ot_acceptance_given_s", "ot_acceptance_head"), "Ot.v", COQ),
     ("coq-ot-optimal", "no lossless verifier accepts more than p(G) + sum_{x not in G} min(p(x), L(x)) "
-     "on the candidate set G + {s}, s ~ L; ot attains it when L vanishes on G",
-     ("ot_optimal", "overlap_outside"), "Ot.v", COQ),
+     "on the candidate set G + {s}, s ~ L; ot's kernel is itself a lossless verifier there and attains "
+     "the bound when L vanishes on G (one theorem)",
+     ("ot_optimal", "overlap_outside", "ot_attains_optimum"), "Ot.v", COQ),
+    ("coq-ot-routing", "ot routes the residual mass of each token to the first candidate holding it "
+     "(a later duplicate gets nothing)", ("ot_routing",), "Ot.v", COQ),
+    ("coq-transitions-laws", "sequential, onehot, ot and ot-wor return laws: continue and emit weights "
+     "nonnegative, summing to 1, one continue weight per candidate, when the target is a law and each "
+     "sampled candidate's law is positive at its token",
+     ("sequential_transition", "onehot_transition", "ot_transition", "ot_wor_transition"),
+     "Sequential.v, Ot.v, OtWor.v", COQ),
+    ("coq-ot-wor-lossless", "ot-wor (rheo-adaptive's verifier): given the candidates its output token has "
+     "the law of the sequential rule on the sampled candidates alone, so it is lossless at a node for "
+     "every candidate scheme, a head followed by samples without replacement included",
+     ("ot_wor_output", "ot_wor_lossless", "ot_wor_lossless_head"), "OtWor.v", COQ),
     ("coq-tree-step", "a walk whose every node's verifier is lossless given the law of its candidates "
      "(given the walk's history; subtrees may depend on every draw at the node) has the target's "
-     "extended output law, bonus token included, for every depth and tree",
-     ("tree_step_lossless", "node_ok_sequential", "node_ok_ot", "node_ok_onehot"), "Tree.v", COQ),
+     "extended output law, bonus token included, for every depth and tree; node_ok is closed under "
+     "mixtures (a sampled slot kept, pruned or empty)",
+     ("tree_step_lossless", "node_ok_sequential", "node_ok_ot", "node_ok_onehot", "node_ok_mix",
+      "node_ok_mix2"), "Tree.v", COQ),
+    ("coq-ext-zlaw", "for a walk on a given tree, the extended output law (the object of the tree "
+     "theorems) is the section-4 criterion's left side computed from the law of Z", ("ext_zlaw",),
+     "Tree.v", COQ),
+    ("coq-builder", "a builder whose random choices are independent slot draws, walked by a verifier "
+     "whose output law given a node's view averages to the target over the node's own draw: lossless at "
+     "every length, bonus token included, whenever what each node's verifier reads depends only on the "
+     "draws of slots ranked ahead of its own (the rank property)",
+     ("Ew_draw", "Ew_prod", "builder_lossless", "rheo_ot_lossless", "rheo_sequential_lossless"),
+     "Builder.v", COQ),
+    ("coq-rheo-dynamic", "RheoSampling's dynamic builder (top-K expansion per layer, global prune to N, a "
+     "head and one sampled slot drawn from the tail; scores an abstract order in which a parent ranks "
+     "ahead of its child and the sampled child ranks the same whatever its token: the proxies next, tail, "
+     "min-best-tail) verified with ot has the target's law at every length, bonus token included, for "
+     "every V, K, D and N; with sequential too when every head child ranks ahead of its sampled sibling "
+     "(next). Fillers are not modelled",
+     ("created_upd", "kept_upd", "rank_ok", "rheo_dynamic_ot_lossless", "rheo_dynamic_sequential_lossless"),
+     "Dynamic.v", COQ),
     ("coq-C1-ot", "wherever C1 holds (the sampled child has its member law given the history), ot is "
-     "lossless at the node, so C1 at every node makes a walk verified with ot lossless",
-     ("C1_ot_lossless", "node_ok_C1"), "Conditions.v", COQ),
+     "lossless at the node, so C1 at every node makes a walk verified with ot lossless; with the slot "
+     "pruned or empty otherwise, still", ("C1_ot_lossless", "node_ok_C1", "node_ok_C1_slot"),
+     "Conditions.v", COQ),
     ("coq-C2-sequential", "wherever C2 holds (the same given also the deterministic children before "
      "it), sequential is lossless at the node, so C2 at every node makes a walk verified with sequential "
      "lossless; C2 implies C1", ("C2_sequential_lossless", "node_ok_C2", "C2_C1"), "Conditions.v", COQ),
@@ -121,16 +153,59 @@ def main():
     from rheotheory.testing import mutants
     caught = {}
     for name, rules in (("sequential_skip_residual", {"sequential": mutants.sequential_skip_residual}),
-                        ("ot_skip_residual", {"ot": mutants.ot_skip_residual})):
+                        ("ot_skip_residual", {"ot": mutants.ot_skip_residual}),
+                        ("ot_wor_skip_residual", {"ot-wor": mutants.ot_wor_skip_residual}),
+                        ("ot routing to the last duplicate", {"ot": compare.ot_last_duplicate})):
         caught[name] = len(compare.mismatches(insts, coq, [compare.python_transition(i, rules) for i in insts]))
+    onehots = [i for i in insts if i.rule == "onehot"]
+    if built:
+        mutated = compare.coq_transitions(onehots, {"onehot": "sequential"})
+        caught["the Coq onehot replaced by sequential"] = len(compare.mismatches(
+            onehots, mutated, [compare.python_transition(i) for i in onehots]))
     counts = ", ".join(f"{r} {sum(i.rule == r for i in insts)}" for r in compare.RULES)
-    ev = (f"{len(insts)} rational instances ({counts}; V 2..4, compare.instances(seed=0)), "
+    per_rule = {r: sum(i.rule == r for i in insts) for r in compare.RULES}
+    ev = (f"{len(insts)} random rational instances ({counts}; V 2..4, compare.instances(seed=0)), "
           f"{sum(len(i.cands) + i.vocab for i in insts)} continue and emit weights compared as Fractions: "
-          f"{len(bad)} mismatches; planted Python mutants caught on "
-          + ", ".join(f"{n} {k} instances" for n, k in caught.items()))
-    ok = built and not bad and all(caught.values())
-    claim("coq-code-agrees", "the Coq rules onehot, sequential and ot compute the same transition laws as "
-          "rheotheory.verify.rules", VERIFIED if ok else FAILED, ev)
+          f"{len(bad)} mismatches; planted mutants caught on "
+          + ", ".join(f"{k} instances ({n})" for n, k in caught.items()))
+    ok = (built and not bad and all(caught.values())
+          and caught.get("ot routing to the last duplicate") == per_rule["ot"]
+          and caught.get("the Coq onehot replaced by sequential") == per_rule["onehot"])
+    claim("coq-code-agrees", "the Coq rules onehot, sequential, ot and ot-wor compute the same transition laws "
+          "as rheotheory.verify.rules", CHECKED if ok else FAILED, ev, expected=CHECKED)
+
+    trees = compare.walk_trees()
+    walks = compare.coq_walk_laws(trees) if built else []
+    wbad = compare.walk_mismatches(walks) if built else ["no build"]
+    dropped = len(compare.walk_mismatches(walks, walker=compare.drop_bonus_walk)) if built else 0
+    n_z = len(compare.all_z())
+    ev = (f"every tree of the family compare.walk_trees() ({len(trees)} trees: V = 2, depth up to 2, each node's "
+          f"kept children one of {len(compare.NODE_OPTIONS)} lists, deterministic, sampled, duplicated), each "
+          f"with the {len(compare.RULES)} rules: {len(walks)} walks, P(Z = z) and the extended law at every z of "
+          f"length 1..3 ({2 * len(walks) * n_z} numbers) compared as Fractions: {len(wbad)} mismatches; a walk "
+          f"dropping the bonus token caught on {dropped} of {len(walks)} walks")
+    ok = built and not wbad and dropped == len(walks)
+    claim("coq-walk-agrees", "Tree.v's law of Z and extended output law are those of "
+          "rheotheory.verify.walk.PerNodeWalk on every tree of a small family", VERIFIED if ok else FAILED, ev,
+          expected=VERIFIED)
+
+    # C1 given the whole history is not what the builder gives (Dynamic.v's rank property is)
+    import tree_rheo
+    from rheotheory import ToyPair, certify, make_method
+    pair = ToyPair.load(HERE / "counterexamples" / "c1-history-next.json")
+    cfg = dict(top_k=3, depth=3, budget=6, proxy="next")
+    cond = tree_rheo.conditions(pair, make_method("rheo", **cfg))
+    certs = {ver: certify(pair, make_method("rheo", verifier=ver, **cfg)) for ver in ("ot", "sequential")}
+    refuted = cond["c1_bad"] > 0 and all(c.lossless for c in certs.values())
+    claim("c1-history-next", "with the proxy next, the builder gives C1 at every node in the sense of "
+          "tree_rheo.py (the sampled child has its member law given the kept-children views of all "
+          "ancestors)", REFUTED if refuted else FAILED,
+          f"proofs/counterexamples/c1-history-next.json (V=4, K=3, D=3, N=6, head 2): C1 fails in "
+          f"{cond['c1_bad']} of {cond['c1_contexts']} contexts (a descendant of the sampled child displaces a "
+          f"deterministic sibling of its parent for one value of the sample); ot and sequential exactly lossless "
+          f"there (max deviation {certs['ot'].max_deviation}, {certs['sequential'].max_deviation}), as "
+          f"rheo_dynamic_ot_lossless and rheo_dynamic_sequential_lossless prove from the rank property",
+          expected=REFUTED)
 
 
 if __name__ == "__main__":

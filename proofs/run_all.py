@@ -33,8 +33,10 @@ SCRIPTS = (
 )
 
 #: Claims of the sympy and enumeration scripts that a Coq claim (coq_proofs.py) proves for every
-#: vocabulary; the report shows that status beside theirs. Per-node statements only: the Coq
-#: theorems about conditions C1 / C2 cover the node, not that a tree builder meets them.
+#: vocabulary; the report shows that status beside theirs. The Coq theorems about conditions C1 / C2
+#: cover the node; Dynamic.v covers RheoSampling's builder without fillers (the random family of
+#: tree_rheo.py: head K - 1) with ot for the proxies next, tail and min-best-tail, and with sequential
+#: for next.
 PROVED_IN_COQ_BY = {
     "onehot-lossless": ("coq-onehot-lossless",),
     "onehot-acceptance": ("coq-onehot-acceptance",),
@@ -50,6 +52,10 @@ PROVED_IN_COQ_BY = {
     "sufficiency-tail": ("coq-C1-ot", "coq-C2-sequential"),
     "sufficiency-min-best-tail": ("coq-C1-ot", "coq-C2-sequential"),
     "sufficiency-true": ("coq-C1-ot", "coq-C2-sequential"),
+    "lossless-next-ot": ("coq-rheo-dynamic",),
+    "lossless-tail-ot": ("coq-rheo-dynamic",),
+    "lossless-min-best-tail-ot": ("coq-rheo-dynamic",),
+    "lossless-next-sequential": ("coq-rheo-dynamic",),
 }
 
 #: The status a Coq claim reaches when its theorem holds (coq_proofs.COQ).
@@ -109,7 +115,9 @@ def main() -> int:
              "every V** (a Coq theorem over every vocabulary, built from proofs/coq/ and closed under the global "
              "context: no admitted lemma, no axiom), **proved symbolically** (sympy, V = 3: every sign case of "
              "the library rule reduced to exactly 0, or certified empty), **verified exhaustively** (exact "
-             "rational enumeration on the instance families named), **refuted** (with a counterexample). "
+             "rational enumeration on the instance families named), **checked exactly on random instances** (exact "
+             "comparison on the seeded random instances named: evidence, not a proof), **refuted** (with a "
+             "counterexample). "
              "p = target, q = draft.", ""]
     summary = ["| claim | status | script |", "| --- | --- | --- |"]
     details = []

@@ -1,7 +1,10 @@
-"""The Coq development (proofs/coq/): it builds, admits nothing unannounced, and the rules it proves
-lossless compute exactly what rheotheory.verify.rules computes; a planted change to either side
-is caught. The tests that need coqc skip without it, except in CI's proofs tier
-(RHEO_PROOFS_NO_SKIP=1, `-m proofs`), where a missing coqc fails them."""
+"""The Coq development (proofs/coq/): it builds, admits nothing unannounced, the rules it proves
+lossless compute exactly what rheotheory.verify.rules computes, and its walk (Tree.v's law of Z
+and extended law) is PerNodeWalk's on every tree of a small family; each planted mutant of
+proofs/coq/compare.py (a Coq onehot replaced by sequential, ot routing to the last duplicate, a
+walk that drops the bonus token) and of rheotheory.testing.mutants is caught. The tests that
+need coqc skip without it, except in CI's proofs tier (RHEO_PROOFS_NO_SKIP=1, `-m proofs`), where
+a missing coqc fails them."""
 
 import importlib.util
 import os
@@ -42,8 +45,8 @@ compare = _load("compare")
 check = _load("check_assumptions")
 
 #: Instances whose target law the Coq side receives perturbed (two entries swapped): each must
-#: then disagree with the Python rule on the unperturbed instance.
-PERTURBED = (1, 45, 85)
+#: then disagree with the Python rule on the unperturbed instance (one per rule).
+PERTURBED = (1, 45, 85, 125)
 
 
 def _perturb(inst):
@@ -76,27 +79,50 @@ def test_the_development_builds_and_no_theorem_rests_on_an_axiom():
     assert printed == closed >= len(check.theorems()) >= 15
 
 
+@pytest.fixture(scope="module")
+def coq_walks():
+    """Coq's law of Z and extended law on every tree of compare.walk_trees(), for every rule."""
+    compare.build()
+    return compare.coq_walk_laws(compare.walk_trees())
+
+
 @pytest.mark.proofs
 @needs_coq
 def test_coq_rules_equal_the_python_rules_exactly(coq_results):
     insts, coq, _ = coq_results
-    assert {i.rule for i in insts} == {"onehot", "sequential", "ot"} and len(insts) == 120
+    assert {i.rule for i in insts} == set(compare.RULES) == {"onehot", "sequential", "ot", "ot-wor"}
+    assert len(insts) == 160
     py = [compare.python_transition(i) for i in insts]
     assert compare.mismatches(insts, coq, py) == []
-    # the comparison is not vacuous: sampled candidates, non-trivial residuals, emit mass
-    assert sum(any(law is not None for _, law in i.cands) for i in insts) >= 70
-    assert sum(any(x != 0 for x in c[1]) for c in coq) >= 30
+    # the comparison is not vacuous: sampled candidates, duplicates, non-trivial residuals, emit mass
+    assert sum(any(law is not None for _, law in i.cands) for i in insts) >= 140
+    assert all(any(law is not None for _, law in i.cands) for i in insts if i.rule == "onehot")
+    assert all(len({t for t, law in i.cands if law is None}) < sum(law is None for _, law in i.cands)
+               for i in insts if i.rule in ("ot", "ot-wor"))
+    assert sum(any(x != 0 for x in c[1]) for c in coq) >= 50
 
 
 @pytest.mark.proofs
 @needs_coq
 @pytest.mark.parametrize("rule,mutant", [("sequential", mutants.sequential_skip_residual),
-                                         ("ot", mutants.ot_skip_residual)])
+                                         ("ot", mutants.ot_skip_residual),
+                                         ("ot-wor", mutants.ot_wor_skip_residual),
+                                         ("ot", compare.ot_last_duplicate)])
 def test_a_planted_bug_in_a_python_rule_is_caught(coq_results, rule, mutant):
     insts, coq, _ = coq_results
     py = [compare.python_transition(i, {rule: mutant}) for i in insts]
     bad = compare.mismatches(insts, coq, py)
     assert bad and all(f"({rule}," in line for line in bad)
+    if mutant is compare.ot_last_duplicate:  # every ot instance routes residual mass to a duplicate
+        assert len(bad) == sum(i.rule == "ot" for i in insts)
+
+
+@pytest.mark.proofs
+@needs_coq
+def test_a_coq_onehot_replaced_by_sequential_is_caught_on_every_onehot_instance(coq_results):
+    insts = [i for i in coq_results[0] if i.rule == "onehot"]
+    mutated = compare.coq_transitions(insts, {"onehot": "sequential"})
+    assert len(compare.mismatches(insts, mutated, [compare.python_transition(i) for i in insts])) == len(insts)
 
 
 @pytest.mark.proofs
@@ -105,6 +131,61 @@ def test_a_perturbed_instance_given_to_coq_is_caught(coq_results):
     insts, _, perturbed = coq_results
     orig = [insts[i] for i in PERTURBED]
     assert len(compare.mismatches(orig, perturbed, [compare.python_transition(i) for i in orig])) == len(orig)
+
+
+@pytest.mark.proofs
+@needs_coq
+def test_the_coq_walk_is_per_node_walk_on_every_tree_of_the_family(coq_walks):
+    trees = compare.walk_trees()
+    assert len(trees) == 541 and len(coq_walks) == len(trees) * len(compare.RULES)
+    assert compare.walk_mismatches(coq_walks) == []
+    # not vacuous: on a fixed tree with sampled children the walk is not lossless (onehot is, on
+    # every tree: its per-node law is the target's whatever the candidates), and Z reaches its
+    # longest length
+    zs = compare.all_z()
+    target = [compare.fresh((), z) for z in zs]
+    assert all(ext == target for _, rule, _, ext in coq_walks if rule == "onehot")
+    assert sum(ext != target for _, _, _, ext in coq_walks) >= 900
+    assert any(zl[zs.index((0, 0, 0))] != 0 for _, _, zl, _ in coq_walks)
+
+
+@pytest.mark.proofs
+@needs_coq
+def test_a_walk_that_drops_the_bonus_token_is_caught(coq_walks):
+    bad = compare.walk_mismatches(coq_walks, walker=compare.drop_bonus_walk)
+    assert len(bad) == len(coq_walks)
+
+
+@pytest.mark.proofs
+@needs_coq
+def test_a_planted_bug_in_a_python_rule_is_caught_by_the_walk(coq_walks, monkeypatch):
+    monkeypatch.setitem(rules.VERIFIERS, "ot", mutants.ot_skip_residual)
+    bad = compare.walk_mismatches([c for c in coq_walks if c[1] == "ot"])
+    assert len(bad) >= 100 and all(line.startswith("ot on ") for line in bad)
+
+
+def test_the_builder_does_not_give_c1_given_the_history_and_stays_lossless():
+    """proofs/counterexamples/c1-history-next.json: with the proxy next, a descendant of a node's
+    sampled child displaces the node's deterministic sibling for one value of the sample only, so
+    given the views of the ancestors the sample's law is not its member law (C1 as tree_rheo.py
+    reads it fails), yet ot and sequential are exactly lossless: the rank property of Builder.v,
+    not C1 given the whole history, is what the builder gives."""
+    from rheotheory import ToyPair, certify, make_method
+
+    spec = importlib.util.spec_from_file_location("tree_rheo_c1", ROOT / "proofs" / "tree_rheo.py")
+    tree_rheo = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(ROOT / "proofs"))
+    try:
+        spec.loader.exec_module(tree_rheo)
+    finally:
+        sys.path.remove(str(ROOT / "proofs"))
+    pair = ToyPair.load(ROOT / "proofs" / "counterexamples" / "c1-history-next.json")
+    cfg = dict(top_k=3, depth=3, budget=6, proxy="next")
+    cond = tree_rheo.conditions(pair, make_method("rheo", **cfg))
+    assert cond["c1_bad"] == 3 and cond["c1_contexts"] == 4
+    for ver in ("ot", "sequential"):
+        cert = certify(pair, make_method("rheo", verifier=ver, **cfg))
+        assert cert.lossless and cert.max_deviation == 0
 
 
 def test_the_coq_output_parser_reads_what_coqc_prints():

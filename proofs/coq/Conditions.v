@@ -121,6 +121,17 @@ move=> h2 h1 hp hL; split; [exact: mixture_ext|exact: mixture_scale|] => y.
 exact: C2_sequential_lossless.
 Qed.
 
+(* a node whose sampled slot is kept with probability a, with C1 given that it is kept, and
+   otherwise pruned or empty (any law of deterministic candidate lists): still lossless with ot.
+   C1 is a statement given that the slot is kept; this closes node_ok over the other case. *)
+Corollary node_ok_C1_slot (target : seq 'I_V -> vec) u (a : R) (sc : scheme R V) :
+  C1 -> is_law (target u) -> is_law L -> no_samp sc ->
+  node_ok target (fun f => a * mixture f + (1 - a) * expect sc f) ot u.
+Proof.
+move=> h1 hp hL hsc; apply: node_ok_mix2; first exact: node_ok_C1.
+exact: node_ok_ot_dets.
+Qed.
+
 End Conditions.
 
 (* Counterexamples, computed on rationals. *)

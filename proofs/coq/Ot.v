@@ -301,6 +301,175 @@ rewrite [X in _ = X + _]big1 ?add0r // => x xG; rewrite /vmin LG //.
 by apply/min_idPr.
 Qed.
 
+(* Transitions are laws: ot's continue and emit weights are nonnegative and sum to 1 *)
+Lemma samp_of_ok (cs : seq cand) s (L : vec) : samps_ok cs -> samp_of cs = Some (s, L) -> is_law L /\ 0 < L s.
+Proof.
+elim: cs => //= c cs IH [hc hcs]; case: c hc => [x|s' L'] hc /=; first exact: IH.
+by case=> <- <-.
+Qed.
+
+Lemma ot_cont_ge0 (a : R) (m : vec) marked seen (cs : seq cand) :
+  0 <= a -> (forall y, 0 <= m y) -> all (fun w => 0 <= w) (ot_cont a m marked seen cs).
+Proof.
+move=> ha hm; elim: cs marked seen => //= c cs IH marked seen; rewrite IH andbT.
+by apply: addr_ge0; [case: ifP|case: ifP].
+Qed.
+
+Lemma total_output_law (t : transition R V) (cs : seq cand) :
+  size (cont t) = size cs -> total (output_law t cs) = acceptance t + total (emit t).
+Proof. by move=> h; rewrite (acceptance_output h) !total_big sumrB subrK. Qed.
+
+Lemma sum_delta (a : R) s : \sum_(y < V) a * (s == y)%:R = a.
+Proof.
+rewrite (bigD1 s) //= eqxx mulr1 big1 ?addr0 // => y ys.
+by rewrite eq_sym (negPf ys) mulr0.
+Qed.
+
+Lemma residual_ge0 (p L : vec) y : 0 <= residual p L y.
+Proof. by rewrite /residual /normalise divr_ge0 ?pos_ge0 // total_ge0 // => x; apply: pos_ge0. Qed.
+
+Lemma total_residual_le1 (p L : vec) : total (residual p L) <= 1.
+Proof. by case: (@normalise_subl R V (pos (fun x => p x - L x)) (fun x => pos_ge0 _ x)). Qed.
+
+(* given s ~ L, the output token's law has mass a + (1 - a) total (res(p, L)) *)
+Lemma accept_samp_ge0 (p L : vec) s : 0 <= p s -> 0 <= L s -> 0 <= accept p (Samp s L).
+Proof. by move=> ps Ls; rewrite /= le_minr ler01 divr_ge0. Qed.
+
+Lemma accept_samp_le1 (p L : vec) s : accept p (Samp s L) <= 1.
+Proof. by rewrite /= le_minl lexx. Qed.
+
+Lemma total_ot_output (p : vec) (cs : seq cand) s (L : vec) :
+  samp_of cs = Some (s, L) ->
+  total (output_law (ot p cs) cs) =
+  accept p (Samp s L) + (1 - accept p (Samp s L)) * total (residual p L).
+Proof.
+move=> hs; rewrite total_big.
+under eq_bigr => y _ do rewrite (ot_output _ _ hs).
+by rewrite big_split /= sum_delta -mulr_sumr -total_big.
+Qed.
+
+Theorem ot_transition (p : vec) (cs : seq cand) :
+  is_law p -> samps_ok cs -> is_transition (ot p cs) (size cs).
+Proof.
+move=> hp hcs; case hs: (samp_of cs) => [[s L]|]; last first.
+  by rewrite /ot hs; apply: onehot_transition.
+have [hL Ls] := samp_of_ok hcs hs; have [p0 p1] := hp; have [L0 L1] := hL.
+have ha0 := accept_samp_ge0 (p0 s) (L0 s); have ha1 := accept_samp_le1 p L s.
+have hm y : 0 <= (1 - accept p (Samp s L)) * residual p L y.
+  by rewrite mulr_ge0 ?subr_ge0 ?residual_ge0.
+have hsize : size (cont (ot p cs)) = size cs by rewrite /ot hs /= size_ot_cont.
+split=> //.
+- by rewrite /ot hs /=; apply: ot_cont_ge0.
+- by move=> y; rewrite /ot hs /=; case: ifP.
+rewrite -(total_output_law hsize) (total_ot_output _ hs).
+have [hz|hn] := eqVneq (total (pos (fun x => p x - L x))) 0.
+  have eqL := pos_total0_eq hp hL hz.
+  by rewrite /= eqL divff ?minxx ?subrr ?mul0r ?addr0 // gt_eqF.
+by case: (residual_law hn) => _ ->; rewrite mulr1 addrC subrK.
+Qed.
+
+(* ot routes the residual mass of each token to the first candidate holding it: the i-th
+   continue weight is a if candidate i is the sampled one, plus (1 - a) res(p, L)(y) if i is
+   the first index holding its token y *)
+Lemma ot_cont_nth (a : R) (m : vec) (marked : bool) (seen : seq 'I_V) (cs : seq cand) (i : nat) (y0 : 'I_V) :
+  (i < size cs)%N ->
+  nth 0 (ot_cont a m marked seen cs) i =
+  (if ~~ marked && (i == find is_samp cs) then a else 0) +
+  (if (nth y0 (map token cs) i \notin seen) &&
+      (i == index (nth y0 (map token cs) i) (map token cs))
+   then m (nth y0 (map token cs) i) else 0).
+Proof.
+elim: cs i marked seen => [|c cs IH] [|i] marked seen //= hi.
+  rewrite eqxx andbT; congr (_ + _); first by case: (is_samp c); rewrite ?andbT ?andbF.
+  by case: (token c \in seen).
+rewrite (IH i) //; congr (_ + _).
+  by case: (is_samp c) => /=; rewrite ?orbT ?orbF ?andbF.
+rewrite in_cons negb_or [nth y0 _ i == _]eq_sym; set y := nth y0 (map token cs) i.
+by case: (eqVneq (token c) y) => [<-|] //=; rewrite ?andbF.
+Qed.
+
+Theorem ot_routing (p : vec) (cs : seq cand) s (L : vec) (i : nat) :
+  samp_of cs = Some (s, L) -> (i < size cs)%N ->
+  nth 0 (cont (ot p cs)) i =
+  (if i == find is_samp cs then accept p (Samp s L) else 0) +
+  (if i == index (nth s (map token cs) i) (map token cs)
+   then (1 - accept p (Samp s L)) * residual p L (nth s (map token cs) i) else 0).
+Proof. by move=> hs hi; rewrite /ot hs /= (ot_cont_nth _ _ _ _ s hi). Qed.
+
+(* ot attains the bound of ot_optimal. A lossless verifier on the candidate set G + {s},
+   s ~ L, is a kernel w: w s is the law of its output token given s (nonnegative, mass at most
+   1), and averaged over s it is p; it accepts when the output is one of the candidates. ot's
+   kernel is one of them, and it accepts the most. *)
+Definition lossless_kernel (L p : vec) (w : 'I_V -> vec) : Prop :=
+  [/\ forall s y, 0 <= w s y, forall s, total (w s) <= 1 &
+      forall y, \sum_(s < V) L s * w s y = p y].
+
+Definition cand_mass (G : seq 'I_V) (L : vec) (w : 'I_V -> vec) : R :=
+  \sum_(s < V) L s * (\sum_(y < V | (y \in G) || (y == s)) w s y).
+
+Definition rheo_node (G : seq 'I_V) (s : 'I_V) (L : vec) : seq cand :=
+  map Det G ++ [:: Samp s L].
+
+Definition ot_kernel (p L : vec) (G : seq 'I_V) (s : 'I_V) : vec :=
+  output_law (ot p (rheo_node G s L)) (rheo_node G s L).
+
+Lemma output_law_notin (t : transition R V) (cs : seq cand) y :
+  y \notin map token cs -> output_law t cs y = emit t y.
+Proof.
+rewrite output_lawE -[RHS]addr0 => hy; congr (_ + _).
+elim: cs (cont t) hy => [|c cs IH] [|w ws] //=; rewrite ?big_nil // big_cons.
+by rewrite in_cons negb_or eq_sym => /andP [/negPf -> /IH ->]; rewrite addr0.
+Qed.
+
+Lemma acceptance_tokens (t : transition R V) (cs : seq cand) :
+  size (cont t) = size cs -> (forall y, y \in map token cs -> emit t y = 0) ->
+  acceptance t = \sum_(y < V | y \in map token cs) output_law t cs y.
+Proof.
+move=> hsz h0; rewrite (acceptance_output hsz) (bigID (fun y => y \in map token cs)) /=.
+rewrite [X in _ + X]big1 ?addr0 => [|y /output_law_notin ->]; last by rewrite subrr.
+by apply: eq_bigr => y /h0 ->; rewrite subr0.
+Qed.
+
+Lemma samp_of_rheo_node G s (L : vec) : samp_of (rheo_node G s L) = Some (s, L).
+Proof. exact: samp_of_cat_det. Qed.
+
+Lemma tokens_rheo_node G s (L : vec) y :
+  (y \in map token (rheo_node G s L)) = (y \in G) || (y == s).
+Proof. by rewrite /rheo_node map_cat -map_comp map_id mem_cat mem_seq1. Qed.
+
+Lemma ot_cand_mass (G : seq 'I_V) (p L : vec) :
+  cand_mass G L (ot_kernel p L G) =
+  \sum_(s < V) L s * acceptance (ot p (rheo_node G s L)).
+Proof.
+apply: eq_bigr => s _; congr (_ * _).
+rewrite (acceptance_tokens (cs:=rheo_node G s L)).
+- by apply: eq_bigl => y; rewrite tokens_rheo_node.
+- by rewrite /ot samp_of_rheo_node /= size_ot_cont.
+by move=> y hy; rewrite /ot samp_of_rheo_node /= hy.
+Qed.
+
+Theorem ot_attains_optimum (G : seq 'I_V) (p L : vec) :
+  is_law p -> is_law L -> (forall x, x \in G -> L x = 0) ->
+  [/\ lossless_kernel L p (ot_kernel p L G),
+      forall w, lossless_kernel L p w -> cand_mass G L w <= cand_mass G L (ot_kernel p L G) &
+      cand_mass G L (ot_kernel p L G) = \sum_(s < V) L s * acceptance (ot p (rheo_node G s L))].
+Proof.
+move=> hp hL LG; have [p0 p1] := hp; have [L0 L1] := hL.
+have hk : lossless_kernel L p (ot_kernel p L G).
+  split=> [s y|s|y].
+  - rewrite /ot_kernel (ot_output _ _ (samp_of_rheo_node G s L)).
+    have ha0 := accept_samp_ge0 (p0 s) (L0 s); have ha1 := accept_samp_le1 p L s.
+    by apply: addr_ge0; apply: mulr_ge0; rewrite ?ler0n ?subr_ge0 ?residual_ge0.
+  - rewrite /ot_kernel (total_ot_output _ (samp_of_rheo_node G s L)).
+    have ha0 := accept_samp_ge0 (p0 s) (L0 s); have ha1 := accept_samp_le1 p L s.
+    rewrite -ler_subr_addl; apply: ler_pimulr; first by rewrite subr_ge0.
+    exact: total_residual_le1.
+  - exact: ot_lossless_head.
+split=> //; last exact: ot_cand_mass.
+move=> w [w0 w1 hw]; rewrite ot_cand_mass ot_acceptance_head // -(overlap_outside p0 LG).
+exact: ot_optimal.
+Qed.
+
 End Ot.
 
 Arguments is_samp {R V} _.
@@ -311,6 +480,10 @@ Arguments no_samp {R V} _.
 Arguments one_samp {R V} _.
 Arguments det_tokens {R V} _.
 Arguments det_then_samp {R V} _ _.
+Arguments lossless_kernel {R V} _ _ _.
+Arguments cand_mass {R V} _ _ _.
+Arguments rheo_node {R V} _ _ _.
+Arguments ot_kernel {R V} _ _ _ _ _.
 
 Section OnehotAcceptance.
 

@@ -293,6 +293,141 @@ Corollary rrs_wor_lossless (q p : vec) k y :
   expect (wor q k) (fun cs => output_law (sequential p cs) cs y) = p y.
 Proof. by move=> hq hp; apply: sequential_lossless => //; apply: wf_wor. Qed.
 
+(* Transitions are laws (rules.Transition: cont and emit nonnegative, summing to 1). A sampled
+   candidate must carry a law that is positive at its own token (rules raise VerifierError
+   otherwise); a sub-law (nonnegative, mass at most 1) covers the targets the rules pass on. *)
+Definition is_transition (t : transition) (n : nat) : Prop :=
+  [/\ size (cont t) = n, all (fun w => 0 <= w) (cont t), (forall y, 0 <= emit t y) &
+      acceptance t + total (emit t) = 1].
+
+Definition samp_ok (c : cand) : Prop := if c is Samp s L then is_law L /\ 0 < L s else True.
+
+Fixpoint samps_ok (cs : seq cand) : Prop :=
+  if cs is c :: cs' then samp_ok c /\ samps_ok cs' else True.
+
+Definition subl (p : vec) : Prop := (forall x, 0 <= p x) /\ total p <= 1.
+
+Lemma law_subl p : is_law p -> subl p.
+Proof. by case=> h0 h1; split; rewrite ?h1. Qed.
+
+Lemma subl_le1 p x : subl p -> p x <= 1.
+Proof.
+case=> h0 h1; apply: le_trans h1; rewrite total_big (bigD1 x) //= ler_addl.
+by apply: sumr_ge0 => i _.
+Qed.
+
+Lemma normalise_subl (a : vec) : (forall x, 0 <= a x) -> subl (normalise a).
+Proof.
+move=> h0; split=> [x|]; first by rewrite /normalise divr_ge0 // total_ge0.
+rewrite total_normalise; have [->|hn] := eqVneq (total a) 0; first by rewrite mul0r ler01.
+by rewrite divff.
+Qed.
+
+Lemma accept_ge0 p c : subl p -> samp_ok c -> 0 <= accept p c.
+Proof.
+case: c => [x|s L] [p0 _] /=; first by [].
+by case=> [[L0 _] _]; rewrite le_minr ler01 divr_ge0.
+Qed.
+
+Lemma accept_le1 p c : subl p -> accept p c <= 1.
+Proof. by case: c => [x|s L] h /=; [exact: subl_le1|rewrite le_minl lexx]. Qed.
+
+Lemma next_target_subl p c : subl p -> samp_ok c -> subl (next_target p c).
+Proof.
+case: c => [x|s L] [p0 _] _ /=; apply: normalise_subl; last exact: pos_ge0.
+exact: zero_at_ge0.
+Qed.
+
+Lemma sequential_ge0 p cs :
+  subl p -> samps_ok cs ->
+  all (fun w => 0 <= w) (cont (sequential p cs)) /\ forall y, 0 <= emit (sequential p cs) y.
+Proof.
+elim: cs p => [|c cs IH] p hp /=; first by case: hp.
+move=> [hc hcs]; have ha0 := accept_ge0 hp hc; have ha1 := accept_le1 c hp.
+have [hw he] := IH _ (next_target_subl hp hc) hcs.
+have h1a : 0 <= 1 - accept p c by rewrite subr_ge0.
+split=> [|y]; last exact: mulr_ge0.
+rewrite ha0 /= all_map; apply/allP => w hw' /=.
+by apply: mulr_ge0 => //; move/allP: hw; apply.
+Qed.
+
+Lemma total_scale (k : R) (a : vec) : total (fun y => k * a y) = k * total a.
+Proof. by rewrite !total_big mulr_sumr. Qed.
+
+Lemma sum_seq_scale (k : R) (ws : seq R) : sum_seq id (map ( *%R k) ws) = k * sum_seq id ws.
+Proof. by rewrite !sum_seqE big_map mulr_sumr. Qed.
+
+(* after a candidate is rejected, the next target is a law, unless the rejection has
+   probability 0 *)
+Lemma next_target_law p c :
+  is_law p -> samp_ok c -> accept p c != 1 -> is_law (next_target p c).
+Proof.
+case: c => [x|s L] /= hp.
+  move=> _ hx; have [p0 p1] := hp; apply: normalise_law; first exact: zero_at_ge0.
+  by rewrite total_zero_at p1 subr_eq0 eq_sym.
+move=> [hL Ls] ha; apply: residual_law; apply: contra ha => /eqP hz.
+have eqL := pos_total0_eq hp hL hz.
+by rewrite eqL divff ?minxx // gt_eqF.
+Qed.
+
+Lemma sequential_total p cs :
+  is_law p -> samps_ok cs -> acceptance (sequential p cs) + total (emit (sequential p cs)) = 1.
+Proof.
+elim: cs p => [|c cs IH] p hp /=; first by case: hp => _ h1; rewrite /acceptance /= add0r.
+move=> [hc hcs]; rewrite /acceptance /= sum_seq_scale total_scale -addrA -mulrDr.
+have [ha|ha] := eqVneq (accept p c) 1; first by rewrite ha subrr mul0r addr0.
+rewrite -/(acceptance _) IH //; last exact: next_target_law.
+by rewrite mulr1 addrC subrK.
+Qed.
+
+Theorem sequential_transition p cs :
+  is_law p -> samps_ok cs -> is_transition (sequential p cs) (size cs).
+Proof.
+move=> hp hcs; have [h0 h1] := sequential_ge0 (law_subl hp) hcs.
+split=> //; last exact: sequential_total.
+by elim: cs p {hp hcs h0 h1} => //= c cs IH p; rewrite size_map IH.
+Qed.
+
+Lemma samps_ok_dets cs : samps_ok (map (fun c => Det (token c)) cs).
+Proof. by elim: cs. Qed.
+
+Theorem onehot_transition p cs : is_law p -> is_transition (onehot p cs) (size cs).
+Proof.
+move=> hp; have := sequential_transition hp (samps_ok_dets cs).
+by rewrite size_map.
+Qed.
+
+(* sequential never emits a token it has zeroed: once a target gives y no mass, no later
+   target does *)
+Lemma emit_sequential_zero p cs y :
+  samps_ok cs -> p y = 0 -> emit (sequential p cs) y = 0.
+Proof.
+elim: cs p => [|c cs IH] p //= [hc hcs] py; rewrite IH ?mulr0 //.
+case: c hc => [x|s L] /= hc; rewrite /normalise.
+  by rewrite /zero_at; case: (y == x); rewrite ?mul0r // py mul0r.
+rewrite /residual /normalise /pos py sub0r; case: hc => [[L0 _] _].
+have -> : Num.max (- L y) 0 = 0 by apply/max_idPr; rewrite oppr_le0.
+by rewrite mul0r.
+Qed.
+
+(* so a candidate's token is never emitted: the output token holding it is its candidate *)
+Lemma emit_sequential_mem p cs y :
+  samps_ok cs -> y \in map token cs -> emit (sequential p cs) y = 0.
+Proof.
+elim: cs p => [|c cs IH] p //= [hc hcs]; rewrite in_cons => /orP [/eqP ->|hy]; last first.
+  by rewrite IH ?mulr0.
+case: c hc => [x|s L] /= hc.
+  by rewrite emit_sequential_zero ?mulr0 // /normalise /zero_at eqxx mul0r.
+case: (lerP (L s) (p s)) => h.
+  have [[L0 _] Ls] := hc.
+  have -> : Num.min 1 (p s / L s) = 1.
+    by apply/min_idPl; rewrite ler_pdivl_mulr // mul1r.
+  by rewrite subrr mul0r.
+rewrite emit_sequential_zero ?mulr0 // /residual /normalise /pos.
+have -> : Num.max (p s - L s) 0 = 0 by apply/max_idPr; rewrite subr_le0 ltW.
+by rewrite mul0r.
+Qed.
+
 End Sequential.
 
 Arguments Det {R V} _.
@@ -315,3 +450,7 @@ Arguments expect {R V} _ _.
 Arguments dets {R V} _.
 Arguments iid {R V} _ _.
 Arguments wor {R V} _ _.
+Arguments is_transition {R V} _ _.
+Arguments samp_ok {R V} _.
+Arguments samps_ok {R V} _.
+Arguments subl {R V} _.

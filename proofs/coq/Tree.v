@@ -10,7 +10,7 @@
    global prune, fillers). A node without candidates or a Bonus leaf emits the bonus
    token y ~ p. *)
 From mathcomp Require Import all_ssreflect ssralg ssrnum.
-From Rheo Require Import Laws Sequential Ot.
+From Rheo Require Import Laws Sequential Ot OtWor.
 
 Set Implicit Arguments.
 Unset Strict Implicit.
@@ -145,6 +145,148 @@ move=> hp h; split; [exact: eq_expect|exact: expect_scale|] => y.
 transitivity (expect sc (fun _ => target u y)).
   by apply: eq_expect => cs; rewrite onehot_lossless.
 exact: expect_const.
+Qed.
+
+(* node_ok is closed under mixtures: a node whose candidate list is drawn from one of several
+   laws, under each of which the verifier is lossless (RheoSampling's sampled slot kept with
+   C1, or pruned, or empty), is a lossless node *)
+Theorem node_ok_mix (I : finType) (lam : I -> R) (Es : I -> candlaw) ver u :
+  \sum_(i : I) lam i = 1 -> (forall i, node_ok (Es i) ver u) ->
+  node_ok (fun f => \sum_(i : I) lam i * Es i f) ver u.
+Proof.
+move=> h1 h; split.
+- move=> f g hfg; apply: eq_bigr => i _; congr (_ * _).
+  by case: (h i) => he _ _; apply: he.
+- move=> f c; rewrite mulr_suml; apply: eq_bigr => i _.
+  by case: (h i) => _ hs _; rewrite hs mulrA.
+move=> y; transitivity (\sum_(i : I) lam i * target u y).
+  by apply: eq_bigr => i _; case: (h i) => _ _ ->.
+by rewrite -mulr_suml h1 mul1r.
+Qed.
+
+Theorem node_ok_mix2 (a : R) (E1 E2 : candlaw) ver u :
+  node_ok E1 ver u -> node_ok E2 ver u ->
+  node_ok (fun f => a * E1 f + (1 - a) * E2 f) ver u.
+Proof.
+move=> [e1 s1 l1] [e2 s2 l2]; split=> [f g h|f c|y] /=.
+- by rewrite (e1 _ _ h) (e2 _ _ h).
+- by rewrite s1 s2 !mulrA -mulrDl.
+by rewrite l1 l2 -mulrDl addrC subrK mul1r.
+Qed.
+
+(* a node whose sampled slot is pruned or empty: its candidates are deterministic, and ot is
+   onehot there *)
+Lemma node_ok_ot_dets (sc : scheme R V) u :
+  is_law (target u) -> no_samp sc -> node_ok (expect sc) ot u.
+Proof.
+move=> hp h; split; [exact: eq_expect|exact: expect_scale|] => y.
+rewrite expect_no_samp // /ot; set cs := map Det _.
+have -> : samp_of cs = None by rewrite /cs; elim: (det_tokens sc).
+by rewrite onehot_lossless.
+Qed.
+
+Lemma node_ok_ot_wor (sc : scheme R V) u :
+  is_law (target u) -> wf sc -> node_ok (expect sc) ot_wor u.
+Proof.
+move=> hp h; split; [exact: eq_expect|exact: expect_scale|] => y.
+exact: ot_wor_lossless.
+Qed.
+
+(* The law of the step's output Z itself (not extended): zlaw w u z = P(Z = z), and
+   reach w u z = P(the walk accepts every token of z and goes on). For a walk on a given tree
+   (each node's candidate list fixed: a point mass), the extended output law is the left side of
+   the criterion of docs/theory.md section 4 computed from them (ext_zlaw). The comparison with
+   the code (compare.py) checks both against PerNodeWalk: a walk that drops the bonus token
+   leaves the extended law unchanged (the bonus token is a fresh target sample) but not Z's. *)
+Fixpoint zlaw (w : walk) (u z : seq 'I_V) {struct z} : R :=
+  match z with
+  | [::] => 0
+  | y :: z' =>
+      match w with
+      | Bonus => if z' is [::] then target u y else 0
+      | Node E ver child =>
+          E (fun cs =>
+               (if z' is [::] then emit (ver (target u) cs) y else 0) +
+               cont_into (fun i => zlaw (child cs i) (rcons u y) z') y cs (cont (ver (target u) cs)))
+      end
+  end.
+
+Fixpoint reach (w : walk) (u z : seq 'I_V) {struct z} : R :=
+  match z with
+  | [::] => 1
+  | y :: z' =>
+      match w with
+      | Bonus => 0
+      | Node E ver child =>
+          E (fun cs => cont_into (fun i => reach (child cs i) (rcons u y) z') y cs
+                                 (cont (ver (target u) cs)))
+      end
+  end.
+
+(* a walk on a given tree *)
+Fixpoint on_tree (w : walk) : Prop :=
+  match w with
+  | Bonus => True
+  | Node E _ child => exists cs0, (forall f, E f = f cs0) /\ forall i, on_tree (child cs0 i)
+  end.
+
+Lemma cont_into_ext (g1 g2 : nat -> R) y cs ws :
+  (forall i, g1 i = g2 i) -> cont_into g1 y cs ws = cont_into g2 y cs ws.
+Proof.
+elim: cs ws g1 g2 => [|c cs IH] [|w ws] g1 g2 h //=.
+by rewrite h (IH _ _ (fun i => g2 i.+1)).
+Qed.
+
+Lemma cont_into_add (g1 g2 : nat -> R) y cs ws :
+  cont_into (fun i => g1 i + g2 i) y cs ws = cont_into g1 y cs ws + cont_into g2 y cs ws.
+Proof.
+elim: cs ws g1 g2 => [|c cs IH] [|w ws] g1 g2 /=; rewrite ?addr0 //.
+rewrite (IH _ (fun i => g1 i.+1) (fun i => g2 i.+1)) addrACA; congr (_ + _).
+by case: (token c == y); rewrite ?mulrDr ?addr0.
+Qed.
+
+Lemma cont_into_scale (g : nat -> R) (k : R) y cs ws :
+  cont_into (fun i => g i * k) y cs ws = cont_into g y cs ws * k.
+Proof.
+elim: cs ws g => [|c cs IH] [|w ws] g /=; rewrite ?mul0r //.
+rewrite (IH _ (fun i => g i.+1)) mulrDl; congr (_ + _).
+by case: (token c == y); rewrite ?mulrA ?mul0r.
+Qed.
+
+Lemma cont_into_sum n (G : nat -> nat -> R) y cs ws :
+  cont_into (fun i => \sum_(k < n) G k i) y cs ws = \sum_(k < n) cont_into (G k) y cs ws.
+Proof.
+elim: n => [|n IH]; last first.
+  rewrite [RHS]big_ord_recr /= -IH -cont_into_add; apply: cont_into_ext => i.
+  by rewrite big_ord_recr.
+rewrite big_ord0 (@cont_into_ext _ (fun _ => 0 * 0)) => [|i]; last by rewrite big_ord0 mul0r.
+by rewrite cont_into_scale mulr0.
+Qed.
+
+Theorem ext_zlaw (w : walk) u z :
+  on_tree w ->
+  ext w u z = \sum_(k < size z) zlaw w u (take k.+1 z) * fresh (u ++ take k.+1 z) (drop k.+1 z)
+              + reach w u z.
+Proof.
+elim: z w u => [|y z IH] w u; first by case: w => [|E ver child] _; rewrite big_ord0 add0r.
+case: w => [|E ver child] /=.
+  move=> _; rewrite big_ord_recl /= take0 drop0 cats1 addr0 big1 ?addr0 // => k _.
+  by case: (take k.+1 z) (size_takel (ltn_ord k)) => // *; rewrite mul0r.
+move=> [cs0 [hE hch]]; rewrite hE big_ord_recl /= take0 drop0 cats1 hE.
+under eq_bigr do rewrite hE.
+set ws := cont (ver (target u) cs0).
+rewrite (cont_into_ext _ _ _ (g2 := fun i =>
+   \sum_(k < size z) zlaw (child cs0 i) (rcons u y) (take k.+1 z) *
+                     fresh (rcons u y ++ take k.+1 z) (drop k.+1 z) +
+   reach (child cs0 i) (rcons u y) z)); last by move=> i; apply: IH.
+rewrite cont_into_add (@cont_into_sum (size z) (fun k i =>
+   zlaw (child cs0 i) (rcons u y) (take k.+1 z) * fresh (rcons u y ++ take k.+1 z) (drop k.+1 z))).
+rewrite addrA hE; congr (_ + _).
+rewrite (@cont_into_ext (fun i => zlaw (child cs0 i) (rcons u y) [::]) (fun _ => 0 * 0));
+  last by move=> i; rewrite mul0r.
+rewrite cont_into_scale mulr0 addr0; congr (_ + _); apply: eq_bigr => k _ /=.
+case: (take k.+1 z) (size_takel (ltn_ord k)) => // x t _.
+by rewrite add0r -cont_into_scale cat_rcons /bump leq0n add1n.
 Qed.
 
 End Tree.
