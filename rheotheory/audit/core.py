@@ -46,7 +46,7 @@ from ..stats import (DEFAULT_MIN_EXPECTED, POWER, NextLaws, bonferroni, detectab
                      rejects)
 
 __all__ = ["Setting", "SettingResult", "AuditResult", "detectable_tv", "run_audit", "test_setting", "pooled_test", "POWER", "DEFAULT_ALPHA",
-           "LOSSY", "LOSSLESS", "LOSSY_BY_DESIGN", "verdict_of"]
+           "LOSSY", "LOSSLESS", "LOSSY_BY_DESIGN", "verdict_of", "shown"]
 
 
 #: Default level of the audit's test (the same as ``rheo mc``'s).
@@ -116,6 +116,7 @@ class AuditResult:
     rule: dict | None = None  # the rule check of a verifier's calls (rheotheory.audit.api)
     companion: "AuditResult | None" = None  # the planted companion's audit, run beside
     calls: int = 0  # verifier calls (the user protocol)
+    transport: str | None = None  # how the calls travelled: "python" (a function) or "process" (a program)
 
     @property
     def worst(self) -> SettingResult:
@@ -145,10 +146,13 @@ class AuditResult:
         return out
 
     def summary(self) -> str:
-        """One line: the verdict as the docs phrase it."""
+        """One line: the verdict as the docs phrase it; ``lossless`` is written "not rejected"
+        (a statistical test never shows losslessness), with the power statement beside it."""
         w = self.worst
         said = ("rejected" if rejects(self.p_value, self.alpha) else "not rejected")
-        return (f"{self.subject}: {self.verdict} (the law {said} at alpha = {self.alpha:g}: p = {self.p_value:.3g}, "
+        head = (f"{self.subject}: not rejected (the law at alpha = {self.alpha:g}: " if self.verdict == LOSSLESS else
+                f"{self.subject}: {self.verdict} (the law {said} at alpha = {self.alpha:g}: ")
+        return (f"{head}p = {self.p_value:.3g}, "
                 f"N = {self.runs} runs over {len(self.settings)} settings; {self.tested()}; "
                 f"most deviating: {w.name!r}, p = {w.p_value:.3g})" + self._by_design())
 
@@ -159,6 +163,21 @@ class AuditResult:
         named = sorted({f"{s.detail['by_design']} (setting {s.name!r})" for s in self.settings
                         if s.p_value < level and s.detail.get("by_design")})
         return "; approximate on purpose: " + ", ".join(named)
+
+
+def shown(verdict: str) -> str:
+    """How reports write ``verdict``: ``lossless`` as "not rejected" (the JSON keeps the name).
+
+    Parameters
+    ----------
+    verdict : str
+        A verdict (:data:`LOSSLESS`, :data:`LOSSY`, :data:`LOSSY_BY_DESIGN`, or ``differs``).
+
+    Returns
+    -------
+    str
+    """
+    return "not rejected" if verdict == LOSSLESS else verdict
 
 
 def verdict_of(results: Sequence[SettingResult], p_value: float, alpha: float, level: float) -> str:

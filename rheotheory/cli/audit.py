@@ -5,8 +5,13 @@ from __future__ import annotations
 import json
 import sys
 
-from .args import (EXIT_BAD_INPUT, EXIT_LOSSLESS, EXIT_LOSSY, add_progress, announce, float_range, int_range,
-                   progress_bar, seed_arg)
+from .args import (EXIT_BAD_INPUT, EXIT_LOSSLESS, EXIT_LOSSY, HelpFormatter, add_progress, announce, float_range,
+                   int_range, progress_bar, seed_arg)
+
+from ..audit.rules import KNOWN_RULES
+
+#: ``--rule`` values: auto, the known lossless rules (rheotheory.audit.rules.KNOWN_RULES), any.
+RULE_CHOICES = ("auto", *KNOWN_RULES, "any")
 
 __all__ = ["register", "run", "PILOT_RUNS", "AUDIT_THREADS", "EXIT_DIFFERS"]
 
@@ -22,23 +27,44 @@ PILOT_RUNS = 5
 #: target is per core.
 AUDIT_THREADS = 1
 
-EPILOG = (f"exit status: {EXIT_LOSSLESS} not rejected (reported as lossless), {EXIT_LOSSY} rejected (lossy, or "
-          f"lossy-by-design), {EXIT_BAD_INPUT} bad input or a verifier that breaks its contract or avoids being "
-          f"tested, or a pass its planted companion shows it could not have failed, {EXIT_DIFFERS} law not rejected but the calls follow neither standard rejection sampling nor the "
-          "one-hot rule (--rule any: test the law alone)")
+EPILOG = f"""exit status:
+  {EXIT_LOSSLESS}  not rejected: the law of the tokens was not rejected at alpha (the report states the
+     deviation it would have caught with power 0.8) and the calls follow a known lossless rule;
+     never a proof of losslessness
+  {EXIT_LOSSY}  rejected: lossy (or lossy-by-design, when only settings approximate on purpose are)
+  {EXIT_BAD_INPUT}  bad input; a verifier or program that breaks its contract or avoids being tested (it
+     raises, exits, crashes, hangs, answers wrongly, ignores or reseeds its generator or seed);
+     or inconclusive: the planted companion was not rejected (one line on stderr)
+  {EXIT_DIFFERS}  differs: the law was not rejected, but the calls follow none of the known lossless
+     rules (rheotheory.audit.rules: standard rejection sampling, the one-hot rule, block
+     verification; over trees also traversal verification, K-SEQ and the OT rule)
+docs/guide/audit.md"""
+
+
+class _Formatter(HelpFormatter):
+    """The commands' help, with the exit status table (the epilog) kept as written."""
+
+    def _fill_text(self, text, width, indent):
+        if text.startswith("exit status:"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
 
 
 def register(sub) -> None:
     a = sub.add_parser("audit", help="test a verifier function or an engine's sampled output against the exact "
-                       "target law", epilog=EPILOG,
-                       description="Drive a verifier function (--verifier, with seeded toy laws) or an engine's "
-                       "real code path (--engine) and test the law of the first L generated tokens (bonus token "
+                       "target law", epilog=EPILOG, formatter_class=_Formatter,
+                       description="Drive a verifier function (--verifier) or program (--verifier-cmd), with seeded "
+                       "toy laws, or an engine's real code path (--engine) and test the law of the first L generated "
+                       "tokens (bonus token "
                        "included) against the exact target law, one Pearson test per setting, Bonferroni over "
                        "the settings. Reports p, N, alpha and the smallest total variation detected with power "
                        "0.8; runs a planted companion through the same harness, which must be rejected. "
                        "docs/guide/audit.md.")
     who = a.add_mutually_exclusive_group()
     who.add_argument("--verifier", metavar="SPEC", help="MODULE:FUNCTION or path/to/file.py:FUNCTION")
+    who.add_argument("--verifier-cmd", metavar="COMMAND",
+                     help="a verifier program in any language, started once, the calls exchanged over its standard "
+                     "input and output (rheotheory.audit.process; docs/guide/audit.md, 'Any language')")
     who.add_argument("--engine", metavar="NAME", help="an engine adapter (rheo audit --list)")
     who.add_argument("--method", metavar="SPEC", help="a registered method, built-in or a plugin's (--plugin, "
                      "FILE.py:NAME): its own builder and verifier on the toy laws (rheotheory.audit.engines.method)")
@@ -58,11 +84,18 @@ def register(sub) -> None:
     a.add_argument("--seed", type=seed_arg, default=0, help="seed of the toy laws and of every run (default 0)")
     a.add_argument("--no-companion", action="store_true",
                    help="do not run the planted companion beside the audited code")
-    a.add_argument("--rule", choices=("auto", "rejection", "one-hot", "any"), default=None,
-                   help="--verifier: the rule every call is checked against: auto (standard rejection sampling or "
-                   "the one-hot rule, the default), rejection, one-hot, or any (no check: the law alone)")
+    a.add_argument("--rule", choices=RULE_CHOICES, default=None,
+                   help="--verifier: the rule every call is checked against: auto (any known lossless rule of the "
+                   "kind, the default), one of them by name, or any (no rule check: the law alone, blind to "
+                   "deviations the rule check sees)")
     a.add_argument("--budget", type=_seconds, default=None, metavar="SECONDS",
-                   help="--verifier: CPU time for the runs (e.g. 60s, 2m); sizes --runs from the probe's timing")
+                   help="--verifier: time for the runs (e.g. 60s, 2m; CPU time, wall time for a program); sizes "
+                   "--runs from the probe's timing, and the report's reproduce line gives the --runs made")
+    a.add_argument("--framing", choices=("json", "binary"), default=None,
+                   help="--verifier-cmd: how calls are written to the program: json (one line each, the default) "
+                   "or binary (little-endian arrays, faster)")
+    a.add_argument("--call-timeout", type=_seconds, default=None, metavar="SECONDS",
+                   help="--verifier-cmd: time the program may take to answer one call (default 10s)")
     a.add_argument("--jobs", type=int_range(1, 64), default=1, metavar="N",
                    help="--verifier: worker processes at once (default 1)")
     a.add_argument("--json", action="store_true", help="print one JSON object")
@@ -72,12 +105,13 @@ def register(sub) -> None:
 
 def _seconds(text: str) -> float:
     import argparse
-    import re
 
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(s|m|min)?\s*", str(text))
-    if not m or float(m.group(1)) <= 0:
-        raise argparse.ArgumentTypeError(f"expected a duration such as 60s or 2m, got {text!r}")
-    return float(m.group(1)) * (60.0 if m.group(2) in ("m", "min") else 1.0)
+    from ..audit.api import parse_seconds
+
+    try:
+        return parse_seconds(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _select(settings, name):
@@ -149,12 +183,15 @@ def _run_verifier(args):
         announce(args, seconds, f"{total} runs")
         bar["bar"] = progress_bar(args, total, "audit", unit="run").__enter__()
 
+    from ..audit.process import DEFAULT_CALL_TIMEOUT
+
     try:
         return api.audit_verifier(args.verifier, args.kind or "chain", runs=args.runs, budget=args.budget,
                                   alpha=args.alpha, seed=args.seed, vocab=args.vocab or 5, rule=args.rule or "auto",
                                   setting=args.setting, companion=not args.no_companion, jobs=args.jobs,
                                   progress=lambda n: bar["bar"].update(n) if "bar" in bar else None,
-                                  on_estimate=estimate)
+                                  on_estimate=estimate, command=args.verifier_cmd, framing=args.framing or "json",
+                                  call_timeout=args.call_timeout or DEFAULT_CALL_TIMEOUT)
     finally:
         if "bar" in bar:
             bar["bar"].__exit__(None, None, None)
@@ -180,6 +217,26 @@ def _run_engine(args):
     return dataclasses.replace(results[0], companion=results[1] if len(results) > 1 else None)
 
 
+def _reproduce(args, res) -> str:
+    """The command that reruns this verifier audit at its size (:func:`rheotheory.audit.api.reproduce`)."""
+    import shlex
+
+    from ..audit.api import reproduce
+
+    if args.verifier_cmd is not None:
+        base = f"rheo audit --verifier-cmd {shlex.quote(args.verifier_cmd)}"
+        if args.framing:
+            base += f" --framing {args.framing}"
+    else:
+        base = f"rheo audit --verifier {shlex.quote(args.verifier)}"
+    base += f" --kind {args.kind or 'chain'}"
+    for flag, value, default in (("--seed", args.seed, 0), ("--vocab", args.vocab, None), ("--alpha", args.alpha, 0.01),
+                                 ("--rule", args.rule, None), ("--setting", args.setting, None)):
+        if value is not None and value != default:
+            base += f" {flag} {shlex.quote(str(value))}"
+    return reproduce(base, res)
+
+
 def run(args) -> int:
     import time
 
@@ -189,14 +246,17 @@ def run(args) -> int:
     if args.list:
         return _list()
     try:
-        if args.verifier is None and args.engine is None and args.method is None:
-            raise RheoError("give --verifier SPEC, --engine NAME, --method SPEC or --list")
-        if args.verifier is None and (args.kind or args.vocab or args.rule or args.budget or args.jobs != 1):
-            raise RheoError("--kind, --vocab, --rule, --budget and --jobs apply to --verifier, not to --engine or "
-                            "--method")
+        verifier = args.verifier is not None or args.verifier_cmd is not None
+        if not verifier and args.engine is None and args.method is None:
+            raise RheoError("give --verifier SPEC, --verifier-cmd COMMAND, --engine NAME, --method SPEC or --list")
+        if not verifier and (args.kind or args.vocab or args.rule or args.budget or args.jobs != 1):
+            raise RheoError("--kind, --vocab, --rule, --budget and --jobs apply to --verifier and --verifier-cmd, "
+                            "not to --engine or --method")
+        if args.verifier_cmd is None and (args.framing or args.call_timeout):
+            raise RheoError("--framing and --call-timeout apply to --verifier-cmd")
         if args.method is not None and args.planted is not None:
             raise RheoError("--planted applies to --engine; a method's companion runs unless --no-companion")
-        if args.verifier is not None and args.planted is not None:
+        if verifier and args.planted is not None:
             raise RheoError("--planted applies to --engine; a verifier's companion runs unless --no-companion")
         if args.runs is not None and args.budget is not None:
             raise RheoError("give --runs or --budget, not both")
@@ -204,7 +264,7 @@ def run(args) -> int:
 
         torch.set_num_threads(AUDIT_THREADS)
         t0 = time.perf_counter()
-        res = (_run_verifier if args.verifier else _run_engine)(args)
+        res = (_run_verifier if verifier else _run_engine)(args)
     except RheoError as e:
         if args.json:  # NOTE: the error object on stdout; the one line on stderr and exit 2 follow (cli.main)
             print(json.dumps({"error": str(e), "exit": EXIT_BAD_INPUT, "verdict": None}))
@@ -217,29 +277,31 @@ def run(args) -> int:
         d["companion"] = None if comp is None else dict(subject=comp.subject, verdict=comp.verdict,
                                                          p_value=comp.p_value, runs=comp.runs)
         d["wall_seconds"] = round(secs, 3)
-        if args.verifier:
+        if verifier:
             cpu = sum(s.seconds for s in res.settings)
-            d.update(verifier_calls=res.calls, calls_per_minute=round(60 * res.calls / max(cpu, 1e-9)))
+            d.update(verifier_calls=res.calls, calls_per_minute=round(60 * res.calls / max(cpu, 1e-9)),
+                     calls_per_minute_clock="wall" if args.verifier_cmd else "cpu", reproduce=_reproduce(args, res))
         print(json.dumps(d))
     else:
         _print_table(res)
-        if res.verdict == core.LOSSLESS:
-            print(res.summary())
-        else:
-            print(api.explain(res))
+        print(res.summary() if res.verdict == core.LOSSLESS else api.explain(res))
         if res.rule is not None and res.verdict != api.DIFFERS:
             r = res.rule
-            said = (f"calls follow {r['rules'][r['follows']]['name']} (not rejected at alpha = {args.alpha:g}, "
-                    f"p = {r['rules'][r['follows']]['p_value']:.3g}, {r['rules'][r['follows']]['calls']} calls)"
-                    if r["follows"] else "calls follow neither known rule")
+            follows = r["rules"][r["follows"]] if r["follows"] else None
+            said = (f"calls follow {follows['name']} (not rejected at alpha = {args.alpha:g}, "
+                    f"p = {follows['p_value']:.3g}, {follows['calls']} calls)" if follows
+                    else "the calls follow none of the known lossless rules")
             print(f"rule check: {said}")
         if comp is not None:
             print(comp.summary())
         rate = ""
-        if args.verifier:
+        if verifier:
             cpu = sum(s.seconds for s in res.settings)
-            rate = f", {res.calls} verifier calls ({60 * res.calls / max(cpu, 1e-9):,.0f} a CPU minute)"
+            clock = "wall minute, program included" if args.verifier_cmd else "CPU minute"
+            rate = f", {res.calls} verifier calls ({60 * res.calls / max(cpu, 1e-9):,.0f} a {clock})"
         print(f"time: {secs:.1f} s{rate}")
+        if verifier and res.verdict != core.LOSSLESS:
+            print(f"reproduce: {_reproduce(args, res)}")
     if comp is not None and comp.verdict == core.LOSSLESS:
         # NOTE: a pass this run could not have failed is no pass: a CI step reading the exit code
         # must not go green on it (the Python API raises in the same case)
