@@ -440,7 +440,7 @@ def test_a_module_in_the_current_folder_is_found_or_the_file_form_suggested(tmp_
     (["--engine", "transformers", "--kind", "tree"], "apply to --verifier"),
     (["--verifier", "rheotheory.audit.examples:chain_rejection", "--planted", "x"], "applies to --engine"),
     (["--engine", "transformers", "--planted", "x"], "is not a companion of transformers"),
-    ([], "give --verifier SPEC, --verifier-cmd COMMAND, --engine NAME, --method SPEC or --list"),
+    ([], "give --verifier SPEC, --verifier-cmd COMMAND, --engine NAME, --method SPEC, --endpoint URL or --list"),
 ])
 def test_bad_audit_input_gets_one_line_and_exit_2(argv, message, capsys):
     code = main(["audit", *argv, "--runs", "20", "--no-progress"])

@@ -68,6 +68,9 @@ def register(sub) -> None:
     who.add_argument("--engine", metavar="NAME", help="an engine adapter (rheo audit --list)")
     who.add_argument("--method", metavar="SPEC", help="a registered method, built-in or a plugin's (--plugin, "
                      "FILE.py:NAME): its own builder and verifier on the toy laws (rheotheory.audit.engines.method)")
+    who.add_argument("--endpoint", metavar="URL",
+                     help="an OpenAI-compatible server with speculative decoding, audited from outside against "
+                     "--reference (rheotheory.audit.endpoint)")
     who.add_argument("--list", action="store_true", help="list the engine adapters, their settings and companions")
     a.add_argument("--kind", choices=("chain", "tree"), default=None,
                    help="the verifier's signature (default chain; docs/guide/audit.md)")
@@ -98,6 +101,19 @@ def register(sub) -> None:
                    help="--verifier-cmd: time the program may take to answer one call (default 10s)")
     a.add_argument("--jobs", type=int_range(1, 64), default=1, metavar="N",
                    help="--verifier: worker processes at once (default 1)")
+    e = a.add_argument_group("--endpoint", "a deployed server against the same model served without "
+                             "speculative decoding: the law of the first --tokens tokens of --prompt, compared by a "
+                             "two-sample test")
+    e.add_argument("--reference", metavar="URL", help="the same model served without speculative decoding")
+    e.add_argument("--prompt", default=None, help="the prompt (default: 'My favourite colour is')")
+    e.add_argument("--tokens", type=int_range(1, 64), default=None, metavar="L",
+                   help="tokens whose joint law is tested (default 4)")
+    e.add_argument("--temperature", type=float_range(lo=0.0, lo_open=True), default=None,
+                   help="sampling temperature sent with every request (default 1)")
+    e.add_argument("--top-p", type=float_range(lo=0.0, hi=1.0, lo_open=True), default=None,
+                   help="top_p sent with every request")
+    e.add_argument("--top-k", type=int_range(0), default=None, help="top_k sent with every request")
+    e.add_argument("--model", default=None, help="the model field of the requests")
     a.add_argument("--json", action="store_true", help="print one JSON object")
     add_progress(a)
     a.set_defaults(func=run)
@@ -237,6 +253,50 @@ def _reproduce(args, res) -> str:
     return reproduce(base, res)
 
 
+_ENDPOINT_ONLY = ("reference", "prompt", "tokens", "temperature", "top_p", "top_k", "model")
+
+
+def _run_endpoint(args) -> int:
+    """``--endpoint URL --reference URL`` (rheotheory.audit.endpoint)."""
+    from ..audit.endpoint import DEFAULT_TOKENS, audit_endpoint
+    from ..errors import RheoError
+
+    if args.reference is None:
+        raise RheoError("--endpoint needs --reference URL: the same model served without speculative decoding")
+    if args.runs is not None and args.budget is not None:
+        raise RheoError("give --runs or --budget, not both")
+    sampling = {"temperature": 1.0 if args.temperature is None else args.temperature}
+    if args.top_p is not None:
+        sampling["top_p"] = args.top_p
+    if args.top_k is not None:
+        sampling["top_k"] = args.top_k
+    bar = {}
+
+    def estimate(seconds, total):
+        announce(args, seconds, f"{total} requests")
+        bar["bar"] = progress_bar(args, total, "audit", unit="request").__enter__()
+
+    try:
+        res = audit_endpoint(args.endpoint, args.reference, args.prompt or "My favourite colour is",
+                             tokens=args.tokens or DEFAULT_TOKENS, runs=args.runs, budget=args.budget,
+                             sampling=sampling, alpha=args.alpha, seed=args.seed,
+                             jobs=args.jobs if args.jobs > 1 else 4,
+                             model=args.model, progress=lambda n: bar["bar"].update(n) if "bar" in bar else None,
+                             on_estimate=estimate)
+    finally:
+        if "bar" in bar:
+            bar["bar"].__exit__(None, None, None)
+    if args.json:
+        print(json.dumps(res.to_dict()))
+    else:
+        print(res.summary())
+        w = res.worst
+        print(f"most deviating cell: {w['cell']!r}: {w['endpoint']} runs of the endpoint, {w['reference']} of the "
+              f"reference")
+        print(f"time: {res.seconds:.1f} s ({2 * res.runs + res.pilot} requests)")
+    return EXIT_LOSSLESS if res.verdict == "lossless" else EXIT_LOSSY
+
+
 def run(args) -> int:
     import time
 
@@ -245,10 +305,23 @@ def run(args) -> int:
 
     if args.list:
         return _list()
+    if args.endpoint is None and any(getattr(args, k) is not None for k in _ENDPOINT_ONLY):
+        raise RheoError("--reference, --prompt, --tokens, --temperature, --top-p, --top-k and --model apply to "
+                        "--endpoint")
+    if args.endpoint is not None:
+        try:
+            if args.kind or args.vocab or args.rule or args.framing or args.call_timeout:
+                raise RheoError("--kind, --vocab, --rule, --framing and --call-timeout do not apply to --endpoint")
+            return _run_endpoint(args)
+        except RheoError as e:
+            if args.json:
+                print(json.dumps({"error": str(e), "exit": EXIT_BAD_INPUT, "verdict": None}))
+            raise
     try:
         verifier = args.verifier is not None or args.verifier_cmd is not None
         if not verifier and args.engine is None and args.method is None:
-            raise RheoError("give --verifier SPEC, --verifier-cmd COMMAND, --engine NAME, --method SPEC or --list")
+            raise RheoError("give --verifier SPEC, --verifier-cmd COMMAND, --engine NAME, --method SPEC, "
+                            "--endpoint URL or --list")
         if not verifier and (args.kind or args.vocab or args.rule or args.budget or args.jobs != 1):
             raise RheoError("--kind, --vocab, --rule, --budget and --jobs apply to --verifier and --verifier-cmd, "
                             "not to --engine or --method")
