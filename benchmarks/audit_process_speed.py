@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -26,6 +27,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _command(script: str, argv) -> str:
+    """The command line as written from the repository root (paths relative to it)."""
+    args = [str(a).replace(str(ROOT) + "/", "") for a in argv]
+    return " ".join(["python", script, *args])
 EXAMPLES = ROOT / "docs" / "examples" / "engines"
 
 
@@ -78,7 +85,6 @@ def render_md(path: Path) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=1000)
-    ap.add_argument("--machine", default="", help="a note on the machine (load) for the table")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -101,8 +107,8 @@ def main(argv=None) -> int:
                     print(f"{program:<34} {framing:<7} {rule:<5} {r['verdict']:<9} {r['calls']:>8} "
                           f"{r['calls_per_minute']:>10,}", flush=True)
     given = argv if argv is not None else sys.argv[1:]
-    out = dict(command="python benchmarks/audit_process_speed.py " + " ".join(given),
-               runs=args.runs, machine=args.machine or "machine not described", rows=rows)
+    out = dict(command=_command("benchmarks/audit_process_speed.py", given),
+               runs=args.runs, machine=os.environ.get("RHEO_MACHINE_NOTE") or "machine not described", rows=rows)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(out, indent=1) + "\n")

@@ -30,6 +30,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _command(script: str, argv) -> str:
+    """The command line as written from the repository root (paths relative to it)."""
+    args = [str(a).replace(str(ROOT) + "/", "") for a in argv]
+    return " ".join(["python", script, *args])
 FILE = "tests/audit_rule_verifiers.py"
 
 _ASSERT = """
@@ -87,16 +93,17 @@ def render_md(path: Path) -> str:
     d = json.loads(Path(path).read_text())
     rows = []
     for r in d["rows"]:
-        rule = f"`{r['rule']}`" if r["rule"] else "planted bug"
-        follows = r["follows"] or (f"none (closest `{r['closest']}`)" if r["closest"] else "-")
+        what = f"{r['what']} (`{r['rule']}`)" if r["rule"] else f"planted: {r['what']}"
+        follows = f"`{r['follows']}`" if r["follows"] else (f"none (closest `{r['closest']}`)" if r["closest"] else "-")
+        verdict = "not rejected" if r["verdict"] == "lossless" else str(r["verdict"])
         asserted = "passes" if r["assert_passed"] else "fails"
-        rows.append(f"| `{r['name']}` | {r['kind']} | {r['what']} | {rule} | {r['settings']} | {r['verdict']} | "
-                    f"{follows} | {r['exit']} | {asserted} |")
+        rows.append(f"| `{r['name']}` ({r['kind']}) | {what} | {r['settings']} | {verdict} | {follows} | {r['exit']} "
+                    f"| {asserted} |")
     ok = sum(r["as_expected"] for r in d["rows"])
-    head = (f"{len(d['rows'])} verifiers of `tests/audit_rule_verifiers.py`, {d['runs']} runs per setting, alpha 0.01, "
-            f"seed 0 (`{d['command']}`); as expected: {ok} of {len(d['rows'])}.\n\n"
-            "| verifier | kind | what it is | rule | settings | verdict | calls follow | `rheo audit` exit | "
-            "`assert_lossless` |\n| --- | --- | --- | --- | --- | --- | --- | ---: | --- |\n")
+    head = (f"{len(d['rows'])} verifiers, {d['runs']} runs per setting, alpha 0.01, seed 0 (`{d['command']}`); "
+            f"as expected (a correct one passes both, a planted one fails both): {ok} of {len(d['rows'])}.\n\n"
+            "| verifier | what it is | settings | verdict | calls follow | exit | `assert_lossless` |\n"
+            "| --- | --- | --- | --- | --- | ---: | --- |\n")
     return head + "\n".join(rows) + "\n"
 
 
@@ -120,7 +127,7 @@ def main(argv=None) -> int:
               f"{r['exit']:>4} {'pass' if r['assert_passed'] else 'fail':<7} "
               f"{r['cli_wall_seconds'] + r['assert_wall_seconds']:>7.0f}"
               + ("" if r["as_expected"] else "  UNEXPECTED"), flush=True)
-    out = dict(command="python benchmarks/audit_rules.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+    out = dict(command=_command("benchmarks/audit_rules.py", argv if argv is not None else sys.argv[1:]),
                runs=args.runs, alpha=0.01, seed=0, rows=rows)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -42,6 +42,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _command(script: str, argv) -> str:
+    """The command line as written from the repository root (paths relative to it)."""
+    args = [str(a).replace(str(ROOT) + "/", "") for a in argv]
+    return " ".join(["python", script, *args])
+
+
 def _module(name: str):
     spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
@@ -238,6 +244,30 @@ def _rates(got: list) -> dict:
                 cpu_per_audit=sum(g["cpu"] for g in got) / n)
 
 
+def render_md(path: Path) -> str:
+    """The table of one results file of this script, in Markdown (docs/guide/audit.md)."""
+    d = json.loads(Path(path).read_text())
+    power = d["bug"] == "accept-power"
+    size = "gamma" if power else "eps"
+    head = (f"`{d['command']}`: {d['rows'][0]['seeds']} seeds (0..{d['rows'][0]['seeds'] - 1}) at each {size}, "
+            f"alpha {d['alpha']}, the 20 chain settings; "
+            + (f"whole audits sized by `budget={d['rows'][0]['budget']:g}` (probe, runs, rule check, companion)"
+               if power else f"{d['rows'][0]['runs']} runs per setting (the probe and the planted companion add "
+               f"{d['fixed']['probe']:.1f} and {d['fixed']['companion']:.1f} CPU seconds)")
+            + f"; CPU seconds of one thread, {d.get('machine', 'machine not described')}.\n\n")
+    cols = [size, "exact TV (worst k <= 2 setting)", "law test alone", "lossy", "differs", "caught",
+            "runs per setting" if power else "CPU s per audit"]
+    if power:
+        cols.append("CPU s per audit")
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---:|" * len(cols)]
+    for r in d["rows"]:
+        cells = [f"{r['size']:g}", f"{r['exact_tv']:.4f} ({r['tv_setting']})", f"{r['law_alone']:.2f}",
+                 f"{r['lossy']:.2f}", f"{r['differs']:.2f}", f"{r['caught']:.2f}"]
+        cells += [r["runs"], f"{r['cpu_per_audit']:.0f}"] if power else [f"{r['cpu_per_audit']:.1f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return head + "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("bug", choices=("skip-residual", "accept-power"))
@@ -253,8 +283,9 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(1)
-    out = dict(bug=args.bug, alpha=0.01, command="python benchmarks/audit_sensitivity.py " + " ".join(
-        argv if argv is not None else sys.argv[1:]), rows=[])
+    given = argv if argv is not None else sys.argv[1:]
+    out = dict(bug=args.bug, alpha=0.01, machine=os.environ.get("RHEO_MACHINE_NOTE") or "machine not described",
+               command=_command("benchmarks/audit_sensitivity.py", given), rows=[])
     if args.bug == "skip-residual":
         out["fixed"] = fixed = fixed_cost(args.runs)
         print(f"CPU seconds of the probe {fixed['probe']:.1f}, of the planted companion at {args.runs} runs per "

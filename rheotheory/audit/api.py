@@ -316,7 +316,7 @@ def _differs_lines(rule: dict) -> list[str]:
              "that follows a published rule is never failed for it, so a bug in this one is the likely cause; the "
              "law of its tokens was not rejected at this size, which a deviation this small passes"]
     ln = close["length"]
-    lines.append(f"closest rule: {close['name']} (the calls' outputs off its law by TV {close['distance']:.3f}; "
+    lines.append(f"closest rule: {close['name']} (of the known rules, the nearest to the calls' outputs; "
                  f"p = {close['p_value']:.3g}): accepted tokens per call "
                  f"{ln['observed']:.4f} against {ln['expected']:.4f} expected over {ln['calls']} calls "
                  f"(z = {ln['z']:+.1f}, p = {ln['p_value']:.3g})")

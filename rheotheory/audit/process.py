@@ -27,23 +27,14 @@ q = draft). The floats are float32 values written in full (a parser reading doub
 to float gets them exactly). The answer is one line, a JSON array of token ids: the accepted
 draft prefix (a root path of the tree), then one token.
 
-``binary`` framing (little-endian, for speed): a call is
+``binary`` framing (little-endian, for speed): a call is, in order,
 
-==============  ============================  ============================================
-bytes           type                          content
-==============  ============================  ============================================
-4               ``char[4]``                   ``RHEO``
-1               ``uint8``                     kind: 0 chain, 1 tree
-1               ``uint8``                     flags: bit 0 set when ``draft_probs`` follows
-2               ``uint16``                    0
-4               ``uint32``                    ``n``: drafted tokens (chain) or nodes (tree)
-4               ``uint32``                    ``V``
-8               ``uint64``                    the seed
-4 n             ``int32[n]``                  tree only: ``parents``
-4 n             ``int32[n]``                  the drafted tokens / the nodes' tokens
-4 n V           ``float32[n][V]``             ``draft_probs``, when flag bit 0 is set
-4 (n + 1) V     ``float32[n+1][V]``           ``target_probs``
-==============  ============================  ============================================
+- 4 bytes ``RHEO``; ``uint8`` kind (0 chain, 1 tree); ``uint8`` flags (bit 0 set when
+  ``draft_probs`` follows); ``uint16`` 0; ``uint32`` ``n`` (drafted tokens of a chain, nodes of a
+  tree); ``uint32`` ``V``; ``uint64`` the seed (24 bytes in all);
+- ``int32[n]`` ``parents`` (tree only), then ``int32[n]`` the drafted tokens (the nodes' tokens);
+- ``float32[n][V]`` ``draft_probs`` when flag bit 0 is set, then ``float32[n+1][V]``
+  ``target_probs``;
 
 and the answer is ``RHEO``, a ``uint32`` count ``m``, then ``int32[m]`` tokens.
 

@@ -12,32 +12,26 @@ implements and certifies; each is evaluated here by the project's own implementa
 :mod:`rheotheory.verify` (the exact enumeration of :class:`~rheotheory.verify.walk.EnumerateBranch`
 over the one tree the call was handed, in float64), never by a second copy:
 
-==============  =====  ==========================================================================
-rule            kinds  definition
-==============  =====  ==========================================================================
-``rejection``   both   standard rejection sampling (Leviathan et al. 2023): accept ``x ~ q`` with
-                       ``min(1, p(x)/q(x))``, else emit from ``norm((p - q)+)``; over a tree the
-                       children in order with the residual updated after each rejection
-                       (recursive rejection sampling, SpecInfer), with replacement for i.i.d.
-                       children and without it for children drawn without it (each child's ``q``
-                       is its law given its earlier siblings: RSD, Sequoia)
-``one-hot``     both   the same with ``q`` the point mass on the draft: accept ``x`` with ``p(x)``,
-                       else draw from ``p`` with ``x`` zeroed. Also the law of *sample-and-match*
-                       (llama.cpp's server, MLX-LM, prompt lookup) and EAGLE's rule
-``block``       chain  block verification (Sun et al. 2024, arXiv 2403.10444, Algorithm 2;
-                       vLLM and SGLang ship it): :mod:`rheotheory.verify.block`
-``traversal``   tree   Traversal Verification (Weng et al. 2025, arXiv 2505.12398), block
-                       verification's tree form: :mod:`rheotheory.verify.traversal`
-``kseq``        tree   SpecTr's K-SEQ (Sun et al. 2023) at a node whose children share one draft
-                       law (i.i.d. drafts), recursive rejection at any other node (where K-SEQ is
-                       not defined): :func:`rheotheory.verify.rules.kseq`
-``ot``          tree   the optimal-transport rule for deterministic children plus sampled ones
-                       (Hu et al. 2025; REFERENCE section 3): the sampled children by recursive
-                       rejection first, then the residual draw continues into a deterministic
-                       child holding it: :func:`rheotheory.verify.rules.ot_wor` (``ot`` with one
-                       sampled child, ``one-hot`` with none, ``rejection`` without deterministic
-                       children)
-==============  =====  ==========================================================================
+- ``rejection`` (chain, tree): standard rejection sampling (Leviathan et al. 2023): accept
+  ``x ~ q`` with ``min(1, p(x)/q(x))``, else emit from ``norm((p - q)+)``; over a tree the
+  children in order with the residual updated after each rejection (recursive rejection
+  sampling, SpecInfer), with replacement for i.i.d. children and without it for children drawn
+  without it (each child's ``q`` is its law given its earlier siblings: RSD, Sequoia);
+- ``one-hot`` (chain, tree): the same with ``q`` the point mass on the draft: accept ``x`` with
+  ``p(x)``, else draw from ``p`` with ``x`` zeroed. Also the law of *sample-and-match*
+  (llama.cpp's server, MLX-LM, prompt lookup) and EAGLE's rule;
+- ``block`` (chain): block verification (Sun et al. 2024, arXiv 2403.10444, Algorithm 2; vLLM and
+  SGLang ship it): :mod:`rheotheory.verify.block`;
+- ``traversal`` (tree): Traversal Verification (Weng et al. 2025, arXiv 2505.12398), block
+  verification's tree form: :mod:`rheotheory.verify.traversal`;
+- ``kseq`` (tree): SpecTr's K-SEQ (Sun et al. 2023) at a node whose children share one draft law
+  (i.i.d. drafts), recursive rejection at any other node (where K-SEQ is not defined):
+  :func:`rheotheory.verify.rules.kseq`;
+- ``ot`` (tree): the optimal-transport rule for deterministic children plus sampled ones (Hu et
+  al. 2025; REFERENCE section 3): the sampled children by recursive rejection first, then the
+  residual draw continues into a deterministic child holding it:
+  :func:`rheotheory.verify.rules.ot_wor` (``ot`` with one sampled child, ``one-hot`` with none,
+  ``rejection`` without deterministic children).
 
 A child whose draft row is the point mass on its own token (a deterministic draft: a ``None`` row
 of a chain, the top-w children of a tree, the head slot of RheoSampling's layout) is a
