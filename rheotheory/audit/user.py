@@ -89,11 +89,33 @@ MIN_REPLAYED = 50
 
 
 class VerifierCallError(RheoError):
-    """The audited function broke its contract (raised, or returned something else)."""
+    """The audited function or program broke its contract (raised, exited, answered something
+    else, or avoided being tested).
+
+    Parameters
+    ----------
+    message : str
+        One line naming what it did and the setting.
+    """
 
 
 def load_verifier(spec: str) -> Callable:
-    """``MODULE:FUNCTION`` (an importable module) or ``path/to/file.py:FUNCTION``."""
+    """The function ``spec`` names: ``MODULE:FUNCTION`` (an importable module, the current folder
+    first) or ``path/to/file.py:FUNCTION``.
+
+    Parameters
+    ----------
+    spec : str
+
+    Returns
+    -------
+    callable
+
+    Raises
+    ------
+    rheotheory.errors.RheoError
+        A malformed spec, a missing file or function, or a module that fails to import (one line).
+    """
     if not isinstance(spec, str) or spec.count(":") < 1:
         raise RheoError(f"--verifier must be MODULE:FUNCTION or path/to/file.py:FUNCTION, got {spec!r}")
     where, _, name = spec.rpartition(":")
@@ -247,7 +269,27 @@ _GLOBALS = (("torch's global generator", "torch.manual_seed"), ("numpy's global 
 
 @dataclass
 class Collected:
-    """What one :func:`collect` of a setting saw (plain, picklable data)."""
+    """What one :func:`collect` of a setting saw (plain, picklable data).
+
+    Attributes
+    ----------
+    runs : list of tuple
+        The runs: tuples of at least ``L`` tokens.
+    calls : int, default 0
+    tallies : dict
+        Rule -> :class:`rheotheory.audit.rules.Tally` of the calls.
+    witness : dict or None, default None
+        The first call with an output token the target gives 0 (first ``L`` positions).
+    drew : bool, default False
+        Whether the verifier drew from its generator at all.
+    touched : dict
+        Global generator -> (call index, digest of its state after).
+    seconds : float, default 0.0
+    replayed : int, default 0
+        Calls of the probe sent again with another generator (the seed check).
+    varied : int, default 0
+        Of those, the calls whose answer changed.
+    """
 
     runs: list  # the runs: tuples of >= L tokens
     calls: int = 0
@@ -393,7 +435,21 @@ def _new_record(rules) -> Collected:
 
 def chain_settings(fn, vocab: int = DEFAULT_VOCAB, seed: int = 0, ks=CHAIN_KS,
                    families=FAMILIES) -> list[Setting]:
-    """One setting per ``(family, k)``: ``k`` drafted tokens per step, ``L = k + 2``."""
+    """One setting per ``(family, k)``: ``k`` drafted tokens per step, ``L = k + 2``.
+
+    Parameters
+    ----------
+    fn : callable
+        The verifier (chain signature).
+    vocab : int, default DEFAULT_VOCAB
+    seed : int, default 0
+    ks : sequence of int, default CHAIN_KS
+    families : sequence of str, default FAMILIES
+
+    Returns
+    -------
+    list of Setting
+    """
     import torch
 
     _check_arity(fn, "chain")
@@ -502,7 +558,22 @@ def _root_path_ok(tree: _Tree, toks: list[int]) -> bool:
 def tree_settings(fn, vocab: int = DEFAULT_VOCAB, seed: int = 0, shapes=TREE_SHAPES,
                   draws=TREE_DRAWS) -> list[Setting]:
     """One setting per ``(draw, shape)``; the law families cycle (``greedy`` is the chain's
-    deterministic draft, here the ``topk`` and ``mixed`` draws); ``L = D + 2``."""
+    deterministic draft, here the ``topk`` and ``mixed`` draws); ``L = D + 2``.
+
+    Parameters
+    ----------
+    fn : callable
+        The verifier (tree signature).
+    vocab : int, default DEFAULT_VOCAB
+    seed : int, default 0
+    shapes : sequence of (int, int), default TREE_SHAPES
+        ``(width, depth)``.
+    draws : sequence of str, default TREE_DRAWS
+
+    Returns
+    -------
+    list of Setting
+    """
     import torch
 
     _check_arity(fn, "tree")
@@ -554,7 +625,18 @@ def tree_settings(fn, vocab: int = DEFAULT_VOCAB, seed: int = 0, shapes=TREE_SHA
 
 
 class Counted:
-    """``fn`` with a count of its calls (the audit reports verifier calls per minute)."""
+    """``fn`` with a count of its calls (the audit reports verifier calls per minute).
+
+    Parameters
+    ----------
+    fn : callable
+        The verifier.
+
+    Attributes
+    ----------
+    calls : int
+        Calls made so far.
+    """
 
     def __init__(self, fn):
         self.fn, self.calls = fn, 0
@@ -566,7 +648,28 @@ class Counted:
 
 
 def settings_for(fn, kind: str, vocab: int = DEFAULT_VOCAB, seed: int = 0) -> tuple[list[Setting], Counted]:
-    """The settings of ``kind`` (:data:`KINDS`) for ``fn``, and the counter of its calls."""
+    """The settings of ``kind`` (:data:`KINDS`) for ``fn``, and the counter of its calls.
+
+    Parameters
+    ----------
+    fn : callable
+        The verifier (a function, or a :class:`rheotheory.audit.process.ProcessVerifier`).
+    kind : str
+        ``"chain"`` or ``"tree"``.
+    vocab : int, default DEFAULT_VOCAB
+        2..64.
+    seed : int, default 0
+
+    Returns
+    -------
+    tuple
+        ``(settings, counted)``.
+
+    Raises
+    ------
+    rheotheory.errors.RheoError
+        An unknown kind, a vocabulary out of range, or a function of the wrong arity.
+    """
     if kind not in KINDS:
         raise RheoError(f"--kind must be one of {', '.join(KINDS)}, got {kind!r}")
     if not isinstance(vocab, int) or not 2 <= vocab <= 64:
@@ -581,8 +684,26 @@ def settings_for(fn, kind: str, vocab: int = DEFAULT_VOCAB, seed: int = 0) -> tu
 
 def probe_runs(setting: Setting, seed: int, runs: int = REPRO_RUNS) -> tuple[Collected, Collected]:
     """The two passes of the probe (module docstring): ``runs`` runs of ``setting`` from ``seed``,
-    twice, the global generators set differently before each call of each pass. A call that
-    breaks the contract raises :class:`VerifierCallError` here."""
+    twice, the global generators set differently before each call of each pass (the first pass
+    also sends calls again with another generator: the seed check), then a third pass that times
+    the runs as the audit makes them.
+
+    Parameters
+    ----------
+    setting : Setting
+    seed : int
+    runs : int, default REPRO_RUNS
+
+    Returns
+    -------
+    tuple of Collected
+        The two passes (the second timed by the third).
+
+    Raises
+    ------
+    VerifierCallError
+        A call broke the contract.
+    """
     a, b = setting.collect(runs, seed, probe=0), setting.collect(runs, seed, probe=1)
     # NOTE: the probe's passes pay for the global-state checks; the timing the size is made from
     # is that of a pass as the runs make it (the rule check included)
@@ -594,7 +715,21 @@ def probe_verdict(setting: Setting, a: Collected, b: Collected, check: str) -> N
     """Refuse, naming what the verifier did, when its two probe passes show ``check``:
     ``"repro"`` (outputs differ), ``"globals"`` (a global generator touched), ``"seed"`` (the
     answers do not depend on the generator: :data:`REPLAY_CALLS`) or ``"drew"`` (its generator never
-    drawn from)."""
+    drawn from).
+
+    Parameters
+    ----------
+    setting : Setting
+    a, b : Collected
+        The probe's two passes.
+    check : str
+        One of :data:`PROBE_CHECKS`.
+
+    Raises
+    ------
+    VerifierCallError
+        The check fails (one line, worded for a function or a program).
+    """
     s = setting.name
     program = setting.detail.get("transport") == "process"
     noun, source = ("program", "per-call seed") if program else ("verifier", "generator")
@@ -630,8 +765,24 @@ PROBE_CHECKS = ("repro", "globals", "drew", "seed")
 
 
 def probe_all(settings, pairs) -> float:
-    """Apply :data:`PROBE_CHECKS` to every setting's probe ``pairs``; the mean CPU seconds per run
-    of the second passes."""
+    """Apply :data:`PROBE_CHECKS` to every setting's probe ``pairs``.
+
+    Parameters
+    ----------
+    settings : sequence of Setting
+    pairs : sequence of (Collected, Collected)
+        Each setting's probe (:func:`probe_runs`).
+
+    Returns
+    -------
+    float
+        The mean seconds per run of the timed passes.
+
+    Raises
+    ------
+    VerifierCallError
+        A check fails.
+    """
     for check in PROBE_CHECKS:
         for s, (a, b) in zip(settings, pairs):
             probe_verdict(s, a, b, check)
@@ -640,5 +791,17 @@ def probe_all(settings, pairs) -> float:
 
 def check_reproducible(settings, seed: int, runs: int = REPRO_RUNS) -> float:
     """The probe of every setting, in this process (:mod:`rheotheory.audit.isolate` runs it in a
-    worker); the mean CPU seconds per run."""
+    worker).
+
+    Parameters
+    ----------
+    settings : sequence of Setting
+    seed : int
+    runs : int, default REPRO_RUNS
+
+    Returns
+    -------
+    float
+        The mean CPU seconds per run.
+    """
     return probe_all(settings, [probe_runs(s, seed, runs) for s in settings])

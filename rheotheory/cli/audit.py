@@ -51,6 +51,12 @@ class _Formatter(HelpFormatter):
 
 
 def register(sub) -> None:
+    """Add ``rheo audit`` to the command line's subparsers.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+    """
     a = sub.add_parser("audit", help="test a verifier function or an engine's sampled output against the exact "
                        "target law", epilog=EPILOG, formatter_class=_Formatter,
                        description="Drive a verifier function (--verifier) or program (--verifier-cmd), with seeded "
@@ -298,6 +304,22 @@ def _run_endpoint(args) -> int:
 
 
 def run(args) -> int:
+    """Run ``rheo audit`` (its ``--help`` and docs/guide/audit.md).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+
+    Returns
+    -------
+    int
+        The exit status (the epilog's table).
+
+    Raises
+    ------
+    rheotheory.errors.RheoError
+        Bad input or a refused verifier (the command line prints one line, exit 2).
+    """
     import time
 
     from ..audit import api, core
