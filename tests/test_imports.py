@@ -190,6 +190,28 @@ def test_no_arrow_runs_up_a_floor(edges):
     assert not arrows, "imports running up a floor:\n" + "\n".join(arrows)
 
 
+#: Packages one floor holds together that must still not import each other: (importer, imported).
+#: The audit is a library its commands call into; ``rheotheory.audit`` (the pytest plugin among
+#: it) never reaches back into the command line.
+SAME_FLOOR_BANS = (("rheotheory.audit", "rheotheory.cli"),)
+
+
+def banned_arrows(edges, bans=SAME_FLOOR_BANS) -> list[str]:
+    """Arrows from a module under one package of a ban to one under the other, as readable lines."""
+    def under(module, package):
+        return module == package or module.startswith(package + ".")
+
+    return sorted(f"{a} -> {b} [{where}]" for a, b, where in edges for src, dst in bans
+                  if under(a, src) and under(b, dst))
+
+
+def test_the_audit_never_imports_the_command_line(edges):
+    arrows = banned_arrows(edges)
+    assert not arrows, "the audit imports the command line:\n" + "\n".join(arrows)
+    assert banned_arrows({("rheotheory.audit.pytest_plugin", "rheotheory.cli.audit", "deferred")}) == [
+        "rheotheory.audit.pytest_plugin -> rheotheory.cli.audit [deferred]"]
+
+
 def test_the_checks_catch_a_planted_circle_and_an_upward_arrow():
     (cycle,) = find_cycles({("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")})
     assert cycle[0] == cycle[-1] and sorted(cycle[:-1]) == ["a", "b", "c"]

@@ -46,7 +46,7 @@ from ..stats import (DEFAULT_MIN_EXPECTED, POWER, NextLaws, bonferroni, detectab
                      rejects)
 
 __all__ = ["Setting", "SettingResult", "AuditResult", "detectable_tv", "run_audit", "test_setting", "pooled_test", "POWER", "DEFAULT_ALPHA",
-           "LOSSY", "LOSSLESS", "LOSSY_BY_DESIGN", "verdict_of"]
+           "LOSSY", "LOSSLESS", "LOSSY_BY_DESIGN", "verdict_of", "shown"]
 
 
 #: Default level of the audit's test (the same as ``rheo mc``'s).
@@ -64,7 +64,24 @@ Sampler = Callable[[int, int], Sequence[tuple]]
 
 @dataclass(frozen=True)
 class Setting:
-    """One audited configuration: what emits the tokens and the law they must follow."""
+    """One audited configuration: what emits the tokens and the law they must follow.
+
+    Attributes
+    ----------
+    name : str
+        Short label, unique within an audit (e.g. ``"k=2 ties"``).
+    length : int
+        ``L``: the generated tokens whose joint law is tested.
+    laws : callable
+        :data:`rheotheory.stats.NextLaws` of the target: continuations -> ``# [len(u), V]``.
+    sample : callable
+        ``sample(n, seed)``: ``n`` tuples of at least ``L`` tokens after the prompt.
+    detail : dict, optional
+        Plain data describing the setting (for the report).
+    collect : callable, optional
+        The verifier harness's richer sampler (:class:`rheotheory.audit.user.Collected`); None
+        for engines.
+    """
 
     name: str  # short label, unique within an audit (e.g. "k=2 ties")
     length: int  # L: the number of generated tokens whose joint law is tested
@@ -77,7 +94,28 @@ class Setting:
 
 @dataclass(frozen=True)
 class SettingResult:
-    """The test of one setting (plain data)."""
+    """The test of one setting (plain data).
+
+    Attributes
+    ----------
+    name : str
+    length : int
+    runs : int
+    statistic : float
+    df : int
+    p_value : float
+    min_detectable_tv : float
+        At level ``alpha / settings`` and power :data:`POWER`.
+    worst_cell : str
+    observed : int
+    expected : float
+    seconds : float
+    detail : dict
+    design_df : int, default 0
+        The cells (less one) the design built from the target and ``N``.
+    impossible : dict or None, default None
+        An outcome the target gives 0 (its cell, and the call where known).
+    """
 
     name: str
     length: int
@@ -100,7 +138,37 @@ class SettingResult:
 
 @dataclass(frozen=True)
 class AuditResult:
-    """Verdict of :func:`run_audit` (plain data; :meth:`to_dict` is what ``--json`` prints)."""
+    """Verdict of :func:`run_audit` (plain data; :meth:`to_dict` is what ``--json`` prints).
+
+    Attributes
+    ----------
+    subject : str
+        What was audited (a function spec, a program, an engine and its version).
+    verdict : str
+        ``lossless`` (not rejected), ``lossy``, ``lossy-by-design`` or ``differs``.
+    p_value : float
+        Bonferroni over the settings (and the pooled test, when there is one).
+    alpha : float
+    runs : int
+        Runs in all.
+    min_detectable_tv : float
+        The largest per-setting value: any one setting off by this much is caught.
+    power : float
+    settings : tuple of SettingResult
+    seconds : float
+    level : float, default 0.0
+        The level of each setting's test.
+    pooled : dict or None, default None
+        The pooled test over the settings.
+    rule : dict or None, default None
+        The rule check of a verifier's calls (:mod:`rheotheory.audit.api`).
+    companion : AuditResult or None, default None
+        The planted companion's audit, run beside.
+    calls : int, default 0
+        Verifier calls.
+    transport : str or None, default None
+        How the calls travelled: ``"python"`` or ``"process"``.
+    """
 
     subject: str  # what was audited (a function spec, an engine and its version)
     verdict: str  # LOSSLESS (not rejected), LOSSY (rejected at alpha), LOSSY_BY_DESIGN, or DIFFERS (user.py)
@@ -116,6 +184,7 @@ class AuditResult:
     rule: dict | None = None  # the rule check of a verifier's calls (rheotheory.audit.api)
     companion: "AuditResult | None" = None  # the planted companion's audit, run beside
     calls: int = 0  # verifier calls (the user protocol)
+    transport: str | None = None  # how the calls travelled: "python" (a function) or "process" (a program)
 
     @property
     def worst(self) -> SettingResult:
@@ -145,10 +214,13 @@ class AuditResult:
         return out
 
     def summary(self) -> str:
-        """One line: the verdict as the docs phrase it."""
+        """One line: the verdict as the docs phrase it; ``lossless`` is written "not rejected"
+        (a statistical test never shows losslessness), with the power statement beside it."""
         w = self.worst
         said = ("rejected" if rejects(self.p_value, self.alpha) else "not rejected")
-        return (f"{self.subject}: {self.verdict} (the law {said} at alpha = {self.alpha:g}: p = {self.p_value:.3g}, "
+        head = (f"{self.subject}: not rejected (the law at alpha = {self.alpha:g}: " if self.verdict == LOSSLESS else
+                f"{self.subject}: {self.verdict} (the law {said} at alpha = {self.alpha:g}: ")
+        return (f"{head}p = {self.p_value:.3g}, "
                 f"N = {self.runs} runs over {len(self.settings)} settings; {self.tested()}; "
                 f"most deviating: {w.name!r}, p = {w.p_value:.3g})" + self._by_design())
 
@@ -161,10 +233,39 @@ class AuditResult:
         return "; approximate on purpose: " + ", ".join(named)
 
 
+def shown(verdict: str) -> str:
+    """How reports write ``verdict``: ``lossless`` as "not rejected" (the JSON keeps the name).
+
+    Parameters
+    ----------
+    verdict : str
+        A verdict (:data:`LOSSLESS`, :data:`LOSSY`, :data:`LOSSY_BY_DESIGN`, or ``differs``).
+
+    Returns
+    -------
+    str
+    """
+    return "not rejected" if verdict == LOSSLESS else verdict
+
+
 def verdict_of(results: Sequence[SettingResult], p_value: float, alpha: float, level: float) -> str:
     """``lossless``, ``lossy`` or ``lossy-by-design`` (module docstring): the audit rejects iff
     ``p_value < alpha``; it is lossy by design iff every setting rejected at ``level`` names a
-    ``by_design`` option."""
+    ``by_design`` option.
+
+    Parameters
+    ----------
+    results : sequence of SettingResult
+    p_value : float
+        The audit's p-value.
+    alpha : float
+    level : float
+        Each setting's level.
+
+    Returns
+    -------
+    str
+    """
     if not rejects(p_value, alpha):
         return LOSSLESS
     hit = [r for r in results if rejects(r.p_value, level)]
@@ -187,8 +288,26 @@ def test_setting(s: Setting, seqs, runs: int, level: float, min_expected: float 
                  seconds: float = 0.0, witness: dict | None = None) -> SettingResult:
     """Pearson's test of setting ``s`` on its runs ``seqs`` (module docstring, steps 1-3).
 
-    ``witness``: a call of the verifier harness that emitted a token the target gives 0 within
-    the first ``L`` (:class:`rheotheory.audit.user.Collected`): an impossible outcome, p = 0.
+    Parameters
+    ----------
+    s : Setting
+    seqs : sequence of tuple
+        The runs.
+    runs : int
+        ``N``, the runs the design was made for.
+    level : float
+        The test's level (for the stated power).
+    min_expected : float, default rheotheory.stats.DEFAULT_MIN_EXPECTED
+        Expected count under which cells are pooled.
+    seconds : float, default 0.0
+        The runs' time, recorded.
+    witness : dict, optional
+        A call of the verifier harness that emitted a token the target gives 0 within the first
+        ``L`` (:class:`rheotheory.audit.user.Collected`): an impossible outcome, p = 0.
+
+    Returns
+    -------
+    SettingResult
     """
     cells = prefix_cells(s.laws, runs, s.length, min_expected)
     test = cells.chi_square(seqs, s.length)
@@ -218,7 +337,24 @@ def pooled_test(settings: Sequence[Setting], seqs: Sequence, runs: int, level: f
     ``d_j`` each setting's TV between its laws over the pooled cells, the non-centrality is at
     least ``4 N sum_j d_j^2 >= 4 N C mean(d)^2``. The cells are those of one expected count in
     :data:`POOLED_MIN_EXPECTED`, chosen before the runs are looked at, from the design alone:
-    the one that states the smallest TV."""
+    the one that states the smallest TV.
+
+    Parameters
+    ----------
+    settings : sequence of Setting
+    seqs : sequence
+        The runs of each setting.
+    runs : int
+        ``N`` per setting.
+    level : float
+        The pooled test's level.
+
+    Returns
+    -------
+    dict
+        ``statistic``, ``df``, ``p_value``, ``level``, ``min_expected``, ``design_df``,
+        ``min_detectable_tv``.
+    """
     from scipy import stats as sps
 
     best = None
@@ -243,11 +379,37 @@ def run_audit(subject: str, settings: Sequence[Setting], runs: int, alpha: float
               pooled: bool = False) -> AuditResult:
     """Test every setting's law with ``runs`` runs each (module docstring).
 
-    ``progress(setting_name, done_runs)`` is called after each setting. Setting ``j`` draws its
-    runs from seed ``[seed, j]`` (through its sampler), so one setting can be rerun alone.
-    ``samples``: the runs already drawn, one :class:`rheotheory.audit.user.Collected` (or a list of
-    runs) per setting. ``pooled``: half of ``alpha`` goes to the settings' Bonferroni family, half
-    to :func:`pooled_test` over them; the p-value is the Bonferroni of the two.
+    Setting ``j`` draws its runs from seed ``[seed, j]`` (through its sampler), so one setting
+    can be rerun alone.
+
+    Parameters
+    ----------
+    subject : str
+        What is audited (for the report).
+    settings : sequence of Setting
+    runs : int
+        Runs per setting.
+    alpha : float, default DEFAULT_ALPHA
+    seed : int, default 0
+    min_expected : float, default rheotheory.stats.DEFAULT_MIN_EXPECTED
+        Expected count under which cells are pooled.
+    progress : callable, optional
+        ``progress(setting_name, done_runs)`` after each setting.
+    samples : sequence, optional
+        The runs already drawn, one :class:`rheotheory.audit.user.Collected` (or a list of runs)
+        per setting.
+    pooled : bool, default False
+        Half of ``alpha`` to the settings' Bonferroni family, half to :func:`pooled_test` over
+        them; the p-value is the Bonferroni of the two.
+
+    Returns
+    -------
+    AuditResult
+
+    Raises
+    ------
+    rheotheory.errors.RheoError
+        No settings, names not unique, ``runs < 2`` or ``alpha`` outside (0, 1).
     """
     if not settings:
         raise RheoError("nothing to audit: no settings")

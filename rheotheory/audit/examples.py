@@ -73,20 +73,68 @@ def _chain_walk(draft_tokens, draft_probs, target_probs, generator, residual: bo
 def chain_rejection(draft_tokens, draft_probs, target_probs, generator):
     """Token-level rejection sampling (Leviathan et al. 2023; docs/theory.md section 3.3): accept
     draft ``i`` with ``min(1, p_i(x) / q_i(x))``, else emit from ``norm((p_i - q_i)+)``; a
-    deterministic draft (``draft_probs`` None) has a one-hot ``q``. Lossless."""
+    deterministic draft (``draft_probs`` None) has a one-hot ``q``. Lossless.
+
+    Parameters
+    ----------
+    draft_tokens : torch.Tensor
+        ``LongTensor [k]``.
+    draft_probs : torch.Tensor or None
+        ``FloatTensor [k, V]``, or None for a deterministic draft.
+    target_probs : torch.Tensor
+        ``FloatTensor [k+1, V]``.
+    generator : torch.Generator
+
+    Returns
+    -------
+    torch.Tensor
+        ``LongTensor [m]``: the accepted drafts, then one token.
+    """
     return _chain_walk(draft_tokens, draft_probs, target_probs, generator, residual=True)
 
 
 def chain_always_accept(draft_tokens, draft_probs, target_probs, generator):
     """Planted companion: every draft is accepted, then a bonus token from the target (the bug of
-    transformers PR #28508 and of a coin fixed at 0). Lossy whenever q differs from p."""
+    transformers PR #28508 and of a coin fixed at 0). Lossy whenever q differs from p.
+
+    Parameters
+    ----------
+    draft_tokens : torch.Tensor
+        ``LongTensor [k]``.
+    draft_probs : torch.Tensor or None
+        ``FloatTensor [k, V]``, or None for a deterministic draft.
+    target_probs : torch.Tensor
+        ``FloatTensor [k+1, V]``.
+    generator : torch.Generator
+
+    Returns
+    -------
+    torch.Tensor
+        ``LongTensor [m]``: the accepted drafts, then one token.
+    """
     k = draft_tokens.numel()
     return torch.cat([draft_tokens, _draw(target_probs[k], generator)])
 
 
 def chain_skip_residual(draft_tokens, draft_probs, target_probs, generator):
     """Planted companion: :func:`chain_rejection` drawing the correction from ``p`` itself instead
-    of the residual. Lossy whenever a rejection can happen."""
+    of the residual. Lossy whenever a rejection can happen.
+
+    Parameters
+    ----------
+    draft_tokens : torch.Tensor
+        ``LongTensor [k]``.
+    draft_probs : torch.Tensor or None
+        ``FloatTensor [k, V]``, or None for a deterministic draft.
+    target_probs : torch.Tensor
+        ``FloatTensor [k+1, V]``.
+    generator : torch.Generator
+
+    Returns
+    -------
+    torch.Tensor
+        ``LongTensor [m]``: the accepted drafts, then one token.
+    """
     return _chain_walk(draft_tokens, draft_probs, target_probs, generator, residual=False)
 
 
@@ -122,12 +170,48 @@ def tree_rejection(parents, tokens, draft_probs, target_probs, generator):
     ``p <- norm((p - q_c)+)``; continue into an accepted child, emit from ``p`` when all are
     rejected. ``q_c`` is the law child ``c`` was drawn from given its earlier siblings, so this is
     RRS for i.i.d. children, RRS without replacement for children drawn without it, and the
-    one-hot rule for deterministic ones. Lossless."""
+    one-hot rule for deterministic ones. Lossless.
+
+    Parameters
+    ----------
+    parents : torch.Tensor
+        ``LongTensor [n]``.
+    tokens : torch.Tensor
+        ``LongTensor [n]``.
+    draft_probs : torch.Tensor
+        ``FloatTensor [n, V]``.
+    target_probs : torch.Tensor
+        ``FloatTensor [n+1, V]``.
+    generator : torch.Generator
+
+    Returns
+    -------
+    torch.Tensor
+        ``LongTensor [m]``: a root path's tokens, then one token.
+    """
     return _tree_walk(parents, tokens, draft_probs, target_probs, generator, residual=True)
 
 
 def tree_always_accept(parents, tokens, draft_probs, target_probs, generator):
-    """Planted companion: follow the first child at every level, then a bonus token."""
+    """Planted companion: follow the first child at every level, then a bonus token.
+
+    Parameters
+    ----------
+    parents : torch.Tensor
+        ``LongTensor [n]``.
+    tokens : torch.Tensor
+        ``LongTensor [n]``.
+    draft_probs : torch.Tensor
+        ``FloatTensor [n, V]``.
+    target_probs : torch.Tensor
+        ``FloatTensor [n+1, V]``.
+    generator : torch.Generator
+
+    Returns
+    -------
+    torch.Tensor
+        ``LongTensor [m]``: a root path's tokens, then one token.
+    """
     children = _children(parents)
     node, out = -1, []
     while children[node + 1]:
@@ -137,7 +221,25 @@ def tree_always_accept(parents, tokens, draft_probs, target_probs, generator):
 
 
 def tree_skip_residual(parents, tokens, draft_probs, target_probs, generator):
-    """Planted companion: :func:`tree_rejection` without the residual (``p`` kept after a rejection)."""
+    """Planted companion: :func:`tree_rejection` without the residual (``p`` kept after a rejection).
+
+    Parameters
+    ----------
+    parents : torch.Tensor
+        ``LongTensor [n]``.
+    tokens : torch.Tensor
+        ``LongTensor [n]``.
+    draft_probs : torch.Tensor
+        ``FloatTensor [n, V]``.
+    target_probs : torch.Tensor
+        ``FloatTensor [n+1, V]``.
+    generator : torch.Generator
+
+    Returns
+    -------
+    torch.Tensor
+        ``LongTensor [m]``: a root path's tokens, then one token.
+    """
     return _tree_walk(parents, tokens, draft_probs, target_probs, generator, residual=False)
 
 

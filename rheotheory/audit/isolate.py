@@ -26,7 +26,12 @@ __all__ = ["run_tasks", "can_isolate"]
 
 
 def can_isolate() -> bool:
-    """Whether children can be forked here."""
+    """Whether children can be forked here.
+
+    Returns
+    -------
+    bool
+    """
     return "fork" in mp.get_all_start_methods()
 
 
@@ -60,7 +65,21 @@ def _ended(code: int | None) -> str:
 
 def run_tasks(tasks: Sequence[tuple[str, Callable]], jobs: int = 1, done=None) -> list:
     """Run ``(label, task)`` pairs (``task() -> picklable``), each in a forked child, at most
-    ``jobs`` at once; return their results in order. ``done(label)`` is called as each ends.
+    ``jobs`` at once; return their results in order.
+
+    Parameters
+    ----------
+    tasks : sequence of (str, callable)
+        Labels (for the messages) and tasks.
+    jobs : int, default 1
+        Children at once.
+    done : callable, optional
+        ``done(label)`` as each task ends.
+
+    Returns
+    -------
+    list
+        The tasks' results, in order.
 
     Raises
     ------

@@ -30,7 +30,21 @@ __all__ = ["Sampling", "processed_law"]
 
 @dataclass(frozen=True)
 class Sampling:
-    """Sampling settings (plain data; ``None`` = off)."""
+    """Sampling settings (plain data; ``None`` = off).
+
+    Attributes
+    ----------
+    temperature : float, default 1.0
+        > 0 (greedy decoding is not a law to test).
+    top_k : int or None, default None
+        Keep the k largest logits (0 or None: off).
+    top_p : float or None, default None
+        Nucleus mass in (0, 1] (1 or None: off).
+    min_p : float or None, default None
+        In [0, 1] (None: off).
+    repetition_penalty : float or None, default None
+        theta > 0 (1 or None: off).
+    """
 
     temperature: float = 1.0  # > 0 (greedy decoding is not a law to test)
     top_k: int | None = None  # keep the k largest logits (0 or None: off)
@@ -43,8 +57,21 @@ class Sampling:
 
 
 def processed_law(logits, input_ids, s: Sampling) -> np.ndarray:
-    """The law after settings ``s`` (module docstring) of raw logits ``# [m, V]`` at the end of
-    sequences ``input_ids`` ``# [m, len]`` (the prompt and the tokens so far): ``# [m, V]`` float64."""
+    """The law after settings ``s`` (module docstring) of raw logits at the end of sequences.
+
+    Parameters
+    ----------
+    logits : array_like
+        ``# [m, V]`` raw logits.
+    input_ids : array_like
+        ``# [m, len]``: the prompt and the tokens so far (for the repetition penalty).
+    s : Sampling
+
+    Returns
+    -------
+    numpy.ndarray
+        ``# [m, V]`` float64.
+    """
     import torch
 
     x = torch.as_tensor(logits, dtype=torch.float32).clone()  # [m, V]

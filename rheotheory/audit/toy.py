@@ -64,7 +64,16 @@ def _law(family: str, role: str, rng: np.random.Generator, vocab: int) -> np.nda
 
 @dataclass
 class ToyLaws:
-    """Target and draft laws after every prefix (module docstring); ``p(u)``, ``q(u)``: ``# [V]``."""
+    """Target and draft laws after every prefix (module docstring); ``p(u)``, ``q(u)``: ``# [V]``.
+
+    Attributes
+    ----------
+    family : str
+        One of :data:`FAMILIES`.
+    seed : int
+        The laws' seed (the harness derives one per setting).
+    vocab : int, default DEFAULT_VOCAB
+    """
 
     family: str  # one of FAMILIES
     seed: int  # the laws' seed (the harness derives one per setting)

@@ -51,7 +51,7 @@ import numpy as np
 
 from ..errors import RheoError
 from .core import Setting
-from .rules import RULES, Tally, chain_law, tree_law
+from .rules import Tally, call_laws, rules_for
 from .toy import DEFAULT_VOCAB, FAMILIES, ToyLaws
 
 __all__ = ["KINDS", "load_verifier", "chain_settings", "tree_settings", "settings_for", "check_reproducible",
@@ -78,13 +78,44 @@ TREE_DRAWS = ("iid", "wor", "topk", "mixed")
 #: Runs of the reproducibility check (same seeds twice; outputs must agree).
 REPRO_RUNS = 25
 
+#: The seed check: the calls of each setting's first probe pass are sent again with another
+#: generator (until an answer changes, at most this many a setting). A verifier whose answer never
+#: changes over at least :data:`MIN_REPLAYED` of them does not draw from its generator or reseeds it
+#: identically (a program: ignores the per-call seed, or seeds a constant at each call). A lossless
+#: verifier at T > 0 answers at random: with the toy laws an unchanged answer needs the token drawn
+#: from the target side to repeat, and 50 repeats in a row have a chance far below 1e-9.
+REPLAY_CALLS = 200
+MIN_REPLAYED = 50
+
 
 class VerifierCallError(RheoError):
-    """The audited function broke its contract (raised, or returned something else)."""
+    """The audited function or program broke its contract (raised, exited, answered something
+    else, or avoided being tested).
+
+    Parameters
+    ----------
+    message : str
+        One line naming what it did and the setting.
+    """
 
 
 def load_verifier(spec: str) -> Callable:
-    """``MODULE:FUNCTION`` (an importable module) or ``path/to/file.py:FUNCTION``."""
+    """The function ``spec`` names: ``MODULE:FUNCTION`` (an importable module, the current folder
+    first) or ``path/to/file.py:FUNCTION``.
+
+    Parameters
+    ----------
+    spec : str
+
+    Returns
+    -------
+    callable
+
+    Raises
+    ------
+    rheotheory.errors.RheoError
+        A malformed spec, a missing file or function, or a module that fails to import (one line).
+    """
     if not isinstance(spec, str) or spec.count(":") < 1:
         raise RheoError(f"--verifier must be MODULE:FUNCTION or path/to/file.py:FUNCTION, got {spec!r}")
     where, _, name = spec.rpartition(":")
@@ -149,6 +180,8 @@ def _check_arity(fn, kind: str) -> None:
 def _call(fn, args, where: str):
     try:
         return fn(*args)
+    except VerifierCallError as e:  # NOTE: a transport's own refusal (rheotheory.audit.process): add the setting
+        raise VerifierCallError(f"{e} (setting {where!r})") from None
     except Exception as e:  # NOTE: any failure of the audited function is its contract broken
         raise VerifierCallError(f"the verifier raised {type(e).__name__}: {e} (setting {where!r})") from None
     except SystemExit as e:  # NOTE: an exit inside the function must not end the audit (exit 0 would pass CI)
@@ -236,7 +269,27 @@ _GLOBALS = (("torch's global generator", "torch.manual_seed"), ("numpy's global 
 
 @dataclass
 class Collected:
-    """What one :func:`collect` of a setting saw (plain, picklable data)."""
+    """What one :func:`collect` of a setting saw (plain, picklable data).
+
+    Attributes
+    ----------
+    runs : list of tuple
+        The runs: tuples of at least ``L`` tokens.
+    calls : int, default 0
+    tallies : dict
+        Rule -> :class:`rheotheory.audit.rules.Tally` of the calls.
+    witness : dict or None, default None
+        The first call with an output token the target gives 0 (first ``L`` positions).
+    drew : bool, default False
+        Whether the verifier drew from its generator at all.
+    touched : dict
+        Global generator -> (call index, digest of its state after).
+    seconds : float, default 0.0
+    replayed : int, default 0
+        Calls of the probe sent again with another generator (the seed check).
+    varied : int, default 0
+        Of those, the calls whose answer changed.
+    """
 
     runs: list  # the runs: tuples of >= L tokens
     calls: int = 0
@@ -245,6 +298,8 @@ class Collected:
     drew: bool = False  # whether the verifier drew from its generator at all
     touched: dict = field(default_factory=dict)  # global generator -> (call index, digest of its state after)
     seconds: float = 0.0
+    replayed: int = 0  # calls of the probe sent again with another generator (the seed check)
+    varied: int = 0  # of those, the calls whose answer changed
 
 
 def _rounded(t) -> list:
@@ -263,7 +318,9 @@ class _Call:
         import torch
 
         v = int(np.random.SeedSequence([*self.seed_key, int(self.probe), self.rec.calls]).generate_state(1)[0])
-        torch.manual_seed(v)
+        # NOTE: the CPU generator alone: torch.manual_seed also queues a seed for CUDA, recording a
+        # stack trace each time (2 ms a call, most of the probe's time)
+        torch.random.default_generator.manual_seed(v)
         np.random.seed(v % 2**32)
         random.seed(v)
         return v, torch.random.get_rng_state(), np.random.get_state(), random.getstate()
@@ -282,22 +339,37 @@ class _Call:
             if hit and what not in self.rec.touched:
                 self.rec.touched[what] = (self.rec.calls, dig, what.startswith("torch") and torch.initial_seed() != v)
 
+    def _replay(self, args, toks) -> None:
+        """The seed check: the same call once more with another generator (a fresh one, seeded
+        apart from every stream of the audit); whether the answer changed."""
+        import torch
+
+        other = torch.Generator().manual_seed((self.gseed * 2654435761 + self.rec.replayed + 1) % 2**63)
+        again = _as_tokens(_call(self.fn, (*args[:-1], other), self.name), self.name, self.laws.vocab)
+        self.rec.replayed += 1
+        self.rec.varied += again != toks
+
     def __call__(self, args, z: tuple, check, law_of, inputs) -> list[int]:
         """Call the verifier with ``args`` after prefix ``z``; ``check(toks)`` raises on an answer
-        of the wrong form; ``law_of(rule)`` is the call's exact law under a known rule."""
+        of the wrong form; ``law_of(rules)`` is the call's exact law under each known rule."""
         before = self._set_globals() if self.probe is not None else None
         toks = _as_tokens(_call(self.fn, args, self.name), self.name, self.laws.vocab)
         if before is not None:
             self._check_globals(before)
         gen = args[-1]
+        if self.probe == 0 and self.rec.replayed < REPLAY_CALLS and not self.rec.varied:
+            # NOTE: before the check of the handed generator's seed, which a replay does not touch
+            self._replay(args, toks)
         if gen.initial_seed() != self.gseed:
             raise VerifierCallError(f"the verifier reseeds the generator it is handed (generator.manual_seed; "
                                     f"setting {self.name!r}); draw from it, never reseed it")
         check(toks)
         self.rec.calls += 1
         got = tuple(toks)
-        for rule in self.rules:
-            self.rec.tallies[rule].add(law_of(rule), got, inputs)
+        if self.rules:
+            laws = law_of(self.rules)
+            for rule in self.rules:
+                self.rec.tallies[rule].add(laws[rule], got, inputs)
         if self.rec.witness is None:
             for j, t in enumerate(toks):
                 if len(z) + j >= self.L:
@@ -314,22 +386,47 @@ def _collect_runs(fn, name: str, laws: ToyLaws, p_rows, L: int, n: int, s: int, 
                   step) -> Collected:
     """The run loop of both kinds: ``n`` runs of ``L`` tokens from the setting's streams, each
     step's verifier call made by ``step(z, rng, gen, call)`` (the draft built from ``rng``; it
-    returns the step's tokens); the runs timed in CPU seconds, and whether ``gen`` was drawn from."""
+    returns the step's tokens); the runs timed in CPU seconds of this process (wall seconds for a
+    program, whose own CPU time this process does not see), and whether ``gen`` was drawn from."""
     import torch
 
     rng, gen, gseed = _streams(s, index)
     g0 = gen.get_state()
     rec = _new_record(rules)
     call = _Call(fn, name, laws, p_rows, L, rec, probe, rules, gseed, (int(s), index))
-    t0 = time.process_time()
+    clock = time.perf_counter if getattr(getattr(fn, "fn", fn), "transport", None) == "process" else time.process_time
+    t0 = clock()
     for _ in range(n):
         z = ()
         while len(z) < L:
             z = z + tuple(step(z, rng, gen, call))
         rec.runs.append(z[:L])
-    rec.seconds = time.process_time() - t0
+    rec.seconds = clock() - t0
     rec.drew = not torch.equal(gen.get_state(), g0)
     return rec
+
+
+class _LawMemo:
+    """The exact call laws of a setting, by what determines a call's inputs (the prefix and the
+    drafted tree: the toy laws are a function of the prefix), so that a call the harness makes
+    again costs nothing: with 5 tokens most calls recur."""
+
+    #: Entries kept at most (then the memo stops growing).
+    LIMIT = 200_000
+
+    def __init__(self):
+        self.laws: dict = {}
+
+    def get(self, key, rules, compute) -> dict:
+        got = self.laws.get(key)
+        if got is None:
+            got = {}
+            if len(self.laws) < self.LIMIT:
+                self.laws[key] = got
+        todo = [r for r in rules if r not in got]
+        if todo:
+            got.update(compute(todo))
+        return got
 
 
 def _new_record(rules) -> Collected:
@@ -338,7 +435,21 @@ def _new_record(rules) -> Collected:
 
 def chain_settings(fn, vocab: int = DEFAULT_VOCAB, seed: int = 0, ks=CHAIN_KS,
                    families=FAMILIES) -> list[Setting]:
-    """One setting per ``(family, k)``: ``k`` drafted tokens per step, ``L = k + 2``."""
+    """One setting per ``(family, k)``: ``k`` drafted tokens per step, ``L = k + 2``.
+
+    Parameters
+    ----------
+    fn : callable
+        The verifier (chain signature).
+    vocab : int, default DEFAULT_VOCAB
+    seed : int, default 0
+    ks : sequence of int, default CHAIN_KS
+    families : sequence of str, default FAMILIES
+
+    Returns
+    -------
+    list of Setting
+    """
     import torch
 
     _check_arity(fn, "chain")
@@ -352,7 +463,7 @@ def chain_settings(fn, vocab: int = DEFAULT_VOCAB, seed: int = 0, ks=CHAIN_KS,
             L = k + 2
 
             def collect(n, s, probe=None, rules=(), k=k, laws=laws, p_rows=p_rows, q_rows=q_rows, L=L, name=name,
-                        index=index):
+                        index=index, memo=_LawMemo()):
                 det = laws.deterministic_draft
 
                 def step(z, rng, gen, call):
@@ -371,9 +482,11 @@ def chain_settings(fn, vocab: int = DEFAULT_VOCAB, seed: int = 0, ks=CHAIN_KS,
                                 f"the verifier returned {toks} for drafts {drafts}: expected an accepted prefix "
                                 f"of the drafts, then one token (1 to {k + 1} tokens; setting {name!r})")
 
-                    def law_of(rule):
-                        q64 = None if qs is None else qs.double().numpy()
-                        return chain_law(drafts, q64, ps.double().numpy(), rule)
+                    def law_of(rules):
+                        def compute(todo):
+                            q64 = None if qs is None else qs.double().numpy()
+                            return call_laws(todo, list(range(-1, k - 1)), drafts, q64, ps.double().numpy())
+                        return memo.get((z, tuple(drafts)), rules, compute)
 
                     def inputs():
                         return dict(draft_tokens=list(drafts), draft_probs=_rounded(qs), target_probs=_rounded(ps))
@@ -445,7 +558,22 @@ def _root_path_ok(tree: _Tree, toks: list[int]) -> bool:
 def tree_settings(fn, vocab: int = DEFAULT_VOCAB, seed: int = 0, shapes=TREE_SHAPES,
                   draws=TREE_DRAWS) -> list[Setting]:
     """One setting per ``(draw, shape)``; the law families cycle (``greedy`` is the chain's
-    deterministic draft, here the ``topk`` and ``mixed`` draws); ``L = D + 2``."""
+    deterministic draft, here the ``topk`` and ``mixed`` draws); ``L = D + 2``.
+
+    Parameters
+    ----------
+    fn : callable
+        The verifier (tree signature).
+    vocab : int, default DEFAULT_VOCAB
+    seed : int, default 0
+    shapes : sequence of (int, int), default TREE_SHAPES
+        ``(width, depth)``.
+    draws : sequence of str, default TREE_DRAWS
+
+    Returns
+    -------
+    list of Setting
+    """
     import torch
 
     _check_arity(fn, "tree")
@@ -461,7 +589,7 @@ def tree_settings(fn, vocab: int = DEFAULT_VOCAB, seed: int = 0, shapes=TREE_SHA
             L = depth + 2
 
             def collect(n, s, probe=None, rules=(), laws=laws, p_rows=p_rows, q_rows=q_rows, L=L, name=name,
-                        index=index, width=width, depth=depth, draw=draw):
+                        index=index, width=width, depth=depth, draw=draw, memo=_LawMemo()):
                 def step(z, rng, gen, call):
                     tree = _draft_tree(z, width, depth, draw, q_rows, rng)
                     par = torch.tensor(tree.parents, dtype=torch.long)  # [n]
@@ -476,8 +604,11 @@ def tree_settings(fn, vocab: int = DEFAULT_VOCAB, seed: int = 0, shapes=TREE_SHA
                                 f"the verifier returned {toks}: expected the tokens of a root path of the tree, "
                                 f"then one token (1 to {depth + 1} tokens; setting {name!r})")
 
-                    def law_of(rule):
-                        return tree_law(tree.parents, tree.tokens, qs.double().numpy(), ps.double().numpy(), rule)
+                    def law_of(rules):
+                        def compute(todo):
+                            return call_laws(todo, tree.parents, tree.tokens, qs.double().numpy(),
+                                             ps.double().numpy())
+                        return memo.get((z, tuple(tree.parents), tuple(tree.tokens)), rules, compute)
 
                     def inputs():
                         return dict(parents=list(tree.parents), tokens=list(tree.tokens), draft_probs=_rounded(qs),
@@ -494,7 +625,18 @@ def tree_settings(fn, vocab: int = DEFAULT_VOCAB, seed: int = 0, shapes=TREE_SHA
 
 
 class Counted:
-    """``fn`` with a count of its calls (the audit reports verifier calls per minute)."""
+    """``fn`` with a count of its calls (the audit reports verifier calls per minute).
+
+    Parameters
+    ----------
+    fn : callable
+        The verifier.
+
+    Attributes
+    ----------
+    calls : int
+        Calls made so far.
+    """
 
     def __init__(self, fn):
         self.fn, self.calls = fn, 0
@@ -506,37 +648,98 @@ class Counted:
 
 
 def settings_for(fn, kind: str, vocab: int = DEFAULT_VOCAB, seed: int = 0) -> tuple[list[Setting], Counted]:
-    """The settings of ``kind`` (:data:`KINDS`) for ``fn``, and the counter of its calls."""
+    """The settings of ``kind`` (:data:`KINDS`) for ``fn``, and the counter of its calls.
+
+    Parameters
+    ----------
+    fn : callable
+        The verifier (a function, or a :class:`rheotheory.audit.process.ProcessVerifier`).
+    kind : str
+        ``"chain"`` or ``"tree"``.
+    vocab : int, default DEFAULT_VOCAB
+        2..64.
+    seed : int, default 0
+
+    Returns
+    -------
+    tuple
+        ``(settings, counted)``.
+
+    Raises
+    ------
+    rheotheory.errors.RheoError
+        An unknown kind, a vocabulary out of range, or a function of the wrong arity.
+    """
     if kind not in KINDS:
         raise RheoError(f"--kind must be one of {', '.join(KINDS)}, got {kind!r}")
     if not isinstance(vocab, int) or not 2 <= vocab <= 64:
         raise RheoError(f"--vocab must be an integer in 2..64, got {vocab!r}")
     _check_arity(fn, kind)
     counted = Counted(fn)
-    return (chain_settings if kind == "chain" else tree_settings)(counted, vocab, seed), counted
+    settings = (chain_settings if kind == "chain" else tree_settings)(counted, vocab, seed)
+    for s in settings:  # NOTE: how the calls travel (a Python call, or a program's pipes): refusals are worded for it
+        s.detail["transport"] = getattr(fn, "transport", "python")
+    return settings, counted
 
 
 def probe_runs(setting: Setting, seed: int, runs: int = REPRO_RUNS) -> tuple[Collected, Collected]:
     """The two passes of the probe (module docstring): ``runs`` runs of ``setting`` from ``seed``,
-    twice, the global generators set differently before each call of each pass. A call that
-    breaks the contract raises :class:`VerifierCallError` here."""
+    twice, the global generators set differently before each call of each pass (the first pass
+    also sends calls again with another generator: the seed check), then a third pass that times
+    the runs as the audit makes them.
+
+    Parameters
+    ----------
+    setting : Setting
+    seed : int
+    runs : int, default REPRO_RUNS
+
+    Returns
+    -------
+    tuple of Collected
+        The two passes (the second timed by the third).
+
+    Raises
+    ------
+    VerifierCallError
+        A call broke the contract.
+    """
     a, b = setting.collect(runs, seed, probe=0), setting.collect(runs, seed, probe=1)
     # NOTE: the probe's passes pay for the global-state checks; the timing the size is made from
     # is that of a pass as the runs make it (the rule check included)
-    b.seconds = setting.collect(runs, seed + 1, rules=RULES).seconds
+    b.seconds = setting.collect(runs, seed + 1, rules=rules_for(setting.detail.get("kind", "chain"))).seconds
     return a, b
 
 
 def probe_verdict(setting: Setting, a: Collected, b: Collected, check: str) -> None:
     """Refuse, naming what the verifier did, when its two probe passes show ``check``:
-    ``"repro"`` (outputs differ), ``"globals"`` (a global generator touched) or ``"drew"`` (its
-    generator never drawn from)."""
+    ``"repro"`` (outputs differ), ``"globals"`` (a global generator touched), ``"seed"`` (the
+    answers do not depend on the generator: :data:`REPLAY_CALLS`) or ``"drew"`` (its generator never
+    drawn from).
+
+    Parameters
+    ----------
+    setting : Setting
+    a, b : Collected
+        The probe's two passes.
+    check : str
+        One of :data:`PROBE_CHECKS`.
+
+    Raises
+    ------
+    VerifierCallError
+        The check fails (one line, worded for a function or a program).
+    """
     s = setting.name
+    program = setting.detail.get("transport") == "process"
+    noun, source = ("program", "per-call seed") if program else ("verifier", "generator")
     if check == "repro" and a.runs != b.runs:
         j = next(i for i, (x, y) in enumerate(zip(a.runs, b.runs)) if x != y)
         raise VerifierCallError(
-            f"the verifier ignores its generator: two runs of setting {s!r} from the same seed differ "
-            f"(run {j}: {list(a.runs[j])} then {list(b.runs[j])}); draw every random number from the generator argument")
+            f"the {noun} ignores its {source}: two runs of setting {s!r} from the same seeds differ "
+            f"(run {j}: {list(a.runs[j])} then {list(b.runs[j])}); "
+            + ("seed the program's generator with each call's seed and draw every random number from it"
+               if program else "draw every random number from the generator argument"))
     if check == "globals":
         for what, how in _GLOBALS:
             if what in a.touched:
@@ -545,6 +748,12 @@ def probe_verdict(setting: Setting, a: Collected, b: Collected, check: str) -> N
                 verb = f"reseeds {what} at each call ({how})" if (reseeded or same) else f"draws from {what}"
                 raise VerifierCallError(f"the verifier {verb} (setting {s!r}, call {call + 1}); draw every random "
                                         "number from the generator argument and leave the global ones alone")
+    if check == "seed" and a.replayed and not a.varied and a.replayed >= MIN_REPLAYED:
+        raise VerifierCallError(
+            f"the {noun}'s answers do not depend on its {source}: {a.replayed} calls of setting {s!r} sent again "
+            f"with {'other seeds' if program else 'another generator'} got the same answers; "
+            + ("seed the program's generator with each call's seed and draw every random number from it"
+               if program else "draw every random number from the generator argument, never reseed it"))
     if check == "drew" and not a.drew:
         raise VerifierCallError(f"the verifier never draws from its generator (setting {s!r}: {a.calls} calls "
                                 "returned without sampling); a verifier at T > 0 draws its coins and tokens from the "
@@ -552,12 +761,28 @@ def probe_verdict(setting: Setting, a: Collected, b: Collected, check: str) -> N
 
 
 #: The probe's checks, in the order they are reported (every setting's first, then the next).
-PROBE_CHECKS = ("repro", "globals", "drew")
+PROBE_CHECKS = ("repro", "globals", "drew", "seed")
 
 
 def probe_all(settings, pairs) -> float:
-    """Apply :data:`PROBE_CHECKS` to every setting's probe ``pairs``; the mean CPU seconds per run
-    of the second passes."""
+    """Apply :data:`PROBE_CHECKS` to every setting's probe ``pairs``.
+
+    Parameters
+    ----------
+    settings : sequence of Setting
+    pairs : sequence of (Collected, Collected)
+        Each setting's probe (:func:`probe_runs`).
+
+    Returns
+    -------
+    float
+        The mean seconds per run of the timed passes.
+
+    Raises
+    ------
+    VerifierCallError
+        A check fails.
+    """
     for check in PROBE_CHECKS:
         for s, (a, b) in zip(settings, pairs):
             probe_verdict(s, a, b, check)
@@ -566,5 +791,17 @@ def probe_all(settings, pairs) -> float:
 
 def check_reproducible(settings, seed: int, runs: int = REPRO_RUNS) -> float:
     """The probe of every setting, in this process (:mod:`rheotheory.audit.isolate` runs it in a
-    worker); the mean CPU seconds per run."""
+    worker).
+
+    Parameters
+    ----------
+    settings : sequence of Setting
+    seed : int
+    runs : int, default REPRO_RUNS
+
+    Returns
+    -------
+    float
+        The mean CPU seconds per run.
+    """
     return probe_all(settings, [probe_runs(s, seed, runs) for s in settings])

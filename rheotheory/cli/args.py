@@ -227,12 +227,11 @@ class HelpFormatter(argparse.HelpFormatter):
             return super()._fill_text(text, width, indent)
         out = []
         for line in text.splitlines():
-            lead = len(line) - len(line.lstrip())
-            code = re.match(r"\s*\d+\s+", line)
-            hang = len(code.group(0)) if code else lead  # NOTE: under the meaning, not the code
-            wrapped = textwrap.wrap(line.strip(), max(width - hang, 20)) or [""]
-            out.append(indent + " " * lead + wrapped[0])
-            out += [indent + " " * hang + w for w in wrapped[1:]]
+            row = re.match(r"(\s*\d+\s+)(.*)", line)  # NOTE: a table row: wrapped under its meaning
+            head, body = (row.group(1), row.group(2)) if row else (line[:len(line) - len(line.lstrip())], line.strip())
+            wrapped = textwrap.wrap(body, max(width - len(head), 20)) or [""]
+            out.append(indent + head + wrapped[0])
+            out += [indent + " " * len(head) + w for w in wrapped[1:]]
         return "\n".join(out)
 
     def _format_args(self, action, default_metavar):

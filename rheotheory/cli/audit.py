@@ -8,6 +8,11 @@ import sys
 from .args import (EXIT_BAD_INPUT, EXIT_LOSSLESS, EXIT_LOSSY, add_progress, announce, float_range, int_range,
                    progress_bar, seed_arg, set_exit_statuses)
 
+from ..audit.rules import KNOWN_RULES
+
+#: ``--rule`` values: auto, the known lossless rules (rheotheory.audit.rules.KNOWN_RULES), any.
+RULE_CHOICES = ("auto", *KNOWN_RULES, "any")
+
 __all__ = ["register", "run", "PILOT_RUNS", "AUDIT_THREADS", "EXIT_DIFFERS"]
 
 #: Exit status of a verifier whose law is not rejected but whose calls follow no known rule.
@@ -24,20 +29,31 @@ AUDIT_THREADS = 1
 
 #: What each exit status of ``rheo audit`` means (its ``--help`` and the CLI reference).
 EXIT_STATUSES = (
-    (EXIT_LOSSLESS, "not rejected: no setting's law was rejected (the output states the smallest deviation each "
-                    "test would detect)"),
-    (EXIT_LOSSY, "rejected: lossy, or lossy-by-design (a setting approximate on purpose)"),
-    (EXIT_BAD_INPUT, "bad input, a verifier that breaks its contract or avoids being tested, or a pass its planted "
-                     "companion shows it could not have failed (inconclusive): one line on stderr"),
-    (EXIT_DIFFERS, "law not rejected, but the calls follow no known lossless rule"),
+    (EXIT_LOSSLESS, "not rejected: the law of the tokens was not rejected at alpha (the report states the deviation "
+                    "it would have caught with power 0.8) and the calls follow a known lossless rule; never a proof "
+                    "of losslessness"),
+    (EXIT_LOSSY, "rejected: lossy (or lossy-by-design, when only settings approximate on purpose are)"),
+    (EXIT_BAD_INPUT, "bad input; a verifier or program that breaks its contract or avoids being tested (it raises, "
+                     "exits, crashes, hangs, answers wrongly, ignores or reseeds its generator or seed); or "
+                     "inconclusive: the planted companion was not rejected (one line on stderr)"),
+    (EXIT_DIFFERS, "differs: the law was not rejected, but the calls follow none of the known lossless rules "
+                   "(rheotheory.audit.rules: standard rejection sampling, the one-hot rule, block verification; over "
+                   "trees also traversal verification, K-SEQ and the OT rule)"),
 )
 
 
 def register(sub) -> None:
+    """Add ``rheo audit`` to the command line's subparsers.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+    """
     a = sub.add_parser("audit", help="test a verifier function or an engine's sampled output against the exact "
                        "target law",
-                       description="Drive a verifier function (--verifier, with seeded toy laws) or an engine's "
-                       "real code path (--engine) and test the law of the first L generated tokens (bonus token "
+                       description="Drive a verifier function (--verifier) or program (--verifier-cmd), with seeded "
+                       "toy laws, or an engine's real code path (--engine) and test the law of the first L generated "
+                       "tokens (bonus token "
                        "included) against the exact target law, one Pearson test per setting, Bonferroni over "
                        "the settings. Reports p, N, alpha and the smallest total variation detected with power "
                        "0.8; runs a planted companion through the same harness, which must be rejected. "
@@ -45,9 +61,15 @@ def register(sub) -> None:
     set_exit_statuses(a, EXIT_STATUSES)
     who = a.add_mutually_exclusive_group()
     who.add_argument("--verifier", metavar="SPEC", help="MODULE:FUNCTION or path/to/file.py:FUNCTION")
+    who.add_argument("--verifier-cmd", metavar="COMMAND",
+                     help="a verifier program in any language, started once, the calls exchanged over its standard "
+                     "input and output (rheotheory.audit.process; docs/guide/audit.md, 'Any language')")
     who.add_argument("--engine", metavar="NAME", help="an engine adapter (rheo audit --list)")
     who.add_argument("--method", metavar="SPEC", help="a registered method, built-in or a plugin's (--plugin, "
                      "FILE.py:NAME): its own builder and verifier on the toy laws (rheotheory.audit.engines.method)")
+    who.add_argument("--endpoint", metavar="URL",
+                     help="an OpenAI-compatible server with speculative decoding, audited from outside against "
+                     "--reference (rheotheory.audit.endpoint)")
     who.add_argument("--list", action="store_true", help="list the engine adapters, their settings and companions")
     a.add_argument("--kind", choices=("chain", "tree"), default=None,
                    help="the verifier's signature (default chain; docs/guide/audit.md)")
@@ -64,13 +86,33 @@ def register(sub) -> None:
     a.add_argument("--seed", type=seed_arg, default=0, help="seed of the toy laws and of every run (default 0)")
     a.add_argument("--no-companion", action="store_true",
                    help="do not run the planted companion beside the audited code")
-    a.add_argument("--rule", choices=("auto", "rejection", "one-hot", "any"), default=None,
-                   help="--verifier: the rule every call is checked against: auto (standard rejection sampling or "
-                   "the one-hot rule, the default), rejection, one-hot, or any (no check: the law alone)")
+    a.add_argument("--rule", choices=RULE_CHOICES, default=None,
+                   help="--verifier: the rule every call is checked against: auto (any known lossless rule of the "
+                   "kind, the default), one of them by name, or any (no rule check: the law alone, blind to "
+                   "deviations the rule check sees)")
     a.add_argument("--budget", type=_seconds, default=None, metavar="SECONDS",
-                   help="--verifier: CPU time for the runs (e.g. 60s, 2m); sizes --runs from the probe's timing")
+                   help="--verifier: time for the runs (e.g. 60s, 2m; CPU time, wall time for a program); sizes "
+                   "--runs from the probe's timing, and the report's reproduce line gives the --runs made")
+    a.add_argument("--framing", choices=("json", "binary"), default=None,
+                   help="--verifier-cmd: how calls are written to the program: json (one line each, the default) "
+                   "or binary (little-endian arrays, faster)")
+    a.add_argument("--call-timeout", type=_seconds, default=None, metavar="SECONDS",
+                   help="--verifier-cmd: time the program may take to answer one call (default 10s)")
     a.add_argument("--jobs", type=int_range(1, 64), default=1, metavar="N",
                    help="--verifier: worker processes at once (default 1)")
+    e = a.add_argument_group("--endpoint", "a deployed server against the same model served without "
+                             "speculative decoding: the law of the first --tokens tokens of --prompt, compared by a "
+                             "two-sample test")
+    e.add_argument("--reference", metavar="URL", help="the same model served without speculative decoding")
+    e.add_argument("--prompt", default=None, help="the prompt (default: 'My favourite colour is')")
+    e.add_argument("--tokens", type=int_range(1, 64), default=None, metavar="L",
+                   help="tokens whose joint law is tested (default 4)")
+    e.add_argument("--temperature", type=float_range(lo=0.0, lo_open=True), default=None,
+                   help="sampling temperature sent with every request (default 1)")
+    e.add_argument("--top-p", type=float_range(lo=0.0, hi=1.0, lo_open=True), default=None,
+                   help="top_p sent with every request")
+    e.add_argument("--top-k", type=int_range(0), default=None, help="top_k sent with every request")
+    e.add_argument("--model", default=None, help="the model field of the requests")
     a.add_argument("--json", action="store_true", help="print one JSON object")
     add_progress(a)
     a.set_defaults(func=run)
@@ -78,12 +120,13 @@ def register(sub) -> None:
 
 def _seconds(text: str) -> float:
     import argparse
-    import re
 
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(s|m|min)?\s*", str(text))
-    if not m or float(m.group(1)) <= 0:
-        raise argparse.ArgumentTypeError(f"expected a duration such as 60s or 2m, got {text!r}")
-    return float(m.group(1)) * (60.0 if m.group(2) in ("m", "min") else 1.0)
+    from ..audit.api import parse_seconds
+
+    try:
+        return parse_seconds(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _select(settings, name):
@@ -155,12 +198,15 @@ def _run_verifier(args):
         announce(args, seconds, f"{total} runs")
         bar["bar"] = progress_bar(args, total, "audit", unit="run").__enter__()
 
+    from ..audit.process import DEFAULT_CALL_TIMEOUT
+
     try:
         return api.audit_verifier(args.verifier, args.kind or "chain", runs=args.runs, budget=args.budget,
                                   alpha=args.alpha, seed=args.seed, vocab=args.vocab or 5, rule=args.rule or "auto",
                                   setting=args.setting, companion=not args.no_companion, jobs=args.jobs,
                                   progress=lambda n: bar["bar"].update(n) if "bar" in bar else None,
-                                  on_estimate=estimate)
+                                  on_estimate=estimate, command=args.verifier_cmd, framing=args.framing or "json",
+                                  call_timeout=args.call_timeout or DEFAULT_CALL_TIMEOUT)
     finally:
         if "bar" in bar:
             bar["bar"].__exit__(None, None, None)
@@ -186,7 +232,87 @@ def _run_engine(args):
     return dataclasses.replace(results[0], companion=results[1] if len(results) > 1 else None)
 
 
+def _reproduce(args, res) -> str:
+    """The command that reruns this verifier audit at its size (:func:`rheotheory.audit.api.reproduce`)."""
+    import shlex
+
+    from ..audit.api import reproduce
+
+    if args.verifier_cmd is not None:
+        base = f"rheo audit --verifier-cmd {shlex.quote(args.verifier_cmd)}"
+        if args.framing:
+            base += f" --framing {args.framing}"
+    else:
+        base = f"rheo audit --verifier {shlex.quote(args.verifier)}"
+    base += f" --kind {args.kind or 'chain'}"
+    for flag, value, default in (("--seed", args.seed, 0), ("--vocab", args.vocab, None), ("--alpha", args.alpha, 0.01),
+                                 ("--rule", args.rule, None), ("--setting", args.setting, None)):
+        if value is not None and value != default:
+            base += f" {flag} {shlex.quote(str(value))}"
+    return reproduce(base, res)
+
+
+_ENDPOINT_ONLY = ("reference", "prompt", "tokens", "temperature", "top_p", "top_k", "model")
+
+
+def _run_endpoint(args) -> int:
+    """``--endpoint URL --reference URL`` (rheotheory.audit.endpoint)."""
+    from ..audit.endpoint import DEFAULT_TOKENS, audit_endpoint
+    from ..errors import RheoError
+
+    if args.reference is None:
+        raise RheoError("--endpoint needs --reference URL: the same model served without speculative decoding")
+    if args.runs is not None and args.budget is not None:
+        raise RheoError("give --runs or --budget, not both")
+    sampling = {"temperature": 1.0 if args.temperature is None else args.temperature}
+    if args.top_p is not None:
+        sampling["top_p"] = args.top_p
+    if args.top_k is not None:
+        sampling["top_k"] = args.top_k
+    bar = {}
+
+    def estimate(seconds, total):
+        announce(args, seconds, f"{total} requests")
+        bar["bar"] = progress_bar(args, total, "audit", unit="request").__enter__()
+
+    try:
+        res = audit_endpoint(args.endpoint, args.reference, args.prompt or "My favourite colour is",
+                             tokens=args.tokens or DEFAULT_TOKENS, runs=args.runs, budget=args.budget,
+                             sampling=sampling, alpha=args.alpha, seed=args.seed,
+                             jobs=args.jobs if args.jobs > 1 else 4,
+                             model=args.model, progress=lambda n: bar["bar"].update(n) if "bar" in bar else None,
+                             on_estimate=estimate)
+    finally:
+        if "bar" in bar:
+            bar["bar"].__exit__(None, None, None)
+    if args.json:
+        print(json.dumps(res.to_dict()))
+    else:
+        print(res.summary())
+        w = res.worst
+        print(f"most deviating cell: {w['cell']!r}: {w['endpoint']} runs of the endpoint, {w['reference']} of the "
+              f"reference")
+        print(f"time: {res.seconds:.1f} s ({2 * res.runs + res.pilot} requests)")
+    return EXIT_LOSSLESS if res.verdict == "lossless" else EXIT_LOSSY
+
+
 def run(args) -> int:
+    """Run ``rheo audit`` (its ``--help`` and docs/guide/audit.md).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+
+    Returns
+    -------
+    int
+        The exit status (the epilog's table).
+
+    Raises
+    ------
+    rheotheory.errors.RheoError
+        Bad input or a refused verifier (the command line prints one line, exit 2).
+    """
     import time
 
     from ..audit import api, core
@@ -194,15 +320,31 @@ def run(args) -> int:
 
     if args.list:
         return _list()
+    if args.endpoint is None and any(getattr(args, k) is not None for k in _ENDPOINT_ONLY):
+        raise RheoError("--reference, --prompt, --tokens, --temperature, --top-p, --top-k and --model apply to "
+                        "--endpoint")
+    if args.endpoint is not None:
+        try:
+            if args.kind or args.vocab or args.rule or args.framing or args.call_timeout:
+                raise RheoError("--kind, --vocab, --rule, --framing and --call-timeout do not apply to --endpoint")
+            return _run_endpoint(args)
+        except RheoError as e:
+            if args.json:
+                print(json.dumps({"error": str(e), "exit": EXIT_BAD_INPUT, "verdict": None}))
+            raise
     try:
-        if args.verifier is None and args.engine is None and args.method is None:
-            raise RheoError("give --verifier SPEC, --engine NAME, --method SPEC or --list")
-        if args.verifier is None and (args.kind or args.vocab or args.rule or args.budget or args.jobs != 1):
-            raise RheoError("--kind, --vocab, --rule, --budget and --jobs apply to --verifier, not to --engine or "
-                            "--method")
+        verifier = args.verifier is not None or args.verifier_cmd is not None
+        if not verifier and args.engine is None and args.method is None:
+            raise RheoError("give --verifier SPEC, --verifier-cmd COMMAND, --engine NAME, --method SPEC, "
+                            "--endpoint URL or --list")
+        if not verifier and (args.kind or args.vocab or args.rule or args.budget or args.jobs != 1):
+            raise RheoError("--kind, --vocab, --rule, --budget and --jobs apply to --verifier and --verifier-cmd, "
+                            "not to --engine or --method")
+        if args.verifier_cmd is None and (args.framing or args.call_timeout):
+            raise RheoError("--framing and --call-timeout apply to --verifier-cmd")
         if args.method is not None and args.planted is not None:
             raise RheoError("--planted applies to --engine; a method's companion runs unless --no-companion")
-        if args.verifier is not None and args.planted is not None:
+        if verifier and args.planted is not None:
             raise RheoError("--planted applies to --engine; a verifier's companion runs unless --no-companion")
         if args.runs is not None and args.budget is not None:
             raise RheoError("give --runs or --budget, not both")
@@ -210,7 +352,7 @@ def run(args) -> int:
 
         torch.set_num_threads(AUDIT_THREADS)
         t0 = time.perf_counter()
-        res = (_run_verifier if args.verifier else _run_engine)(args)
+        res = (_run_verifier if verifier else _run_engine)(args)
     except RheoError as e:
         if args.json:  # NOTE: the error object on stdout; the one line on stderr and exit 2 follow (cli.main)
             print(json.dumps({"error": str(e), "exit": EXIT_BAD_INPUT, "verdict": None}))
@@ -223,29 +365,31 @@ def run(args) -> int:
         d["companion"] = None if comp is None else dict(subject=comp.subject, verdict=comp.verdict,
                                                          p_value=comp.p_value, runs=comp.runs)
         d["wall_seconds"] = round(secs, 3)
-        if args.verifier:
+        if verifier:
             cpu = sum(s.seconds for s in res.settings)
-            d.update(verifier_calls=res.calls, calls_per_minute=round(60 * res.calls / max(cpu, 1e-9)))
+            d.update(verifier_calls=res.calls, calls_per_minute=round(60 * res.calls / max(cpu, 1e-9)),
+                     calls_per_minute_clock="wall" if args.verifier_cmd else "cpu", reproduce=_reproduce(args, res))
         print(json.dumps(d))
     else:
         _print_table(res)
-        if res.verdict == core.LOSSLESS:
-            print(res.summary())
-        else:
-            print(api.explain(res))
+        print(res.summary() if res.verdict == core.LOSSLESS else api.explain(res))
         if res.rule is not None and res.verdict != api.DIFFERS:
             r = res.rule
-            said = (f"calls follow {r['rules'][r['follows']]['name']} (not rejected at alpha = {args.alpha:g}, "
-                    f"p = {r['rules'][r['follows']]['p_value']:.3g}, {r['rules'][r['follows']]['calls']} calls)"
-                    if r["follows"] else "calls follow neither known rule")
+            follows = r["rules"][r["follows"]] if r["follows"] else None
+            said = (f"calls follow {follows['name']} (not rejected at alpha = {args.alpha:g}, "
+                    f"p = {follows['p_value']:.3g}, {follows['calls']} calls)" if follows
+                    else "the calls follow none of the known lossless rules")
             print(f"rule check: {said}")
         if comp is not None:
             print(comp.summary())
         rate = ""
-        if args.verifier:
+        if verifier:
             cpu = sum(s.seconds for s in res.settings)
-            rate = f", {res.calls} verifier calls ({60 * res.calls / max(cpu, 1e-9):,.0f} a CPU minute)"
+            clock = "wall minute, program included" if args.verifier_cmd else "CPU minute"
+            rate = f", {res.calls} verifier calls ({60 * res.calls / max(cpu, 1e-9):,.0f} a {clock})"
         print(f"time: {secs:.1f} s{rate}")
+        if verifier and res.verdict != core.LOSSLESS:
+            print(f"reproduce: {_reproduce(args, res)}")
     if comp is not None and comp.verdict == core.LOSSLESS:
         # NOTE: a pass this run could not have failed is no pass: a CI step reading the exit code
         # must not go green on it (the Python API raises in the same case)

@@ -40,7 +40,27 @@ ENGINES = {
 
 @dataclass(frozen=True)
 class Engine:
-    """What an adapter audits (plain data)."""
+    """What an adapter audits (plain data).
+
+    Attributes
+    ----------
+    name : str
+        The ``--engine`` name.
+    package : str
+        The import name of the engine's package.
+    distribution : str
+        Its name on the package index (for the version and the install line).
+    pinned : str
+        The version the adapter was written against.
+    extra : str
+        The rheotheory extra that installs it.
+    summary : str
+        One line: the code path audited.
+    settings : tuple of str
+        The settings the adapter offers.
+    planted : tuple of str
+        Its planted companions.
+    """
 
     name: str  # the --engine name
     package: str  # the import name of the engine's package
@@ -53,11 +73,32 @@ class Engine:
 
 
 def engine_names() -> list[str]:
+    """The engines' names, in :data:`ENGINES` order.
+
+    Returns
+    -------
+    list of str
+    """
     return list(ENGINES)
 
 
 def adapter(name: str):
-    """The adapter module of engine ``name`` (imported on first use)."""
+    """The adapter module of engine ``name`` (imported on first use).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`ENGINES`.
+
+    Returns
+    -------
+    module
+
+    Raises
+    ------
+    rheotheory.errors.RheoError
+        An unknown engine.
+    """
     if name not in ENGINES:
         raise RheoError(f"unknown engine {name!r}; one of {', '.join(ENGINES)} (rheo audit --list)")
     return importlib.import_module(ENGINES[name])
@@ -65,7 +106,24 @@ def adapter(name: str):
 
 def require(engine: Engine, warn=True):
     """Import the engine's package, or refuse in one line naming the extra; warn once on stderr
-    when its version is not the one the adapter was written against."""
+    when its version is not the one the adapter was written against.
+
+    Parameters
+    ----------
+    engine : Engine
+    warn : bool, default True
+        Warn on another version.
+
+    Returns
+    -------
+    tuple
+        ``(module, version)``.
+
+    Raises
+    ------
+    rheotheory.errors.RheoError
+        The package is not installed (the message names the extra).
+    """
     try:
         module = importlib.import_module(engine.package)
     except ImportError as e:
