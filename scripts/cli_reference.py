@@ -24,10 +24,28 @@ MARKER = "<!-- cli-reference -->"
 WIDTH = "80"
 
 
+def _fit_group(line: str, width: int) -> str:
+    """A usage line holding a mutually exclusive group ``[--a X | --b Y | ...]`` that argparse cannot
+    wrap, broken after its ``|`` separators, each continuation aligned under the group's first flag."""
+    start = line.find("[") + 1
+    pieces = line[start:].split(" | ")
+    out, cur = [], line[:start]
+    for k, piece in enumerate(pieces):
+        piece = piece + (" |" if k < len(pieces) - 1 else "")
+        if len(cur) + len(piece) + 1 > width and len(cur) > start:
+            out.append(cur.rstrip())
+            cur = " " * start
+        cur += piece + " "
+    out.append(cur.rstrip())
+    return "\n".join(out)
+
+
 def fit(line: str, width: int = int(WIDTH)) -> str:
     """``line`` with a choice list ``{a,b,...}`` that argparse cannot wrap broken after commas,
     each continuation aligned under the list's first choice, so no line exceeds ``width``
     (unless a single choice is longer)."""
+    if len(line) > width and " | " in line and "{" not in line:
+        return _fit_group(line, width)
     start = line.find("{")
     if len(line) <= width or start < 0:
         return line
