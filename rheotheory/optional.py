@@ -1,8 +1,8 @@
 """Optional dependencies: which extra installs each, and one message when one is missing.
 
 ``pip install -e .`` installs the exact and Monte Carlo core (numpy, scipy, POT, tqdm): ``rheo
-certify``, ``counterexample``, ``mc``, ``sweep`` (its CSV and table), ``optimum``, ``instance``,
-``methods`` and the audit of a Python verifier. Everything else is an extra of ``pyproject.toml``;
+certify``, ``counterexample``, ``mc``, ``sweep`` (its CSV and table), ``optimum``, ``instance`` and
+``methods``; ``rheo audit`` needs the ``torch`` extra. Everything else is an extra of ``pyproject.toml``;
 a command that meets a missing one says which extra to install, in one line, instead of a
 traceback (:func:`rheotheory.cli.main` and :func:`import_optional`).
 """
