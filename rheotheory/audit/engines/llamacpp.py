@@ -218,8 +218,25 @@ def _fetch(dest: Path) -> None:
 
 
 def build(root: Path | None = None, jobs: int = 2, nice: int = 10, log=print) -> Path:
-    """Fetch, unpack and build llama.cpp into ``root`` (default :func:`cache_root`); returns the
-    folder of the binaries. Steps already done (the sdist, its unpacked tree) are kept.
+    """Fetch, unpack and build llama.cpp into ``root`` (default :func:`cache_root`), then the
+    accept-step harness of :mod:`rheotheory.audit.engines.llamacpp_protocol`. Steps already done
+    (the sdist, its unpacked tree) are kept.
+
+    Parameters
+    ----------
+    root : pathlib.Path, optional
+        The cache folder (default :func:`cache_root`).
+    jobs : int, default 2
+        cmake's parallel jobs.
+    nice : int, default 10
+        The niceness of the build (0: none).
+    log : callable, default print
+        Where the steps are written.
+
+    Returns
+    -------
+    pathlib.Path
+        The folder of the binaries.
 
     Raises
     ------
@@ -244,6 +261,9 @@ def build(root: Path | None = None, jobs: int = 2, nice: int = 10, log=print) ->
             raise RheoError(f"{' '.join(cmd[:4])} ... failed with exit code {rc}; see {root / 'build.log'}")
     (root / "BUILT").write_text(json.dumps({"sdist": SDIST, "sha256": SDIST_SHA256, "configure": list(CONFIGURE),
                                             "targets": list(TARGETS)}) + "\n")
+    from .llamacpp_protocol import build_harness
+
+    build_harness(root, log=log)  # NOTE: the accept-step harness of the process protocol, linked against the build
     return root / "build" / "bin"
 
 
