@@ -36,10 +36,12 @@ def test_the_servers_accept_step_is_not_rejected_and_follows_its_rule(name, rule
 
 
 def test_a_missing_harness_is_one_line(tmp_path, monkeypatch):
-    from rheotheory.audit.engines import llamacpp_protocol
+    from rheotheory.audit.engines import llamacpp, llamacpp_protocol
 
     monkeypatch.setenv("RHEO_LLAMACPP_DIR", str(tmp_path))
     with pytest.raises(RheoError, match="llamacpp build"):
-        llamacpp_protocol.harness()
+        llamacpp.harness()
+    with pytest.raises(RheoError, match="llamacpp build"):
+        llamacpp.build_harness()
     with pytest.raises(RheoError, match="unknown path"):
         llamacpp_protocol.command("nope")

@@ -28,16 +28,19 @@ PILOT_RUNS = 5
 AUDIT_THREADS = 1
 
 EPILOG = f"""exit status:
-  {EXIT_LOSSLESS}  not rejected: the law of the tokens was not rejected at alpha (the report states the
-     deviation it would have caught with power 0.8) and the calls follow a known lossless rule;
-     never a proof of losslessness
-  {EXIT_LOSSY}  rejected: lossy (or lossy-by-design, when only settings approximate on purpose are)
-  {EXIT_BAD_INPUT}  bad input; a verifier or program that breaks its contract or avoids being tested (it
-     raises, exits, crashes, hangs, answers wrongly, ignores or reseeds its generator or seed);
-     or inconclusive: the planted companion was not rejected (one line on stderr)
-  {EXIT_DIFFERS}  differs: the law was not rejected, but the calls follow none of the known lossless
-     rules (rheotheory.audit.rules: standard rejection sampling, the one-hot rule, block
-     verification; over trees also traversal verification, K-SEQ and the OT rule)
+  {EXIT_LOSSLESS}  not rejected: the law of the tokens was not rejected at alpha (the
+     report states the deviation it would have caught with power 0.8) and
+     the calls follow a known lossless rule; never a proof of losslessness
+  {EXIT_LOSSY}  rejected: lossy (or lossy-by-design, when only settings approximate
+     on purpose are)
+  {EXIT_BAD_INPUT}  bad input; a verifier or program that breaks its contract or
+     avoids being tested (it raises, exits, crashes, hangs, answers wrongly,
+     ignores or reseeds its generator or seed); or inconclusive: the planted
+     companion was not rejected (one line on stderr)
+  {EXIT_DIFFERS}  differs: the law was not rejected, but the calls follow none of the
+     known lossless rules (standard rejection sampling, the one-hot rule,
+     block verification; over trees also traversal verification, K-SEQ and
+     the OT rule: rheotheory.audit.rules)
 docs/guide/audit.md"""
 
 
@@ -68,16 +71,18 @@ def register(sub) -> None:
                        "docs/guide/audit.md.")
     who = a.add_mutually_exclusive_group()
     who.add_argument("--verifier", metavar="SPEC", help="MODULE:FUNCTION or path/to/file.py:FUNCTION")
-    who.add_argument("--verifier-cmd", metavar="COMMAND",
-                     help="a verifier program in any language, started once, the calls exchanged over its standard "
-                     "input and output (rheotheory.audit.process; docs/guide/audit.md, 'Any language')")
+
     who.add_argument("--engine", metavar="NAME", help="an engine adapter (rheo audit --list)")
     who.add_argument("--method", metavar="SPEC", help="a registered method, built-in or a plugin's (--plugin, "
                      "FILE.py:NAME): its own builder and verifier on the toy laws (rheotheory.audit.engines.method)")
-    who.add_argument("--endpoint", metavar="URL",
-                     help="an OpenAI-compatible server with speculative decoding, audited from outside against "
-                     "--reference (rheotheory.audit.endpoint)")
     who.add_argument("--list", action="store_true", help="list the engine adapters, their settings and companions")
+    # NOTE: outside the group, so that the usage line wraps; run() refuses two of them at once
+    a.add_argument("--verifier-cmd", metavar="COMMAND",
+                   help="a verifier program in any language, started once, the calls exchanged over its standard "
+                   "input and output (rheotheory.audit.process; docs/guide/audit.md, 'Any language')")
+    a.add_argument("--endpoint", metavar="URL",
+                   help="an OpenAI-compatible server with speculative decoding, audited from outside against "
+                   "--reference (rheotheory.audit.endpoint)")
     a.add_argument("--kind", choices=("chain", "tree"), default=None,
                    help="the verifier's signature (default chain; docs/guide/audit.md)")
     a.add_argument("--setting", metavar="NAME", default=None,
@@ -325,6 +330,12 @@ def run(args) -> int:
     from ..audit import api, core
     from ..errors import RheoError
 
+    given = [f for f, v in (("--verifier", args.verifier), ("--verifier-cmd", args.verifier_cmd),
+                            ("--engine", args.engine), ("--method", args.method), ("--endpoint", args.endpoint),
+                            ("--list", args.list or None)) if v is not None]
+    if len(given) > 1:
+        raise RheoError(f"give one of --verifier, --verifier-cmd, --engine, --method, --endpoint and --list, "
+                        f"not {' and '.join(given)}")
     if args.list:
         return _list()
     if args.endpoint is None and any(getattr(args, k) is not None for k in _ENDPOINT_ONLY):

