@@ -112,7 +112,14 @@ def main(argv=None) -> int:
     spec = speculative_toy_tv()
     for r in spec:
         print(f"llama-speculative rule, {r['family']}: exact TV of the first two tokens {r['exact_tv']:.4f}", flush=True)
-    given = [str(a).replace(str(ROOT) + "/", "") for a in (argv if argv is not None else sys.argv[1:])]
+    given, skip = [], False
+    for a in map(str, argv if argv is not None else sys.argv[1:]):  # NOTE: the command less its --out
+        if skip:
+            skip = False
+        elif a == "--out":
+            skip = True
+        elif not a.startswith("--out="):
+            given.append(a.replace(str(ROOT) + "/", ""))
     out = dict(command=" ".join(["python simulations/llamacpp_protocol.py", *given]), llamacpp=llamacpp.PINNED,
                runs=args.runs, ties_runs=args.ties_runs, paths=rows, speculative=spec)
     args.out.mkdir(parents=True, exist_ok=True)
