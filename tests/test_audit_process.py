@@ -97,6 +97,9 @@ def test_a_hanging_program_is_killed_after_its_timeout(capsys):
     (["--verifier", "rheotheory.audit.examples:chain_rejection", "--framing", "binary"], "apply to --verifier-cmd"),
     (["--verifier-cmd", "x", "--framing", "xml"], "invalid choice"),
     (["--verifier-cmd", "x", "--call-timeout", "0"], "expected a duration"),
+    (["--verifier", "rheotheory.audit.examples:chain_rejection", "--verifier-cmd", "x"],
+     "give one of --verifier, --verifier-cmd, --engine, --method, --endpoint and --list, not --verifier and "
+     "--verifier-cmd"),
 ])
 def test_bad_program_input_gets_one_line_and_exit_2(argv, message, capsys):
     code = main(["audit", *argv, "--runs", "20", "--no-progress"])

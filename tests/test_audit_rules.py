@@ -179,19 +179,24 @@ def test_a_refused_verifier_fails_a_plain_test_with_one_line(tmp_path):
 @pytest.mark.parametrize("name, kind, rule, select, what", RV.RULE_VERIFIERS, ids=[r[0] for r in RV.RULE_VERIFIERS])
 def test_no_false_alarm_on_a_published_rule_and_each_planted_bug_caught(name, kind, rule, select, what):
     """Each verifier of tests/audit_rule_verifiers.py through ``assert_lossless`` (alpha 0.01, seed 0,
-    N = 1000 runs per setting on every setting of its kind, or those its drafts come from): a
-    correct one passes (its law not rejected, its calls follow its rule, the companion rejected);
-    a planted one fails. The (p/q)^0.97 acceptance needs its own size
-    (test_the_full_support_acceptance_bug_is_caught_within_a_minute)."""
+    on every setting of its kind, or those its drafts come from): a correct one at the audit's
+    default size (2,000 runs a setting, the size of the table benchmarks/audit_rules.py makes)
+    passes (its law not rejected, its calls follow its rule, the companion rejected); a planted
+    one fails at 600 runs a setting. The (p/q)^0.97 acceptance needs its own size
+    (test_the_full_support_acceptance_bug_is_caught_within_a_minute). At level 0.01 a correct
+    verifier may be failed by chance at one size and seed: at 600 runs, seed 0, two of the eight
+    were (sample_and_match and kseq_tree, the law test's p 0.006 and 0.002; sample_and_match over
+    seeds 100-139 at 600 runs: none under 0.038), which is why the correct ones run at the
+    default size."""
     if name == "accept_power":
         pytest.skip("sized apart: test_the_full_support_acceptance_bug_is_caught_within_a_minute")
     fn = getattr(RV, name)
     if rule is not None:
-        res = api.assert_lossless(fn, kind, runs=1000, setting=select, isolate=False)
+        res = api.assert_lossless(fn, kind, setting=select, isolate=False)
         assert res.rule["rules"][rule]["rejected"] is False, res.rule["rules"][rule]
     else:
         with pytest.raises((AssertionError, pytest.fail.Exception)):
-            api.assert_lossless(fn, kind, runs=1000, setting=select, isolate=False)
+            api.assert_lossless(fn, kind, runs=600, setting=select, isolate=False)
 
 
 @pytest.mark.claims

@@ -1,12 +1,15 @@
 """Your engine's verifier, audited in your own test suite: copy this file to your tests.
 
 Set VERIFIER to your function (the chain or tree signature of docs/guide/audit.md), as
-"package.module:function" or "path/to/file.py:function", and KIND to its signature.
-The test fails when rheotheory's audit rejects the law of its tokens, when its calls
-follow neither standard rejection sampling nor the one-hot rule, or when it avoids
-being tested (it exits, reseeds a global generator, never draws from its own); the
-failure names the worst setting, expected against observed, one offending call and
-the command that reproduces it.
+"package.module:function" or "path/to/file.py:function", and KIND to its signature;
+for a program in another language set COMMAND instead (the process protocol of the
+guide). The test fails when rheotheory's audit rejects the law of its tokens, when
+its calls follow none of the published lossless rules the audit knows (standard and
+recursive rejection sampling, the one-hot rule, block and traversal verification,
+K-SEQ, the OT rule), or when it avoids being tested (it exits, reseeds a global
+generator, never draws from its own); the failure names the worst setting, expected
+against observed, one offending call and the command that reproduces it at the same
+size.
 
 Needs pip install rheotheory[torch]. About a minute of one core (BUDGET).
 """
@@ -25,8 +28,15 @@ KIND = "chain"
 BUDGET = 60
 
 
+# Or a verifier program in any language: its command line (None: VERIFIER above).
+COMMAND = None
+
+
 def test_my_verifier_is_lossless():
-    assert_lossless(VERIFIER, KIND, budget=BUDGET)
+    if COMMAND is not None:
+        assert_lossless(command=COMMAND, kind=KIND, budget=BUDGET)
+    else:
+        assert_lossless(VERIFIER, KIND, budget=BUDGET)
 
 
 # The same with the fixture, whose size `pytest --rheo-audit-budget 120s` sets from the

@@ -61,16 +61,18 @@ def register(sub) -> None:
     set_exit_statuses(a, EXIT_STATUSES)
     who = a.add_mutually_exclusive_group()
     who.add_argument("--verifier", metavar="SPEC", help="MODULE:FUNCTION or path/to/file.py:FUNCTION")
-    who.add_argument("--verifier-cmd", metavar="COMMAND",
-                     help="a verifier program in any language, started once, the calls exchanged over its standard "
-                     "input and output (rheotheory.audit.process; docs/guide/audit.md, 'Any language')")
+
     who.add_argument("--engine", metavar="NAME", help="an engine adapter (rheo audit --list)")
     who.add_argument("--method", metavar="SPEC", help="a registered method, built-in or a plugin's (--plugin, "
                      "FILE.py:NAME): its own builder and verifier on the toy laws (rheotheory.audit.engines.method)")
-    who.add_argument("--endpoint", metavar="URL",
-                     help="an OpenAI-compatible server with speculative decoding, audited from outside against "
-                     "--reference (rheotheory.audit.endpoint)")
     who.add_argument("--list", action="store_true", help="list the engine adapters, their settings and companions")
+    # NOTE: outside the group, so that the usage line wraps; run() refuses two of them at once
+    a.add_argument("--verifier-cmd", metavar="COMMAND",
+                   help="a verifier program in any language, started once, the calls exchanged over its standard "
+                   "input and output (rheotheory.audit.process; docs/guide/audit.md, 'Any language')")
+    a.add_argument("--endpoint", metavar="URL",
+                   help="an OpenAI-compatible server with speculative decoding, audited from outside against "
+                   "--reference (rheotheory.audit.endpoint)")
     a.add_argument("--kind", choices=("chain", "tree"), default=None,
                    help="the verifier's signature (default chain; docs/guide/audit.md)")
     a.add_argument("--setting", metavar="NAME", default=None,
@@ -318,6 +320,12 @@ def run(args) -> int:
     from ..audit import api, core
     from ..errors import RheoError
 
+    given = [f for f, v in (("--verifier", args.verifier), ("--verifier-cmd", args.verifier_cmd),
+                            ("--engine", args.engine), ("--method", args.method), ("--endpoint", args.endpoint),
+                            ("--list", args.list or None)) if v is not None]
+    if len(given) > 1:
+        raise RheoError(f"give one of --verifier, --verifier-cmd, --engine, --method, --endpoint and --list, "
+                        f"not {' and '.join(given)}")
     if args.list:
         return _list()
     if args.endpoint is None and any(getattr(args, k) is not None for k in _ENDPOINT_ONLY):

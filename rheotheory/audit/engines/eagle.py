@@ -127,6 +127,13 @@ ENGINE = Engine(name="eagle", package="eagle.model.ea_model", distribution="eagl
 
 
 def version() -> str:
+    """The engine's installed version.
+
+    Returns
+    -------
+    str
+        The installed version of the engine.
+    """
     return require(ENGINE, warn=False)[1]
 
 
@@ -320,7 +327,22 @@ def _coin(planted: str | None):
 
 
 def generate(model, s: Sampling, length: int, choices: list) -> tuple:
-    """One ``eagenerate`` call: the first ``>= length`` generated tokens."""
+    """One ``eagenerate`` call: the first ``>= length`` generated tokens.
+
+    Parameters
+    ----------
+    model : object
+        EAGLE's model wrapper with the toy networks in place.
+    s : rheotheory.audit.sampling.Sampling
+    length : int
+        Tokens wanted.
+    choices : list
+        EAGLE's tree choices.
+
+    Returns
+    -------
+    tuple of int
+    """
     import torch
 
     prompt = torch.tensor([PROMPT], dtype=torch.long)  # [1, len(PROMPT)]
@@ -372,7 +394,19 @@ LAW_SEED = 25
 
 def settings(planted: str | None = None, only=None) -> list[Setting]:
     """The :data:`SETTINGS` (those named in ``only``), each as an audit :class:`Setting`;
-    ``planted``: with that companion's bug (``skip-residual``: the chain settings only)."""
+    ``planted``: with that companion's bug (``skip-residual``: the chain settings only).
+
+    Parameters
+    ----------
+    planted : str, optional
+        A planted companion's name (its bug in place of the engine's own code).
+    only : sequence of str, optional
+        Setting names.
+
+    Returns
+    -------
+    list of rheotheory.audit.core.Setting
+    """
     require(ENGINE)
     if planted is not None and planted not in PLANTED:
         raise ValueError(f"unknown planted companion {planted!r}; one of {PLANTED}")

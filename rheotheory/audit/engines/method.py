@@ -38,7 +38,14 @@ COMPANION_TEMPERATURE = 0.6
 
 class ToyLawsPair:
     """The toy laws seen after ``prefix`` as an LM pair (float64): ``p(u)``, ``q(u)`` after
-    ``prefix + u``, ``# [V]``."""
+    ``prefix + u``, ``# [V]``.
+
+    Parameters
+    ----------
+    laws : rheotheory.audit.toy.ToyLaws
+    prefix : tuple, default ()
+        The tokens before the pair's root.
+    """
 
     exact = False
     horizon = None
@@ -73,7 +80,21 @@ class _TemperedTarget:
 
 def audited_method(spec, planted: bool = False, size=SIZE):
     """The method ``spec`` resolves to (at ``size`` where it leaves the size open), or its planted
-    companion (module docstring)."""
+    companion (module docstring).
+
+    Parameters
+    ----------
+    spec : str, dict or Method
+        What :func:`rheotheory.methods.resolve` takes.
+    planted : bool, default False
+        The planted companion instead.
+    size : tuple of int, default SIZE
+        ``(K, D, N)`` for size fields the spec leaves open.
+
+    Returns
+    -------
+    rheotheory.methods.Method
+    """
     from ...methods import resolve
     from ...testing.mutants import mutants_of, planted as plant
     from ...verify.walk import TreeVerifier, method_tree_verifier
@@ -115,12 +136,18 @@ def method_settings(spec, planted: bool = False, vocab: int = DEFAULT_VOCAB, see
     ----------
     spec : str, dict or Method
         What :func:`rheotheory.methods.resolve` takes, references to plugins included.
-    planted : bool
+    planted : bool, default False
         Audit the planted companion instead (module docstring).
-    vocab, seed : int
-        Vocabulary and seed of the toy laws (one seed per setting is derived from ``seed``).
-    size : tuple of int
+    vocab : int, default DEFAULT_VOCAB
+        Vocabulary of the toy laws.
+    seed : int, default 0
+        Seed of the toy laws (one seed per setting is derived from it).
+    size : tuple of int, default SIZE
         ``(K, D, N)`` for size fields the spec leaves open.
+
+    Returns
+    -------
+    list of rheotheory.audit.core.Setting
     """
     method = audited_method(spec, planted, size)
     L = method.depth + 2

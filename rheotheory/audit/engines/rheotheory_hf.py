@@ -35,6 +35,13 @@ ENGINE = Engine(name="rheotheory", package="rheotheory", distribution="rheotheor
 
 
 def version() -> str:
+    """The engine's installed version.
+
+    Returns
+    -------
+    str
+        The installed version of the engine.
+    """
     from ... import __version__
 
     return __version__
@@ -75,6 +82,19 @@ def _sampler(spec, size, s: Sampling, L: int, planted, index: int):
 
 
 def settings(planted: str | None = None, only=None) -> list[Setting]:
+    """The adapter's settings as audit settings.
+
+    Parameters
+    ----------
+    planted : str, optional
+        A planted companion's name (its bug in place of the engine's own code).
+    only : sequence of str, optional
+        Setting names.
+
+    Returns
+    -------
+    list of rheotheory.audit.core.Setting
+    """
     require(ENGINE, warn=False)
     require(Engine("transformers", "transformers", "transformers", "5.24.0", "hf", "", (), ()), warn=False)
     from .tiny import PROMPT, target_laws, tiny_pair

@@ -158,6 +158,13 @@ def _source(warn: bool = True):
 
 
 def version() -> str:
+    """The engine's installed version.
+
+    Returns
+    -------
+    str
+        The installed version of the engine.
+    """
     return _source(warn=False).version
 
 
@@ -284,7 +291,19 @@ def _applies(planted: str | None, cfg: SSetting) -> bool:
 
 def settings(planted: str | None = None, only=None) -> list[Setting]:
     """The :data:`SETTINGS` (those named in ``only``), each as an audit :class:`Setting`;
-    ``planted``: with that companion's bug (the settings it cannot affect are left out)."""
+    ``planted``: with that companion's bug (the settings it cannot affect are left out).
+
+    Parameters
+    ----------
+    planted : str, optional
+        A planted companion's name (its bug in place of the engine's own code).
+    only : sequence of str, optional
+        Setting names.
+
+    Returns
+    -------
+    list of rheotheory.audit.core.Setting
+    """
     import numpy as np
 
     from ...errors import RheoError

@@ -52,7 +52,19 @@ __all__ = ["Source", "locate", "load_module", "load_function", "triton_interpret
 
 @dataclass(frozen=True)
 class Source:
-    """Where an engine's files are read from (plain data)."""
+    """Where an engine's files are read from (plain data).
+
+    Attributes
+    ----------
+    distribution : str
+        The engine's name on the package index.
+    version : str
+        The version of the wheel, directory or installed distribution.
+    origin : str
+        The wheel, directory or installed location.
+    kind : str
+        ``"wheel"``, ``"directory"`` or ``"installed"``.
+    """
 
     distribution: str  # the engine's name on the package index
     version: str  # the version of the wheel, directory or installed distribution
@@ -86,7 +98,22 @@ def _dir_version(path: Path, distribution: str) -> str:
 
 def locate(distribution: str, package: str, env: str, hint: str) -> Source:
     """The :class:`Source` of ``distribution`` (module docstring), or a one-line refusal
-    naming ``env`` and ``hint`` (how to get it)."""
+    naming ``env`` and ``hint`` (how to get it).
+
+    Parameters
+    ----------
+    distribution : str
+    package : str
+        Its import name.
+    env : str
+        The environment variable that may name a wheel or a directory.
+    hint : str
+        How to get it (for the refusal).
+
+    Returns
+    -------
+    Source
+    """
     given = os.environ.get(env)
     if given:
         path = Path(given).expanduser()
@@ -109,7 +136,18 @@ def locate(distribution: str, package: str, env: str, hint: str) -> Source:
 
 def stub(name: str, **attrs) -> types.ModuleType:
     """A stand-in module ``name`` with attributes ``attrs`` (for an import the audited code
-    never reaches)."""
+    never reaches).
+
+    Parameters
+    ----------
+    name : str
+    **attrs
+        Its attributes.
+
+    Returns
+    -------
+    types.ModuleType
+    """
     mod = types.ModuleType(name)
     mod.__dict__.update(attrs)
     return mod
@@ -159,6 +197,22 @@ def load_module(name: str, source: Source, relpath: str, modules: dict, patch=No
     there; any other import under their top-level packages or the engine's own package is
     refused (the engine's package is never imported), the rest goes through Python's import. ``patch(text) -> text`` edits the source before it runs (the planted
     companions that change one line of a kernel; the real path never passes one).
+
+    Parameters
+    ----------
+    name : str
+        The private module name.
+    source : Source
+    relpath : str
+        The file, relative to the source.
+    modules : dict
+        Import name -> module object.
+    patch : callable, optional
+        ``patch(text) -> text``.
+
+    Returns
+    -------
+    types.ModuleType
     """
     text, filename = source.read(relpath)
     if patch is not None:
@@ -184,7 +238,20 @@ def load_module(name: str, source: Source, relpath: str, modules: dict, patch=No
 def load_function(source: Source, relpath: str, function: str, modules: dict | None = None):
     """Execute only the top-level ``def function`` of ``relpath`` (the file's own imports are
     not run) and return it; the imports inside the function resolve through ``modules`` as in
-    :func:`load_module`."""
+    :func:`load_module`.
+
+    Parameters
+    ----------
+    source : Source
+    relpath : str
+    function : str
+    modules : dict, optional
+        Import name -> module object.
+
+    Returns
+    -------
+    callable
+    """
     text, filename = source.read(relpath)
     tree = ast.parse(text, filename)
     nodes = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function]
@@ -210,6 +277,10 @@ def triton_interpreter(engine) -> None:
     (``tl.cdiv``, ``tl.sum``, ...) are decorated then, and a compiled one cannot run inside an
     interpreted kernel. A process whose Triton was imported without it is refused in one line.
     The variable stays set, for the engine's kernels decorated next.
+
+    Parameters
+    ----------
+    engine : rheotheory.audit.engines.Engine
     """
     if "triton" not in sys.modules:
         os.environ["TRITON_INTERPRET"] = "1"

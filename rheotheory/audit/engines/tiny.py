@@ -55,7 +55,21 @@ def tiny_pair():
 
 
 def target_laws(model, prompt, sampling):
-    """:data:`rheotheory.stats.NextLaws` of ``model`` after ``prompt`` under ``sampling``."""
+    """:data:`rheotheory.stats.NextLaws` of ``model`` after ``prompt`` under ``sampling``.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        The target.
+    prompt : sequence of int
+        The prompt's token ids.
+    sampling : rheotheory.audit.sampling.Sampling
+
+    Returns
+    -------
+    callable
+        ``laws(prefixes) -> # [len(prefixes), V]``.
+    """
     import torch
 
     from ..sampling import processed_law

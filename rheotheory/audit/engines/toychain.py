@@ -38,7 +38,18 @@ __all__ = ["FixedLaws", "Laws", "drive", "run_seeds"]
 class FixedLaws:
     """A target and a draft law that are the same after every prefix, with the interface of
     :class:`rheotheory.audit.toy.ToyLaws`: a law written down for one part of a kernel (where a
-    known bug deviates most), beside the seeded families."""
+    known bug deviates most), beside the seeded families.
+
+    Attributes
+    ----------
+    family : str
+        A label for the report.
+    target : tuple
+        ``p``, the same after every prefix: ``# [V]``.
+    draft : tuple
+        ``q``: ``# [V]``.
+    deterministic_draft : bool, default False
+    """
 
     family: str  # a label for the report
     target: tuple  # p, the same after every prefix: # [V]
@@ -55,7 +66,13 @@ class FixedLaws:
 
 @dataclass
 class Laws:
-    """A toy target/draft pair at temperature ``temperature`` (module docstring)."""
+    """A toy target/draft pair at temperature ``temperature`` (module docstring).
+
+    Attributes
+    ----------
+    toy : rheotheory.audit.toy.ToyLaws or FixedLaws
+    temperature : float, default 1.0
+    """
 
     toy: ToyLaws | FixedLaws
     temperature: float = 1.0
@@ -115,7 +132,25 @@ Step = Callable[[list, list, list], list]
 
 
 def drive(n: int, length: int, k: int, laws: Laws, rng: np.random.Generator, step: Step, where: str) -> list:
-    """``n`` runs of ``length`` tokens, ``k`` drafted tokens per step (module docstring)."""
+    """``n`` runs of ``length`` tokens, ``k`` drafted tokens per step (module docstring).
+
+    Parameters
+    ----------
+    n : int
+    length : int
+    k : int
+    laws : Laws
+    rng : numpy.random.Generator
+        The draft's generator.
+    step : callable
+        The engine's step (module docstring).
+    where : str
+        The setting's name (for the messages).
+
+    Returns
+    -------
+    list of tuple
+    """
     runs = [()] * n
     while True:
         active = [i for i, z in enumerate(runs) if len(z) < length]
@@ -143,7 +178,19 @@ def drive(n: int, length: int, k: int, laws: Laws, rng: np.random.Generator, ste
 
 def run_seeds(seed: int, index: int, n: int) -> tuple[np.random.Generator, list[int]]:
     """The harness's draft generator of setting ``index`` and ``n`` seeds for the engine's side
-    (one per run, or the first for the whole setting)."""
+    (one per run, or the first for the whole setting).
+
+    Parameters
+    ----------
+    seed : int
+    index : int
+    n : int
+
+    Returns
+    -------
+    tuple
+        ``(generator, seeds)``.
+    """
     ss = np.random.SeedSequence([int(seed), int(index)])
     draft, engine = ss.spawn(2)
     return np.random.default_rng(draft), [int(s) for s in engine.generate_state(max(n, 1), dtype=np.uint64) >> 1]

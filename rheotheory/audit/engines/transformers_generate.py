@@ -176,6 +176,13 @@ ENGINE = Engine(name="transformers", package="transformers", distribution="trans
 
 
 def version() -> str:
+    """The engine's installed version.
+
+    Returns
+    -------
+    str
+        The installed version of the engine.
+    """
     return require(ENGINE, warn=False)[1]
 
 
@@ -584,13 +591,37 @@ def _build(table: dict, offset: int, planted: str | None, only) -> list[Setting]
 
 def settings(planted: str | None = None, only=None) -> list[Setting]:
     """The :data:`SETTINGS` (those named in ``only``), each as an audit :class:`Setting`;
-    ``planted``: with that companion's bug (only the settings that list it)."""
+    ``planted``: with that companion's bug (only the settings that list it).
+
+    Parameters
+    ----------
+    planted : str, optional
+        A planted companion's name (its bug in place of the engine's own code).
+    only : sequence of str, optional
+        Setting names.
+
+    Returns
+    -------
+    list of rheotheory.audit.core.Setting
+    """
     require(ENGINE)
     return _build(SETTINGS, 0, planted, only)
 
 
 def controls(planted: str | None = None, only=None) -> list[Setting]:
     """The :data:`CONTROLS` (those named in ``only``), as :func:`settings` builds them (their seeds
-    follow the settings')."""
+    follow the settings').
+
+    Parameters
+    ----------
+    planted : str, optional
+        A planted companion's name (its bug in place of the engine's own code).
+    only : sequence of str, optional
+        Setting names.
+
+    Returns
+    -------
+    list of rheotheory.audit.core.Setting
+    """
     require(ENGINE)
     return _build(CONTROLS, len(SETTINGS), planted, only)

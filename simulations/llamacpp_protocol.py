@@ -1,0 +1,132 @@
+"""llama.cpp's own accept step at the audit's toy laws, through the process protocol.
+
+Usage::
+
+    python simulations/llamacpp_protocol.py [--runs 2000] [--ties-runs 8000] [--only NAME,...] [--out DIR]
+
+For each path of ``rheotheory.audit.engines.llamacpp_protocol.PATHS`` (llama-server's
+``common_sampler_sample_and_accept_n`` and ``..._rejection``, each at T = 1 without a cut and at
+T = 0.7 through llama.cpp's default chain), the harness built from the pinned sdist is audited as
+``rheo audit --verifier-cmd HARNESS --framing binary --runs N [--setting ties]`` would (alpha
+0.01, seed 0, the planted companion beside): ``--runs`` per setting on the 20 chain settings,
+``--ties-runs`` on the 4 ``ties`` settings of the default-chain paths. Written to ``DIR/llamacpp_protocol.json``: per path
+its verdict, p-value, the TV detected with power 0.8 in any one setting and averaged over the
+settings, the rule its calls follow, its calls and the calls a minute (wall).
+
+It also writes the exact TV of ``llama-speculative``'s rule (``examples/speculative``, as
+``rheotheory.audit.engines.llamacpp.speculative_example_law`` reads it: the draft's arg-max kept
+with min(1, p/q), the residual of id-sorted lists) from the target's law of the first two tokens
+on each toy family at T = 1 (draft q after a first token drawn from p): the finding of the
+llama.cpp table, at toy laws. That rule is not run here: it lives in the example's ``main``,
+which reads logits from two loaded models (llamacpp_audit.py runs the binary on a real pair).
+
+``render_md`` makes the guide's table (recipe ``llamacpp_protocol``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def speculative_toy_tv(seed: int = 0) -> list[dict]:
+    """The exact TV of ``llama-speculative``'s rule on the first two tokens, per toy family."""
+    from fractions import Fraction
+
+    from rheotheory.audit.engines.llamacpp import speculative_example_law, tv_distance
+    from rheotheory.audit.toy import FAMILIES, ToyLaws
+
+    out = []
+    for i, family in enumerate(f for f in FAMILIES if f != "greedy"):
+        laws = ToyLaws(family, 1000 + 17 * seed + i)
+
+        def as_dict(row):
+            return {t: Fraction(float(x)) for t, x in enumerate(row) if x > 0}
+
+        law = speculative_example_law(lambda u: as_dict(laws.p(u)), lambda u: as_dict(laws.q(u)), 2)
+        target = {(a, b): Fraction(float(laws.p(())[a])) * Fraction(float(laws.p((a,))[b]))
+                  for a in range(laws.vocab) for b in range(laws.vocab) if laws.p(())[a] > 0 and laws.p((a,))[b] > 0}
+        out.append(dict(family=family, laws_seed=laws.seed, exact_tv=float(tv_distance(law, target))))
+    return out
+
+
+def render_md(folder: Path) -> str:
+    """The guide's table of ``llamacpp_protocol.json``."""
+    d = json.loads((Path(folder) / "llamacpp_protocol.json").read_text())
+    lines = [f"llama.cpp {d['llamacpp']} (`{d['command']}`): alpha 0.01, seed 0, the harness linked against the "
+             "pinned build; N runs per setting; TV detected with power 0.8 in any one setting, and averaged over "
+             "the path's settings (the pooled test).", "",
+             "| path | settings | N | p | TV, any one setting | TV, averaged | verdict | calls follow |",
+             "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |"]
+    for r in d["paths"]:
+        verdict = "not rejected" if r["verdict"] == "lossless" else f"**{r['verdict']}**"
+        lines.append(f"| {r['path']} | {r['settings']} | {r['runs']:,} | {r['p_value']:.3g} | "
+                     f"{r['min_detectable_tv']:.3f} | {r['pooled_tv']:.3f} | {verdict} | `{r['follows'] or '-'}` |")
+    spec = ", ".join(f"{r['family']} {r['exact_tv']:.3f}" for r in d["speculative"])
+    lines += ["", f"`llama-speculative`'s rule at toy laws (T = 1, the first two tokens; exact, not run): TV {spec}."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=2000, help="runs per setting of the no-cut paths (20 settings)")
+    ap.add_argument("--ties-runs", type=int, default=8000, help="runs per setting of the default-chain paths (4)")
+    ap.add_argument("--only", default=None, help="comma-separated path names")
+    ap.add_argument("--out", type=Path, default=ROOT / "simulations" / "results" / "llamacpp_protocol")
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    import torch
+
+    from rheotheory.audit import api
+    from rheotheory.audit.engines import llamacpp
+    from rheotheory.audit.engines.llamacpp_protocol import PATHS, command
+
+    torch.set_num_threads(1)
+    only = None if args.only is None else set(args.only.split(","))
+    rows = []
+    for name, path in PATHS.items():
+        if only is not None and name not in only:
+            continue
+        t0 = time.perf_counter()
+        runs = args.ties_runs if path.settings == "ties" else args.runs
+        res = api.audit_verifier(command=command(name), kind="chain", framing="binary", runs=runs,
+                                 setting=path.settings)
+        wall = sum(s.seconds for s in res.settings)
+        rule = res.rule or {}
+        row = dict(path=name, function=path.function, temperature=path.temperature, chain=path.chain,
+                   settings=f"{len(res.settings)} ({path.settings or 'all'})", runs=runs, verdict=res.verdict,
+                   p_value=res.p_value, min_detectable_tv=res.min_detectable_tv,
+                   pooled_tv=(res.pooled or {}).get("min_detectable_tv"), follows=rule.get("follows"),
+                   expected_rule=path.rule, rule_p={k: v["p_value"] for k, v in (rule.get("rules") or {}).items()},
+                   companion=res.companion.verdict if res.companion else None, calls=res.calls,
+                   calls_per_minute=round(60 * res.calls / max(wall, 1e-9)), seconds=round(time.perf_counter() - t0, 1))
+        rows.append(row)
+        print(f"{name:<40} {row['verdict']:<9} p={row['p_value']:.3g} TV={row['min_detectable_tv']:.3f} "
+              f"avg={row['pooled_tv']:.3f} follows={row['follows']} calls/min={row['calls_per_minute']:,}", flush=True)
+    spec = speculative_toy_tv()
+    for r in spec:
+        print(f"llama-speculative rule, {r['family']}: exact TV of the first two tokens {r['exact_tv']:.4f}", flush=True)
+    given, skip = [], False
+    for a in map(str, argv if argv is not None else sys.argv[1:]):  # NOTE: the command less its --out
+        if skip:
+            skip = False
+        elif a == "--out":
+            skip = True
+        elif not a.startswith("--out="):
+            given.append(a.replace(str(ROOT) + "/", ""))
+    out = dict(command=" ".join(["python simulations/llamacpp_protocol.py", *given]), llamacpp=llamacpp.PINNED,
+               runs=args.runs, ties_runs=args.ties_runs, paths=rows, speculative=spec)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "llamacpp_protocol.json").write_text(json.dumps(out, indent=1) + "\n")
+    return 0 if all(r["verdict"] != "differs" or r["follows"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    sys.exit(main())
