@@ -81,4 +81,6 @@ def test_the_slow_tier_holds_only_what_the_readme_leaves_out_of_ci():
         "test_executors.py": ["test_ray_gives_the_same_rows"],
         "test_llamacpp_audit.py": ["test_the_server_is_not_rejected_and_its_synthetic_companion_is",
                                    "test_llama_speculative_is_rejected"],
+        "test_audit_endpoint.py": ["test_a_local_llama_server_pair"],
+        "test_audit_llamacpp_protocol.py": ["test_the_servers_accept_step_is_not_rejected_and_follows_its_rule"],
     }
