@@ -395,7 +395,7 @@ def assert_lossless(fn: Callable | str | None = None, kind: str = "chain", **kw)
         The verifier (:func:`audit_verifier`); None for a program (``command=``).
     kind : str, default "chain"
         Its signature.
-    **kw
+    **kw : object
         Keyword arguments of :func:`audit_verifier` (``command=`` for a program).
 
     Returns

@@ -133,6 +133,13 @@ class SettingResult:
     impossible: dict | None = None  # an outcome the target gives 0 (the cell, and the call where known)
 
     def to_dict(self) -> dict:
+        """The fields as a plain dict (a shallow copy; what the JSON report holds per setting).
+
+        Returns
+        -------
+        dict
+            Field name -> value.
+        """
         return dict(self.__dict__)
 
 
@@ -192,6 +199,16 @@ class AuditResult:
         return min(self.settings, key=lambda s: s.p_value)
 
     def to_dict(self) -> dict:
+        """The audit as plain data: what ``--json`` prints.
+
+        Returns
+        -------
+        dict
+            ``subject``, ``verdict``, ``p_value``, ``alpha``, ``level``, ``runs``,
+            ``min_detectable_tv``, ``power``, ``tested`` (:meth:`tested`), ``worst_setting``
+            (:attr:`worst`), ``seconds`` (rounded to ms) and ``settings`` (each
+            :meth:`SettingResult.to_dict`); ``pooled`` and ``rule`` when there are any.
+        """
         d = {"subject": self.subject, "verdict": self.verdict, "p_value": self.p_value, "alpha": self.alpha,
              "level": self.level, "runs": self.runs, "min_detectable_tv": self.min_detectable_tv, "power": self.power,
              "tested": self.tested(), "worst_setting": self.worst.to_dict(), "seconds": round(self.seconds, 3),
@@ -203,7 +220,14 @@ class AuditResult:
         return d
 
     def tested(self) -> str:
-        """What the stated power is about, exactly (one phrase)."""
+        """What the stated power is about, exactly (one phrase).
+
+        Returns
+        -------
+        str
+            The detectable TV in any one setting, the tested length ``L`` (a range when the
+            settings differ), and the pooled test's averaged TV when there is one.
+        """
         lengths = sorted({s.length for s in self.settings})
         L = str(lengths[0]) if len(lengths) == 1 else f"{lengths[0]}-{lengths[-1]}"
         out = (f"detects, with power {self.power:g}, a TV >= {self.min_detectable_tv:.3g} in any one setting "
@@ -215,7 +239,15 @@ class AuditResult:
 
     def summary(self) -> str:
         """One line: the verdict as the docs phrase it; ``lossless`` is written "not rejected"
-        (a statistical test never shows losslessness), with the power statement beside it."""
+        (a statistical test never shows losslessness), with the power statement beside it.
+
+        Returns
+        -------
+        str
+            The subject, the verdict, the p-value, runs and settings, :meth:`tested`, the most
+            deviating setting, and for ``lossy-by-design`` the options that are approximate on
+            purpose.
+        """
         w = self.worst
         said = ("rejected" if rejects(self.p_value, self.alpha) else "not rejected")
         head = (f"{self.subject}: not rejected (the law at alpha = {self.alpha:g}: " if self.verdict == LOSSLESS else

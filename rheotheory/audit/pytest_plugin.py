@@ -79,7 +79,7 @@ class AuditItem(pytest.Item):
         Its signature, ``"chain"`` or ``"tree"``.
     program : bool, default False
         ``spec`` is a program's command line.
-    **kw
+    **kw : object
         pytest's own (name, parent).
     """
 
@@ -88,6 +88,9 @@ class AuditItem(pytest.Item):
         self.spec, self.kind, self.program = spec, kind, program
 
     def runtest(self) -> None:
+        """Run the audit: :func:`~rheotheory.audit.api.assert_lossless` of the verifier (or of the
+        program, in the ``--rheo-audit-framing`` framing) with the command line's audit options;
+        the test fails as that call fails."""
         from rheotheory.audit.api import assert_lossless
 
         if self.program:
@@ -97,6 +100,22 @@ class AuditItem(pytest.Item):
             assert_lossless(self.spec, self.kind, **_options(self.config))
 
     def repr_failure(self, excinfo, style=None):
+        """The failure report: the audit's own message for a failed assertion, one line for a
+        refusal, pytest's report for anything else.
+
+        Parameters
+        ----------
+        excinfo : pytest.ExceptionInfo
+            The exception the test raised.
+        style : str, optional
+            pytest's traceback style (not passed on: pytest's default report is used).
+
+        Returns
+        -------
+        str or pytest's TerminalRepr
+            The :class:`AssertionError`'s message, ``"rheo audit: MESSAGE"`` for a
+            :class:`~rheotheory.errors.RheoError`, else :meth:`pytest.Item.repr_failure`'s.
+        """
         if isinstance(excinfo.value, AssertionError):
             return str(excinfo.value)
         from rheotheory.errors import RheoError
@@ -106,6 +125,13 @@ class AuditItem(pytest.Item):
         return super().repr_failure(excinfo)
 
     def reportinfo(self):
+        """Where pytest reports the test: the spec (or command) in place of a file, no line.
+
+        Returns
+        -------
+        tuple
+            ``(spec, None, "rheo-audit[SPEC]")``.
+        """
         return self.spec, None, f"rheo-audit[{self.spec}]"
 
 
@@ -130,7 +156,21 @@ def pytest_collection_modifyitems(session, config, items) -> None:
 @pytest.fixture
 def rheo_audit(request):
     """:func:`rheotheory.audit.api.assert_lossless` with the command line's audit options as
-    defaults (module docstring); returns the :class:`~rheotheory.audit.core.AuditResult`."""
+    defaults (module docstring); returns the :class:`~rheotheory.audit.core.AuditResult`.
+
+    Parameters
+    ----------
+    request : pytest.FixtureRequest
+        pytest's request (for the command line's options).
+
+    Returns
+    -------
+    callable
+        ``audit(fn=None, kind="chain", **kw)``: :func:`~rheotheory.audit.api.assert_lossless`
+        with ``budget``, ``runs``, ``jobs`` and ``rule`` defaulting to ``--rheo-audit-budget``,
+        ``--rheo-audit-runs``, ``--rheo-audit-jobs`` and ``--rheo-audit-rule`` (a keyword given
+        wins); it returns the :class:`~rheotheory.audit.core.AuditResult`.
+    """
     from rheotheory.audit.api import assert_lossless
 
     defaults = _options(request.config)

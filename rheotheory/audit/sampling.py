@@ -53,6 +53,18 @@ class Sampling:
     repetition_penalty: float | None = None  # theta > 0 (1 or None: off)
 
     def to_dict(self) -> dict:
+        """The settings that are set, as plain data (the ``None`` ones left out).
+
+        Returns
+        -------
+        dict
+            Field name -> value, for the fields that are not ``None``.
+
+        Examples
+        --------
+        >>> Sampling(temperature=0.7, top_k=40).to_dict()
+        {'temperature': 0.7, 'top_k': 40}
+        """
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 

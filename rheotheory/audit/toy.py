@@ -73,6 +73,23 @@ class ToyLaws:
     seed : int
         The laws' seed (the harness derives one per setting).
     vocab : int, default DEFAULT_VOCAB
+        ``V``, the size of the vocabulary the laws are over.
+    _cache : dict, optional
+        The laws computed so far, ``(role, prefix) -> numpy.ndarray of shape (V,)``; filled on
+        first use (left to its default: an empty dict).
+
+    Raises
+    ------
+    ValueError
+        ``family`` is not one of :data:`FAMILIES`.
+
+    Examples
+    --------
+    >>> laws = ToyLaws("generic", seed=0)
+    >>> laws.p((1, 2)).shape
+    (5,)
+    >>> bool(abs(laws.q(()).sum() - 1.0) < 1e-12), laws.p((1, 2)) is laws.p([1, 2])
+    (True, True)
     """
 
     family: str  # one of FAMILIES
@@ -85,6 +102,26 @@ class ToyLaws:
             raise ValueError(f"unknown family {self.family!r}; one of {FAMILIES}")
 
     def law(self, role: str, prefix: tuple) -> np.ndarray:
+        """The law of ``role`` after ``prefix``, drawn from the seed ``(seed, role, len(prefix), *prefix)``
+        on first use, then cached.
+
+        Parameters
+        ----------
+        role : str
+            ``"p"`` (the target) or ``"q"`` (the draft).
+        prefix : tuple of int
+            ``u``, the tokens generated so far (a tuple: it is the cache key).
+
+        Returns
+        -------
+        numpy.ndarray of shape (V,)
+            float64, summing to 1 (the cached array itself).
+
+        Raises
+        ------
+        KeyError
+            ``role`` is neither ``"p"`` nor ``"q"``.
+        """
         key = (role, prefix)
         got = self._cache.get(key)
         if got is None:
@@ -93,15 +130,51 @@ class ToyLaws:
         return got
 
     def p(self, prefix: tuple) -> np.ndarray:
+        """The target law after ``prefix``.
+
+        Parameters
+        ----------
+        prefix : sequence of int
+            ``u``, the tokens generated so far.
+
+        Returns
+        -------
+        numpy.ndarray of shape (V,)
+            ``p(. | u)``, float64.
+        """
         return self.law("p", tuple(prefix))
 
     def q(self, prefix: tuple) -> np.ndarray:
+        """The draft law after ``prefix``.
+
+        Parameters
+        ----------
+        prefix : sequence of int
+            ``u``, the tokens generated so far.
+
+        Returns
+        -------
+        numpy.ndarray of shape (V,)
+            ``q(. | u)``, float64.
+        """
         return self.law("q", tuple(prefix))
 
     @property
     def deterministic_draft(self) -> bool:
+        """Whether the draft is its arg-max rather than a draw from ``q`` (the ``greedy`` family)."""
         return self.family == "greedy"
 
     def next_laws(self, prefixes: list) -> np.ndarray:
-        """:data:`rheotheory.stats.NextLaws` of the target: ``# [len(prefixes), V]``."""
+        """:data:`rheotheory.stats.NextLaws` of the target: ``# [len(prefixes), V]``.
+
+        Parameters
+        ----------
+        prefixes : list of sequence of int
+            The continuations ``u`` whose next-token target laws are asked for.
+
+        Returns
+        -------
+        numpy.ndarray of shape (len(prefixes), V)
+            Row ``i``: ``p(. | prefixes[i])``, float64.
+        """
         return np.stack([self.p(tuple(u)) for u in prefixes])

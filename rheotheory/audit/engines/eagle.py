@@ -406,6 +406,13 @@ def settings(planted: str | None = None, only=None) -> list[Setting]:
     Returns
     -------
     list of rheotheory.audit.core.Setting
+    
+    Raises
+    ------
+    rheotheory.errors.RheoError
+        The engine's package is not installed (:func:`~rheotheory.audit.engines.require`).
+    ValueError
+        ``planted`` is not one of :data:`PLANTED`.
     """
     require(ENGINE)
     if planted is not None and planted not in PLANTED:

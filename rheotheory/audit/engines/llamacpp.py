@@ -159,6 +159,13 @@ class LSetting:
         return self.k + 2
 
     def sampling(self) -> dict:
+        """The request's sampling fields: the temperature and the chain's ``top_k``, ``top_p``, ``min_p``.
+
+        Returns
+        -------
+        dict
+            ``temperature`` and the entries of :data:`CHAINS` ``[chain]``.
+        """
         return dict(temperature=self.temperature, **CHAINS[self.chain])
 
 
@@ -598,7 +605,26 @@ class Server:
             time.sleep(0.2)
 
     def post(self, path: str, body: dict) -> dict:
-        """POST ``body`` as JSON; the decoded answer."""
+        """POST ``body`` as JSON; the decoded answer.
+
+        Parameters
+        ----------
+        path : str
+            The endpoint, e.g. ``"/completion"``.
+        body : dict
+            The request, sent as JSON.
+
+        Returns
+        -------
+        dict
+            The server's JSON answer, decoded.
+
+        Raises
+        ------
+        rheotheory.errors.RheoError
+            The server answers with an HTTP error, or does not answer within
+            :data:`REQUEST_TIMEOUT` seconds (or the connection fails).
+        """
         req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
         try:
@@ -610,11 +636,23 @@ class Server:
             raise RheoError(f"llama-server did not answer {path}: {e}") from None
 
     def tokenize(self, text: str) -> list:
-        """``text`` tokenised as the examples tokenise their prompt (special tokens added and parsed)."""
+        """``text`` tokenised as the examples tokenise their prompt (special tokens added and parsed).
+
+        Parameters
+        ----------
+        text : str
+            Raw text.
+
+        Returns
+        -------
+        list of int
+            The token ids (the server's ``/tokenize``).
+        """
         return [int(t) for t in self.post("/tokenize", {"content": text, "add_special": True,
                                                          "parse_special": True})["tokens"]]
 
     def close(self):
+        """Stop the server (terminate, then kill after 30 s) and close its log; a stopped one is left as it is."""
         if self.proc.poll() is None:
             self.proc.terminate()
             try:

@@ -55,9 +55,33 @@ class ToyLawsPair:
         self.vocab_size = laws.vocab
 
     def p(self, u) -> np.ndarray:
+        """The target law after ``prefix + u``.
+
+        Parameters
+        ----------
+        u : sequence of int
+            The tokens after the pair's root.
+
+        Returns
+        -------
+        numpy.ndarray of shape (V,)
+            float64.
+        """
         return self.laws.p(self.prefix + tuple(u))
 
     def q(self, u) -> np.ndarray:
+        """The draft law after ``prefix + u``.
+
+        Parameters
+        ----------
+        u : sequence of int
+            The tokens after the pair's root.
+
+        Returns
+        -------
+        numpy.ndarray of shape (V,)
+            float64.
+        """
         return self.laws.q(self.prefix + tuple(u))
 
 

@@ -53,9 +53,10 @@ Planted companions, the same kernel with one known bug: ``coin-zero`` (every rej
 ``block-token-residual`` (block verification's acceptance, but the final token drawn from the
 token-level residual ``norm((p - q)+)`` instead of ``norm((h p - q)+)``, as in vllm-ascend
 #7807; block settings only: it moves the seeded families' laws by TV 0.01-0.05 only, so the
-setting ``block k=4 scaled residual`` has laws written for it, :data:`SCALED_RESIDUAL`) and ``swapped-residual`` (the residual ``(q - p)+``). The last two
-edit one line of the kernel's source as it is loaded (the real path loads it unedited); the
-greedy-path setting is left out of every companion (no coin, no residual).
+setting ``block k=4 scaled residual`` has laws written for it, :data:`SCALED_RESIDUAL`) and
+``swapped-residual`` (the residual ``(q - p)+``). The last two edit one line of the kernel's
+source as it is loaded (the real path loads it unedited); the greedy-path setting is left out
+of every companion (no coin, no residual).
 """
 
 from __future__ import annotations
@@ -187,7 +188,30 @@ def load(planted: str | None = None):
     """SGLang's code, executed from its source (module docstring): a dict with
     ``chain`` (``chain_speculative_sampling_triton``, with ``planted``'s source edit if it has
     one), ``greedy`` (``verify_tree_greedy_func``), ``uses_greedy`` (``_verify_uses_greedy``)
-    and ``softmax`` (the sampling softmax)."""
+    and ``softmax`` (the sampling softmax).
+
+    Cached: the files are read and executed once per process and value of ``planted``.
+
+    Parameters
+    ----------
+    planted : str, optional
+        A planted companion's name: one that edits the kernel's source
+        (``block-token-residual``, ``swapped-residual``) loads the kernel with that edit; any
+        other name, or None, loads SGLang's code as it is.
+
+    Returns
+    -------
+    dict
+        ``chain``, ``greedy``, ``uses_greedy``, ``softmax``: callables of SGLang's code.
+
+    Raises
+    ------
+    rheotheory.errors.RheoError
+        Triton is missing or was imported without ``TRITON_INTERPRET=1``
+        (:func:`~rheotheory.audit.engines.thirdparty.triton_interpreter`), SGLang's source is not
+        found (:data:`ENV`, or an installed SGLang), one of its files is missing or fails to load,
+        or the planted edit does not apply to this version's kernel.
+    """
     from .thirdparty import load_function, load_module, stub, triton_interpreter
 
     triton_interpreter(_TRITON)
@@ -303,6 +327,11 @@ def settings(planted: str | None = None, only=None) -> list[Setting]:
     Returns
     -------
     list of rheotheory.audit.core.Setting
+    
+    Raises
+    ------
+    rheotheory.errors.RheoError
+        ``planted`` is not one of :data:`PLANTED`, or SGLang's code cannot be loaded (:func:`load`).
     """
     import numpy as np
 

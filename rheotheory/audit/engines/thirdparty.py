@@ -18,11 +18,12 @@ Where the source comes from (:func:`locate`), in this order:
    ``importlib.metadata``, the package itself is never imported.
 
 :func:`load_module` executes one file as a private module (registered nowhere in
-``sys.modules`` under the engine's names, only under a private one): its ``import`` statements resolve the names the adapter supplies (the
-engine's own files loaded the same way, or small stand-ins for the server-side modules a file
-imports but the audited code never reaches), everything else through Python's import. The
-source is registered with :mod:`linecache` under its origin (``wheel.whl/vllm/...py``), so
-tracebacks and Triton (which reads a kernel's source) see the engine's own lines.
+``sys.modules`` under the engine's names, only under a private one): its ``import`` statements
+resolve the names the adapter supplies (the engine's own files loaded the same way, or small
+stand-ins for the server-side modules a file imports but the audited code never reaches),
+everything else through Python's import. The source is registered with :mod:`linecache` under
+its origin (``wheel.whl/vllm/...py``), so tracebacks and Triton (which reads a kernel's source)
+see the engine's own lines.
 :func:`load_function` executes a single top-level function of a file (one pure function of a
 module whose imports are out of reach, e.g. SGLang's ``_verify_uses_greedy``).
 
@@ -72,7 +73,24 @@ class Source:
     kind: str  # "wheel", "directory" or "installed"
 
     def read(self, relpath: str) -> tuple[str, str]:
-        """``(text, filename)`` of the file ``relpath`` (e.g. ``vllm/v1/sample/rejection_sampler.py``)."""
+        """``(text, filename)`` of the file ``relpath`` (e.g. ``vllm/v1/sample/rejection_sampler.py``).
+
+        Parameters
+        ----------
+        relpath : str
+            The file, relative to the source (``/``-separated, the package folder first).
+
+        Returns
+        -------
+        tuple of str
+            ``(text, filename)``: the file's UTF-8 text and ``ORIGIN/RELPATH``, the name it is
+            registered and reported under.
+
+        Raises
+        ------
+        rheotheory.errors.RheoError
+            The wheel or directory has no such file, or it cannot be read.
+        """
         try:
             if self.kind == "wheel":
                 with zipfile.ZipFile(self.origin) as z:
@@ -103,6 +121,7 @@ def locate(distribution: str, package: str, env: str, hint: str) -> Source:
     Parameters
     ----------
     distribution : str
+        The engine's name on the package index (e.g. ``"vllm"``).
     package : str
         Its import name.
     env : str
@@ -113,6 +132,12 @@ def locate(distribution: str, package: str, env: str, hint: str) -> Source:
     Returns
     -------
     Source
+
+    Raises
+    ------
+    rheotheory.errors.RheoError
+        ``env`` is set to neither a ``.whl`` file nor a directory holding ``package/``, or it
+        is unset and ``distribution`` is not installed.
     """
     given = os.environ.get(env)
     if given:
@@ -141,7 +166,8 @@ def stub(name: str, **attrs) -> types.ModuleType:
     Parameters
     ----------
     name : str
-    **attrs
+        The module's name.
+    **attrs : object
         Its attributes.
 
     Returns
@@ -195,8 +221,9 @@ def load_module(name: str, source: Source, relpath: str, modules: dict, patch=No
 
     ``modules`` maps import names to module objects: the file's imports of those names resolve
     there; any other import under their top-level packages or the engine's own package is
-    refused (the engine's package is never imported), the rest goes through Python's import. ``patch(text) -> text`` edits the source before it runs (the planted
-    companions that change one line of a kernel; the real path never passes one).
+    refused (the engine's package is never imported), the rest goes through Python's import.
+    ``patch(text) -> text`` edits the source before it runs (the planted companions that change
+    one line of a kernel; the real path never passes one).
 
     Parameters
     ----------
@@ -213,6 +240,13 @@ def load_module(name: str, source: Source, relpath: str, modules: dict, patch=No
     Returns
     -------
     types.ModuleType
+
+    Raises
+    ------
+    rheotheory.errors.RheoError
+        The source has no file ``relpath`` (:meth:`Source.read`), or executing it fails on an
+        import (an ``ImportError``: another version of the file imports what ``modules`` does not
+        supply).
     """
     text, filename = source.read(relpath)
     if patch is not None:
@@ -244,13 +278,21 @@ def load_function(source: Source, relpath: str, function: str, modules: dict | N
     ----------
     source : Source
     relpath : str
+        The file, relative to the source.
     function : str
+        The name of the top-level function.
     modules : dict, optional
         Import name -> module object.
 
     Returns
     -------
     callable
+
+    Raises
+    ------
+    rheotheory.errors.RheoError
+        The source has no file ``relpath`` (:meth:`Source.read`), or the file defines no
+        top-level function ``function``.
     """
     text, filename = source.read(relpath)
     tree = ast.parse(text, filename)
@@ -281,6 +323,12 @@ def triton_interpreter(engine) -> None:
     Parameters
     ----------
     engine : rheotheory.audit.engines.Engine
+
+    Raises
+    ------
+    rheotheory.errors.RheoError
+        Triton is not installed (:func:`~rheotheory.audit.engines.require`), or it was imported
+        before ``TRITON_INTERPRET=1`` was set.
     """
     if "triton" not in sys.modules:
         os.environ["TRITON_INTERPRET"] = "1"

@@ -35,7 +35,14 @@ _SEEDS = {"target": 1234, "draft": 5678}
 
 @functools.lru_cache(maxsize=None)
 def tiny_pair():
-    """``(target, draft)``: two ``LlamaForCausalLM`` in eval mode (cached: one build per process)."""
+    """``(target, draft)``: two ``LlamaForCausalLM`` in eval mode (cached: one build per process).
+
+    Returns
+    -------
+    tuple of transformers.LlamaForCausalLM
+        ``(target, draft)``: vocabulary :data:`VOCAB`, one layer, weights from fixed seeds, the
+        output head scaled by :data:`HEAD_SCALE`, no end-of-sequence token.
+    """
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 

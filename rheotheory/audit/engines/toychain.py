@@ -49,6 +49,7 @@ class FixedLaws:
     draft : tuple
         ``q``: ``# [V]``.
     deterministic_draft : bool, default False
+        Whether the drafter takes the draft's arg-max rather than a draw from ``q``.
     """
 
     family: str  # a label for the report
@@ -58,9 +59,24 @@ class FixedLaws:
 
     @property
     def vocab(self) -> int:
+        """``V``, the length of the target law."""
         return len(self.target)
 
     def law(self, role: str, prefix: tuple) -> np.ndarray:
+        """The target or the draft law, the same whatever the prefix.
+
+        Parameters
+        ----------
+        role : str
+            ``"p"`` (the target); anything else is the draft.
+        prefix : tuple of int
+            ``u``, the tokens generated so far (ignored).
+
+        Returns
+        -------
+        numpy.ndarray of shape (V,)
+            float64.
+        """
         return np.asarray(self.target if role == "p" else self.draft, dtype=np.float64)
 
 
@@ -71,7 +87,12 @@ class Laws:
     Attributes
     ----------
     toy : rheotheory.audit.toy.ToyLaws or FixedLaws
+        The laws at ``T = 1``.
     temperature : float, default 1.0
+        ``T``, the sampling temperature the target and the draft are taken at.
+    _cache : dict, optional
+        The laws computed so far, ``(role, prefix) -> (law, cumulative sums)``, each a
+        ``numpy.ndarray of shape (V,)``; filled on first use (left to its default: an empty dict).
     """
 
     toy: ToyLaws | FixedLaws
@@ -80,10 +101,12 @@ class Laws:
 
     @property
     def vocab(self) -> int:
+        """``V``, the toy laws' vocabulary size."""
         return self.toy.vocab
 
     @property
     def deterministic_draft(self) -> bool:
+        """Whether the drafter takes the draft's arg-max (the toy laws' ``deterministic_draft``)."""
         return self.toy.deterministic_draft
 
     def _get(self, role: str, u: tuple):
@@ -99,20 +122,66 @@ class Laws:
         return got
 
     def p(self, u: tuple) -> np.ndarray:
-        """Target law ``p_T`` after prefix ``u``: ``# [V]`` float64."""
+        """Target law ``p_T`` after prefix ``u``: ``# [V]`` float64.
+
+        Parameters
+        ----------
+        u : sequence of int
+            The tokens generated so far.
+
+        Returns
+        -------
+        numpy.ndarray of shape (V,)
+            ``p_T(. | u)``, float64 (the cached array itself).
+        """
         return self._get("p", tuple(u))[0]
 
     def q(self, u: tuple) -> np.ndarray:
-        """Draft law ``q_T`` after prefix ``u``: ``# [V]`` float64."""
+        """Draft law ``q_T`` after prefix ``u``: ``# [V]`` float64.
+
+        Parameters
+        ----------
+        u : sequence of int
+            The tokens generated so far.
+
+        Returns
+        -------
+        numpy.ndarray of shape (V,)
+            ``q_T(. | u)``, float64 (the cached array itself).
+        """
         return self._get("q", tuple(u))[0]
 
     def target_logits(self, u: tuple) -> np.ndarray:
-        """Raw target logits after ``u`` (``log p``, ``-inf`` on zeros; before temperature): ``# [V]``."""
+        """Raw target logits after ``u`` (``log p``, ``-inf`` on zeros; before temperature): ``# [V]``.
+
+        Parameters
+        ----------
+        u : sequence of int
+            The tokens generated so far.
+
+        Returns
+        -------
+        numpy.ndarray of shape (V,)
+            ``log p(. | u)`` of the toy target at ``T = 1``, float32.
+        """
         with np.errstate(divide="ignore"):
             return np.log(self.toy.law("p", tuple(u))).astype(np.float32)
 
     def draft_token(self, u: tuple, rng: np.random.Generator) -> int:
-        """The drafter's token after ``u``: a draw from ``q_T``, or its arg-max (lowest id on a tie)."""
+        """The drafter's token after ``u``: a draw from ``q_T``, or its arg-max (lowest id on a tie).
+
+        Parameters
+        ----------
+        u : sequence of int
+            The tokens generated so far (the drafts of this step included).
+        rng : numpy.random.Generator
+            The draft's generator (one uniform per draw; unused by an arg-max draft).
+
+        Returns
+        -------
+        int
+            A token id in ``0..V-1`` of positive draft mass.
+        """
         w, c = self._get("q", tuple(u))
         if self.deterministic_draft:
             return int(np.argmax(w))
@@ -122,7 +191,18 @@ class Laws:
         return x
 
     def next_laws(self, prefixes: list) -> np.ndarray:
-        """:data:`rheotheory.stats.NextLaws` of the target ``p_T``: ``# [len(prefixes), V]``."""
+        """:data:`rheotheory.stats.NextLaws` of the target ``p_T``: ``# [len(prefixes), V]``.
+
+        Parameters
+        ----------
+        prefixes : list of sequence of int
+            The continuations ``u`` whose next-token target laws are asked for.
+
+        Returns
+        -------
+        numpy.ndarray of shape (len(prefixes), V)
+            Row ``i``: ``p_T(. | prefixes[i])``, float64.
+        """
         return np.stack([self.p(tuple(u)) for u in prefixes])
 
 
@@ -137,8 +217,11 @@ def drive(n: int, length: int, k: int, laws: Laws, rng: np.random.Generator, ste
     Parameters
     ----------
     n : int
+        Runs.
     length : int
+        ``L``: each run stops once it has at least this many tokens.
     k : int
+        Tokens drafted per step.
     laws : Laws
     rng : numpy.random.Generator
         The draft's generator.
@@ -150,6 +233,13 @@ def drive(n: int, length: int, k: int, laws: Laws, rng: np.random.Generator, ste
     Returns
     -------
     list of tuple
+        ``n`` tuples of ``length`` token ids (each run cut to its first ``length`` tokens).
+
+    Raises
+    ------
+    rheotheory.errors.RheoError
+        ``step`` returns a number of outputs other than the batch's, or a run's tokens that are
+        not an accepted prefix of its drafts followed by one token of the vocabulary.
     """
     runs = [()] * n
     while True:

@@ -171,7 +171,23 @@ def _apply_top_k_top_p(logits, k, p):
 
 @functools.lru_cache(maxsize=None)
 def load():
-    """vLLM's modules, executed from its source (module docstring): ``(rejection_sampler, metadata)``."""
+    """vLLM's modules, executed from its source (module docstring): ``(rejection_sampler, metadata)``.
+
+    Cached: the files are read and executed once per process.
+
+    Returns
+    -------
+    tuple of types.ModuleType
+        ``(rejection_sampler, metadata)``: private modules executed from
+        ``vllm/v1/sample/rejection_sampler.py`` and ``vllm/v1/spec_decode/metadata.py``.
+
+    Raises
+    ------
+    rheotheory.errors.RheoError
+        Triton is missing or was imported without ``TRITON_INTERPRET=1``
+        (:func:`~rheotheory.audit.engines.thirdparty.triton_interpreter`), vLLM's source is not
+        found (:data:`ENV`, or an installed vLLM), or one of its files is missing or fails to load.
+    """
     from .thirdparty import load_module, stub, triton_interpreter
 
     triton_interpreter(_TRITON)
@@ -384,6 +400,11 @@ def settings(planted: str | None = None, only=None) -> list[Setting]:
     Returns
     -------
     list of rheotheory.audit.core.Setting
+    
+    Raises
+    ------
+    rheotheory.errors.RheoError
+        ``planted`` is not one of :data:`PLANTED`, or vLLM's code cannot be loaded (:func:`load`).
     """
     import numpy as np
 
