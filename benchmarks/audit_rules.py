@@ -105,13 +105,17 @@ def render_md(path: Path) -> str:
         follows = f"`{r['follows']}`" if r["follows"] else (f"none (closest `{r['closest']}`)" if r["closest"] else "-")
         verdict = "not rejected" if r["verdict"] == "lossless" else str(r["verdict"])
         asserted = "passes" if r["assert_passed"] else "fails"
-        rows.append(f"| `{r['name']}` ({r['kind']}) | {what} | {r['settings']} | {verdict} | {follows} | {r['exit']} "
-                    f"| {asserted} |")
+        if r["settings"] != "all":
+            what += f"; {r['settings']} settings"
+        rows.append(f"| `{r['name']}` ({r['kind']}) | {what} | {verdict} (exit {r['exit']}) | {follows} | {asserted} |")
     ok = sum(r["as_expected"] for r in d["rows"])
     head = (f"{len(d['rows'])} verifiers, {d['runs']} runs per setting, alpha 0.01, seed 0 (`{d['command']}`); "
             f"as expected (a correct one passes both, a planted one fails both): {ok} of {len(d['rows'])}.\n\n"
-            "| verifier | what it is | settings | verdict | calls follow | exit | `assert_lossless` |\n"
-            "| --- | --- | --- | --- | --- | ---: | --- |\n")
+            "Columns: the verifier and its signature; what it is (the settings it was audited on when not all of "
+            "them); `rheo audit`'s verdict and exit status; the known rule its calls follow; whether "
+            "`assert_lossless` passes.\n\n"
+            "| verifier | what it is | verdict | calls follow | pytest |\n"
+            "| --- | --- | --- | --- | --- |\n")
     return head + "\n".join(rows) + "\n"
 
 

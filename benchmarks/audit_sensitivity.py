@@ -263,14 +263,14 @@ def render_md(path: Path) -> str:
                if power else f"{d['rows'][0]['runs']} runs per setting (the probe and the planted companion add "
                f"{d['fixed']['probe']:.1f} and {d['fixed']['companion']:.1f} CPU seconds)")
             + f"; CPU seconds of one thread, {d.get('machine', 'machine not described')}.\n\n")
-    cols = [size, "exact TV (worst k <= 2 setting)", "law test alone", "lossy", "differs", "caught",
+    cols = [size, "exact TV (worst k <= 2 setting)", "law test alone", "caught (lossy + differs)",
             "runs per setting" if power else "CPU s per audit"]
     if power:
         cols.append("CPU s per audit")
     lines = ["| " + " | ".join(cols) + " |", "|" + "---:|" * len(cols)]
     for r in d["rows"]:
         cells = [f"{r['size']:g}", f"{r['exact_tv']:.4f} ({r['tv_setting']})", f"{r['law_alone']:.2f}",
-                 f"{r['lossy']:.2f}", f"{r['differs']:.2f}", f"{r['caught']:.2f}"]
+                 f"{r['caught']:.2f} ({r['lossy']:.2f} + {r['differs']:.2f})"]
         cells += [r["runs"], f"{r['cpu_per_audit']:.0f}"] if power else [f"{r['cpu_per_audit']:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return head + "\n".join(lines) + "\n"

@@ -11,8 +11,8 @@ package is not installed is recorded as ``not installed`` with the install line,
 silently. An engine audited in another environment (one with its extra installed) joins the
 table with ``--merge --import FILE``, FILE being that run's ``rheo audit --json`` output.
 ``render_md(DIR)`` makes the docs' table from it (simulations/recipes.py, table
-``audit_table``): one row per setting of each audit (its own p against the audit's Bonferroni
-level ``alpha / settings``) and one summary row per audit.
+``audit_table``): for each audit a line with its Bonferroni verdict, then one row per setting
+(its own p against the audit's Bonferroni level ``alpha / settings``).
 """
 
 from __future__ import annotations
@@ -91,28 +91,32 @@ def imported(path: Path) -> dict:
 
 
 def render_md(folder: Path) -> str:
-    """The docs' table (module docstring)."""
+    """The docs' table (module docstring): one line per audit with its Bonferroni verdict, then a
+    table of its settings."""
     rows = json.loads((Path(folder) / "audit_table.json").read_text())
-    lines = ["| audited | setting | N | p | TV detected (power 0.8) | verdict | dtype |",
-             "|---|---|---:|---:|---:|---|---|"]
+    out = []
     for r in rows:
         if r["status"] != "run":
-            lines.append(f"| {r['label']} | | | | | not run: {r['error']} | |")
+            out.append(f"**{r['label']}**: not run: {r['error']}\n")
             continue
         level = r["alpha"] / len(r["settings"])
-        for s in r["settings"]:
-            said = "rejected" if s["p_value"] < level else "not rejected"
-            by_design = s.get("detail", {}).get("by_design")
-            if by_design and said == "rejected":
-                said = f"rejected, lossy by design ({by_design})"
-            lines.append(f"| {r['label']} | {s['name']} | {s['runs']} | {s['p_value']:.3g} | "
-                         f"{s['min_detectable_tv']:.3f} | {said} | {s.get('detail', {}).get('dtype', '')} |")
         comp = r.get("companion")
         verdict = {"lossy": "**lossy**", "lossy-by-design": "**lossy-by-design**"}.get(r["verdict"], "not rejected")
         extra = f"; planted companion: {comp['verdict']}, p = {comp['p_value']:.3g}" if comp else ""
-        lines.append(f"| **{r['label']}** | all {len(r['settings'])} (Bonferroni) | {r['runs']} | {r['p_value']:.3g} | "
-                     f"{r['min_detectable_tv']:.3f} | {verdict}{extra} | |")
-    return "\n".join(lines) + "\n"
+        designs = sorted({s.get("detail", {}).get("by_design") for s in r["settings"]} - {None, ""})
+        dtypes = sorted({s.get("detail", {}).get("dtype") for s in r["settings"]} - {None, ""})
+        notes = "".join([f"; models in {', '.join(dtypes)}" if dtypes else "",
+                         f"; biased by design: `{'`, `'.join(designs)}`" if designs else ""])
+        out.append(f"**{r['label']}**: {verdict} over all {len(r['settings'])} settings (Bonferroni: N = {r['runs']}, "
+                   f"p = {r['p_value']:.3g}, TV detected {r['min_detectable_tv']:.3f}){extra}{notes}.\n")
+        lines = ["| setting | N | p | TV detected (power 0.8) | verdict |", "|---|---:|---:|---:|---|"]
+        for s in r["settings"]:
+            said = "rejected" if s["p_value"] < level else "not rejected"
+            if s.get("detail", {}).get("by_design") and said == "rejected":
+                said = "rejected, lossy by design"
+            lines.append(f"| {s['name']} | {s['runs']} | {s['p_value']:.3g} | {s['min_detectable_tv']:.3f} | {said} |")
+        out.append("\n".join(lines) + "\n")
+    return "\n".join(out)
 
 
 def main(argv=None) -> int:

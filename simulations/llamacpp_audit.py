@@ -192,7 +192,7 @@ def main(argv=None) -> int:
 
 
 # ----------------------------------------------------------------------------------------------
-# The table (simulations/recipes.py renders it into docs/guide/audit.md)
+# The table (simulations/recipes.py renders it into docs/guide/llamacpp.md)
 
 
 def _fmt_p(p: float) -> str:
@@ -203,8 +203,10 @@ def render_md(folder: Path) -> str:
     """The llama.cpp table from ``folder/llamacpp_audit.json``."""
     d = json.loads((Path(folder) / "llamacpp_audit.json").read_text())
     # NOTE: no time column: the runs' seconds (kept in the JSON) are published only from a quiet run
-    lines = ["| setting | L | N | p | detects TV >= (power 0.8) | verdict | drafts accepted |",
-             "| --- | ---: | ---: | ---: | ---: | --- | ---: |"]
+    lengths = {s["length"] for a in d["audits"] for s in a["settings"]}
+    one_length = len(lengths) == 1
+    lines = ["| setting | N | p | detects TV >= (power 0.8) | verdict | drafts accepted |",
+             "| --- | ---: | ---: | ---: | --- | ---: |"]
     for a in d["audits"]:
         for s in a["settings"]:
             if s["audit"] == COMPANION:
@@ -216,14 +218,16 @@ def render_md(folder: Path) -> str:
             acc = s.get("acceptance", {})
             rate = (f"{acc['accepted']}/{acc['drafted']}" if acc.get("drafted") else "-")
             name = s["name"] + (" + synthetic acceptance" if s["audit"] == COMPANION else "")
-            lines.append(f"| {name} | {s['length']} | {s['runs']} | {_fmt_p(s['p_value'])} | "
+            name += "" if one_length else f" (L = {s['length']})"
+            lines.append(f"| {name} | {s['runs']} | {_fmt_p(s['p_value'])} | "
                          f"{s['min_detectable_tv']:.3f} | {verdict} | {rate} |")
     ex = d.get("exact", {})
     tail = [f"\nExact TV of `{k}`'s law of the first 2 tokens from the target's: **{v['tv']:.3f}** (its rule "
             "applied to both models' candidate lists; a lower bound for the L tokens)." for k, v in ex.items()]
     head = (f"llama.cpp {d['version']} (sdist `{d['sdist']}`), SmolLM2-135M-Instruct {d['dtype']}, draft: "
             f"{d['draft_recipe']}; prompt {d['prompt']!r}; alpha {d['alpha']:g} (each setting at alpha / settings); "
-            f"seed {d['seed']}.\n\n")
+            f"seed {d['seed']}"
+            + (f"; the first L = {next(iter(lengths))} tokens tested" if one_length else "") + ".\n\n")
     if not d.get("complete", True):
         head += ("**A partial run**: the settings below are those it finished; the others are not "
                  "audited in this file.\n\n")

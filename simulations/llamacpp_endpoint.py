@@ -33,11 +33,11 @@ def render_md(folder: Path) -> str:
     lines = [f"llama.cpp {d['llamacpp']}, SmolLM2-135M-Instruct on 127.0.0.1 (`{d['command']}`), prompt "
              f"'{d['prompt']}', L = {d['tokens']}, T = 1 with llama.cpp's default chain, alpha 0.01, seed 0, "
              f"{d['machine']}.", "",
-             "| server audited against the reference | N (each) | cells | TV detected (power 0.8) | p | verdict "
-             "| wall s |", "| --- | ---: | ---: | ---: | ---: | --- | ---: |"]
+             "| server audited against the reference | N (each), cells | TV detected (power 0.8) | p | verdict "
+             "| wall s |", "| --- | ---: | ---: | ---: | --- | ---: |"]
     for r in d["audits"]:
         verdict = "not rejected" if r["verdict"] == "lossless" else f"**{r['verdict']}**"
-        lines.append(f"| {r['server']} | {r['runs']} | {r['cells']} | {r['min_detectable_tv']:.3f} | "
+        lines.append(f"| {r['server']} | {r['runs']}, {r['cells']} | {r['min_detectable_tv']:.3f} | "
                      f"{r['p_value']:.3g} | {verdict} | {r['seconds']:.0f} |")
     return "\n".join(lines) + "\n"
 

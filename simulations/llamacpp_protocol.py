@@ -62,11 +62,11 @@ def render_md(folder: Path) -> str:
     lines = [f"llama.cpp {d['llamacpp']} (`{d['command']}`): alpha 0.01, seed 0, the harness linked against the "
              "pinned build; N runs per setting; TV detected with power 0.8 in any one setting, and averaged over "
              "the path's settings (the pooled test).", "",
-             "| path | settings | N | p | TV, any one setting | TV, averaged | verdict | calls follow |",
-             "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |"]
+             "| path (its settings) | N | p | TV, any one setting | TV, averaged | verdict | calls follow |",
+             "| --- | ---: | ---: | ---: | ---: | --- | --- |"]
     for r in d["paths"]:
         verdict = "not rejected" if r["verdict"] == "lossless" else f"**{r['verdict']}**"
-        lines.append(f"| {r['path']} | {r['settings']} | {r['runs']:,} | {r['p_value']:.3g} | "
+        lines.append(f"| {r['path']} ({r['settings']}) | {r['runs']:,} | {r['p_value']:.3g} | "
                      f"{r['min_detectable_tv']:.3f} | {r['pooled_tv']:.3f} | {verdict} | `{r['follows'] or '-'}` |")
     spec = ", ".join(f"{r['family']} {r['exact_tv']:.3f}" for r in d["speculative"])
     lines += ["", f"`llama-speculative`'s rule at toy laws (T = 1, the first two tokens; exact, not run): TV {spec}."]

@@ -29,7 +29,7 @@ EXAMPLES = ROOT / "docs" / "examples" / "engines"
 
 
 def test_a_call_round_trips_through_both_framings():
-    """The encoder writes what the protocol says (docs/guide/audit.md, "Any language")."""
+    """The encoder writes what the protocol says (docs/guide/audit-programs.md)."""
     toks = torch.tensor([2, 0])
     q = torch.tensor([[0.25, 0.75, 0.0], [0.5, 0.5, 0.0]])
     p = torch.tensor([[0.5, 0.5, 0.0], [0.1, 0.2, 0.7], [1.0, 0.0, 0.0]])

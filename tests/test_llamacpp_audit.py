@@ -227,8 +227,9 @@ def test_the_table_renders_from_a_results_file(tmp_path):
              exact={"llama-speculative T=1 default chain": dict(length=2, tv=0.31)})
     (tmp_path / "llamacpp_audit.json").write_text(json.dumps(d))
     md = llamacpp_audit.render_md(tmp_path)
-    assert "| llama-speculative T=1 default chain | 5 | 300 | 0 | 0.200 | **lossy** |" in md
-    assert "+ synthetic acceptance | 5 | 300 | 0 | 0.200 | **rejected** (planted) |" in md
+    assert "| llama-speculative T=1 default chain | 300 | 0 | 0.200 | **lossy** |" in md
+    assert "+ synthetic acceptance | 300 | 0 | 0.200 | **rejected** (planted) |" in md
+    assert "the first L = 5 tokens tested" in md  # one length: said once, not a column
     assert "**0.310**" in md
     assert " s |" not in md.splitlines()[2]  # no time column: timings are published from quiet runs only
     found = llamacpp_audit.render_findings(tmp_path)

@@ -1,7 +1,7 @@
 r"""The process transport: a verifier in any language, driven over its standard input and output.
 
 ``rheo audit --verifier-cmd "PROGRAM ARGS"`` (and ``audit_verifier(ProcessVerifier(...))``) starts
-the program once and hands it every call of the audit (docs/guide/audit.md, "Any language"). The
+the program once and hands it every call of the audit (docs/guide/audit-programs.md). The
 harness, the law test, the rule check and every contract check are the ones a Python function
 gets (:mod:`rheotheory.audit.user`): this module only carries a call across the process boundary.
 
@@ -252,7 +252,7 @@ class ProcessVerifier:
             self._stop()
             raise VerifierCallError(
                 f"the program answered the handshake with {_show(line)}, expected the line "
-                f'{{"protocol": "{PROTOCOL}", "version": {VERSION}}} (docs/guide/audit.md, "Any language")')
+                f'{{"protocol": "{PROTOCOL}", "version": {VERSION}}} (docs/guide/audit-programs.md)')
 
     def _alive(self) -> bool:
         return self._proc is not None and self._owner == os.getpid()

@@ -90,13 +90,7 @@ MIN_REPLAYED = 50
 
 class VerifierCallError(RheoError):
     """The audited function or program broke its contract (raised, exited, answered something
-    else, or avoided being tested).
-
-    Parameters
-    ----------
-    message : str
-        One line naming what it did and the setting.
-    """
+    else, or avoided being tested); its message is one line naming what it did and the setting."""
 
 
 def load_verifier(spec: str) -> Callable:

@@ -69,7 +69,7 @@ def register(sub) -> None:
     # NOTE: outside the group, so that the usage line wraps; run() refuses two of them at once
     a.add_argument("--verifier-cmd", metavar="COMMAND",
                    help="a verifier program in any language, started once, the calls exchanged over its standard "
-                   "input and output (rheotheory.audit.process; docs/guide/audit.md, 'Any language')")
+                   "input and output (rheotheory.audit.process; docs/guide/audit-programs.md)")
     a.add_argument("--endpoint", metavar="URL",
                    help="an OpenAI-compatible server with speculative decoding, audited from outside against "
                    "--reference (rheotheory.audit.endpoint)")
