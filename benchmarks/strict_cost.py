@@ -47,6 +47,22 @@ def time_one(spec: str, size, strict: bool, repeats: int) -> tuple[float, object
     return statistics.median(secs), cert
 
 
+def render_md(path: Path) -> str:
+    """The guide's table of a results file of this script (docs/guide/own-method.md)."""
+    d = json.loads(Path(path).read_text())
+    rows = [f"| `{r['spec']}` | {r['branches']:,} | {r['classes']:,} | {r['plain_s']:.3f} | {r['strict_s']:.3f} "
+            f"| {r['ratio']:.1f}x |" for r in d["rows"]]
+    plain, strict = sum(r["plain_s"] for r in d["rows"]), sum(r["strict_s"] for r in d["rows"])
+    rows.append(f"| all | | | {plain:.2f} | {strict:.2f} | {strict / plain:.1f}x |")
+    load = d["load"]
+    return (f"`python benchmarks/strict_cost.py --size {d['size']} --repeats {d['repeats']}`: `rheo certify` of the "
+            f"built-in example pair, median of {d['repeats']} runs per cell, one thread; load "
+            f"{load['mean_other_runnable']:.2f} other runnable threads on average"
+            f"{' (loaded)' if load['loaded'] else ''}.\n\n"
+            "| method | branches | classes | plain s | strict s | strict / plain |\n"
+            "| --- | ---: | ---: | ---: | ---: | ---: |\n" + "\n".join(rows) + "\n")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="toy", help="tree size: a TREE_SIZES row or K,D,N (default toy)")

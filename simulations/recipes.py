@@ -103,6 +103,8 @@ TIMING_RECIPES = frozenset({
     "gpu_check", "smollm2_online_t0", "smollm2_online_greedy",
     # NOTE: the audit's CPU seconds per audit and its calls a minute
     "audit_sensitivity", "audit_sensitivity_power", "audit_process_speed", "llamacpp_endpoint",
+    # NOTE: what strict certification costs, and the paper grid's speed-up with workers
+    "strict_cost", "paper_table_workers",
 })
 
 
@@ -1614,6 +1616,19 @@ RECIPES: list[Recipe] = [
                        "--out {out}/audit/sensitivity_accept_power.json"),),
            seconds=900, quick_seconds=60, seed=0,
            tables={"audit_sensitivity_power": lambda f: audit_sensitivity_md(f, "sensitivity_accept_power.json")}),
+    Recipe("strict_cost", BENCH, ("strict_cost.json",),
+           steps=(step("python benchmarks/strict_cost.py --repeats 3 --out {out}/strict_cost.json"),),
+           quick=(step("python benchmarks/strict_cost.py --repeats 1 --only autoregressive,rheo,chain "
+                       "--out {out}/strict_cost.json"),),
+           seconds=120, quick_seconds=20, seed=0,
+           tables={"strict_cost": lambda f: _bench_module("strict_cost").render_md(f / "strict_cost.json")}),
+    Recipe("paper_table_workers", BENCH, ("paper_table_workers.json",),
+           steps=(step("python benchmarks/paper_table_workers.py --workers 2 --out {out}/paper_table_workers.json"),),
+           quick=(step("python benchmarks/paper_table_workers.py --workers 2 --out {out}/paper_table_workers.json"),),
+           seconds=900, quick_seconds=900, seed=0,
+           tables={"paper_table_workers":
+                   lambda f: _bench_module("paper_table_workers").render_md(f / "paper_table_workers.json")},
+           needs=SMOL_NEEDS + ", the sharegpt and humaneval extras"),
     Recipe("audit_process_speed", BENCH, ("audit/process_speed.json",),
            steps=(step("python benchmarks/audit_process_speed.py --runs 1000 --out {out}/audit/process_speed.json"),),
            quick=(step("python benchmarks/audit_process_speed.py --runs 50 --out {out}/audit/process_speed.json"),),
