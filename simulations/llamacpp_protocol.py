@@ -2,7 +2,7 @@
 
 Usage::
 
-    python simulations/llamacpp_protocol.py [--runs 2000] [--ties-runs 8000] [--only NAME,...] [--out DIR]
+    python simulations/llamacpp_protocol.py [--runs 2000] [--ties-runs 45000] [--only NAME,...] [--out DIR]
 
 For each path of ``rheotheory.audit.engines.llamacpp_protocol.PATHS`` (llama-server's
 ``common_sampler_sample_and_accept_n`` and ``..._rejection``, each at T = 1 without a cut and at
@@ -76,7 +76,8 @@ def render_md(folder: Path) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=2000, help="runs per setting of the no-cut paths (20 settings)")
-    ap.add_argument("--ties-runs", type=int, default=8000, help="runs per setting of the default-chain paths (4)")
+    ap.add_argument("--ties-runs", type=int, default=45000,
+                    help="runs per setting of the default-chain paths (4; 45,000 detect a TV under 0.03 in any one)")
     ap.add_argument("--only", default=None, help="comma-separated path names")
     ap.add_argument("--out", type=Path, default=ROOT / "simulations" / "results" / "llamacpp_protocol")
     args = ap.parse_args(argv)
