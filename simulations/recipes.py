@@ -1274,10 +1274,13 @@ def paper_verdict_md(folder: Path) -> str:
             for t, r in cells:
                 v = r.get("vs_eagle_verdict", "")
                 got[v if v in got else ""].append(f"{num(t)} ({_ci(r, 'vs_eagle', True)}, n {r['prompts']})")
-            parts = ([f"**holds** at T = {'; '.join(got['higher'])}"] if got["higher"] else []) \
-                + ([f"level at T = {'; '.join(got['tie'])}"] if got["tie"] else []) \
-                + ([f"below at T = {'; '.join(got['lower'])}"] if got["lower"] else []) \
-                + ([f"no verdict yet at T = {'; '.join(got[''])}"] if got[""] else [])
+            def at(items):  # NOTE: "T = 0.5 (...) and T = 1 (...)": each temperature named
+                return " and ".join(f"T = {x}" for x in items)
+
+            parts = ([f"**holds** at {at(got['higher'])}"] if got["higher"] else []) \
+                + ([f"level at {at(got['tie'])}"] if got["tie"] else []) \
+                + ([f"below at {at(got['lower'])}"] if got["lower"] else []) \
+                + ([f"no verdict yet at {at(got[''])}"] if got[""] else [])
             line.append("; ".join(parts) or "not measured")
         body.append(line)
     return md_table(["set"] + [f"`{m}` above EAGLE?" for m in PAPER_CLAIM_METHODS], body)
