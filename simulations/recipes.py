@@ -1257,6 +1257,11 @@ def paper_claim_md(folder: Path) -> str:
 PAPER_CLAIM_METHODS = ("rheo", "rheo-adaptive")
 
 
+def _at_temperatures(items: list[str]) -> str:
+    """``"T = 0.5 (...) and T = 1 (...)"``: each temperature of a verdict named."""
+    return " and ".join(f"T = {x}" for x in items)
+
+
 def paper_verdict_md(folder: Path) -> str:
     """The seed paper's claim, per prompt set and method (rheo, rheo-adaptive): tokens per step
     above EAGLE at T > 0 with the paired interval apart from 0. One column per method: the
@@ -1274,9 +1279,7 @@ def paper_verdict_md(folder: Path) -> str:
             for t, r in cells:
                 v = r.get("vs_eagle_verdict", "")
                 got[v if v in got else ""].append(f"{num(t)} ({_ci(r, 'vs_eagle', True)}, n {r['prompts']})")
-            def at(items):  # NOTE: "T = 0.5 (...) and T = 1 (...)": each temperature named
-                return " and ".join(f"T = {x}" for x in items)
-
+            at = _at_temperatures
             parts = ([f"**holds** at {at(got['higher'])}"] if got["higher"] else []) \
                 + ([f"level at {at(got['tie'])}"] if got["tie"] else []) \
                 + ([f"below at {at(got['lower'])}"] if got["lower"] else []) \
