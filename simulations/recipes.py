@@ -1868,7 +1868,7 @@ RECIPES: list[Recipe] = [
            steps=(step("python simulations/smollm2_paper_table.py --out {out}/smollm2_paper_table"),),
            quick=(step("python simulations/smollm2_paper_table.py --model builtin --prompts 2 --max-new-tokens 8 "
                        "--temperatures 1,0 --top-k 2 --depths 2 --budget 4 --out {out}/smollm2_paper_table"),),
-           seconds=46000, quick_seconds=15, seed=0,
+           seconds=19000, quick_seconds=15, seed=0,
            needs=SMOL_NEEDS + ", the sharegpt and humaneval extras and MT-Bench's package",
            tables={"smollm2_paper_table": paper_table_md, "smollm2_paper_claim": paper_claim_md,
                    "smollm2_paper_verdict": paper_verdict_md,
