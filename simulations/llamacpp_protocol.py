@@ -2,7 +2,7 @@
 
 Usage::
 
-    python simulations/llamacpp_protocol.py [--runs 2000] [--ties-runs 55000] [--only NAME,...] [--jobs N]
+    python simulations/llamacpp_protocol.py [--runs 2000] [--family-runs 55000] [--only NAME ...] [--jobs N]
         [--merge] [--out DIR]
 
 For each path of ``rheotheory.audit.engines.llamacpp_protocol.PATHS`` (llama-server's
@@ -10,16 +10,14 @@ For each path of ``rheotheory.audit.engines.llamacpp_protocol.PATHS`` (llama-ser
 T = 0.7 through llama.cpp's default chain), the harness built from the pinned sdist is audited as
 ``rheo audit --verifier-cmd HARNESS --framing binary --runs N [--setting ties]`` would (alpha
 0.01, seed 0, the planted companion beside): ``--runs`` per setting on the 20 chain settings,
-``--ties-runs`` on the 4 ``ties`` settings of the default-chain paths. Written to ``DIR/llamacpp_protocol.json``: per path
+``--family-runs`` on the paths that run one family's 4 settings (``ties`` for the default-chain
+paths, ``generic`` for the no-cut paths' second rows). Written to ``DIR/llamacpp_protocol.json``: per path
 its verdict, p-value, the TV detected with power 0.8 in any one setting and averaged over the
 settings, the rule its calls follow, its calls and the calls a minute (wall).
 
-It also writes the exact TV of ``llama-speculative``'s rule (``examples/speculative``, as
-``rheotheory.audit.engines.llamacpp.speculative_example_law`` reads it: the draft's arg-max kept
-with min(1, p/q), the residual of id-sorted lists) from the target's law of the first two tokens
-on each toy family at T = 1 (draft q after a first token drawn from p): the finding of the
-llama.cpp table, at toy laws. That rule is not run here: it lives in the example's ``main``,
-which reads logits from two loaded models (llamacpp_audit.py runs the binary on a real pair).
+``llama-speculative``'s rule is not here: it lives in the example's ``main``, which reads logits
+from two loaded models; ``llamacpp_speculative_toy.py`` runs the binary on two tiny models of
+toy laws instead.
 
 ``render_md`` makes the guide's table (recipe ``llamacpp_protocol``).
 """
@@ -34,27 +32,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def speculative_toy_tv(seed: int = 0) -> list[dict]:
-    """The exact TV of ``llama-speculative``'s rule on the first two tokens, per toy family."""
-    from fractions import Fraction
-
-    from rheotheory.audit.engines.llamacpp import speculative_example_law, tv_distance
-    from rheotheory.audit.toy import FAMILIES, ToyLaws
-
-    out = []
-    for i, family in enumerate(f for f in FAMILIES if f != "greedy"):
-        laws = ToyLaws(family, 1000 + 17 * seed + i)
-
-        def as_dict(row):
-            return {t: Fraction(float(x)) for t, x in enumerate(row) if x > 0}
-
-        law = speculative_example_law(lambda u: as_dict(laws.p(u)), lambda u: as_dict(laws.q(u)), 2)
-        target = {(a, b): Fraction(float(laws.p(())[a])) * Fraction(float(laws.p((a,))[b]))
-                  for a in range(laws.vocab) for b in range(laws.vocab) if laws.p(())[a] > 0 and laws.p((a,))[b] > 0}
-        out.append(dict(family=family, laws_seed=laws.seed, exact_tv=float(tv_distance(law, target))))
-    return out
 
 
 def render_md(folder: Path) -> str:
@@ -72,17 +49,17 @@ def render_md(folder: Path) -> str:
         settings = str(r["settings"]).replace(" (", " settings (", 1)
         lines.append(f"| {r['path']}, {settings} | {r['runs']:,} | {r['p_value']:.3g} | "
                      f"{r['min_detectable_tv']:.3f} | {r['pooled_tv']:.3f} | {verdict} | `{r['follows'] or '-'}` |")
-    spec = ", ".join(f"{r['family']} {r['exact_tv']:.3f}" for r in d["speculative"])
-    lines += ["", f"`llama-speculative`'s rule at toy laws (T = 1, the first two tokens; exact, not run): TV {spec}."]
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=2000, help="runs per setting of the no-cut paths (20 settings)")
-    ap.add_argument("--ties-runs", type=int, default=55000,
-                    help="runs per setting of the default-chain paths (4; 55,000 detect a TV under 0.03 in any one)")
-    ap.add_argument("--only", default=None, help="comma-separated path names")
+    ap.add_argument("--family-runs", "--ties-runs", type=int, default=55000, dest="family_runs",
+                    help="runs per setting of the paths that run one family's 4 settings "
+                         "(55,000 detect a TV under 0.03 in any one)")
+    ap.add_argument("--only", action="append", default=None, metavar="NAME",
+                    help="run this path only (a name of PATHS; repeat the option for several)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes, one harness each (default 1)")
     ap.add_argument("--merge", action="store_true",
                     help="keep the rows of an existing DIR/llamacpp_protocol.json for the paths not run now")
@@ -105,13 +82,15 @@ def main(argv=None) -> int:
         elif not a.startswith("--out="):
             given.append(a.replace(str(ROOT) + "/", ""))
     made_by = " ".join(["python simulations/llamacpp_protocol.py", *given])
-    only = None if args.only is None else set(args.only.split(","))
+    only = None if args.only is None else set(args.only)
+    if only is not None and only - set(PATHS):
+        ap.error(f"unknown path {sorted(only - set(PATHS))[0]!r}; the paths: {'; '.join(PATHS)}")
     rows = []
     for name, path in PATHS.items():
         if only is not None and name not in only:
             continue
         t0 = time.perf_counter()
-        runs = args.ties_runs if path.settings == "ties" else args.runs
+        runs = args.family_runs if path.settings else args.runs
         res = api.audit_verifier(command=command(name), kind="chain", framing="binary", runs=runs,
                                  setting=path.settings, jobs=args.jobs)
         wall = sum(s.seconds for s in res.settings)
@@ -127,17 +106,13 @@ def main(argv=None) -> int:
         rows.append(row)
         print(f"{name:<40} {row['verdict']:<9} p={row['p_value']:.3g} TV={row['min_detectable_tv']:.3f} "
               f"avg={row['pooled_tv']:.3f} follows={row['follows']} calls/min={row['calls_per_minute']:,}", flush=True)
-    spec = speculative_toy_tv()
-    for r in spec:
-        print(f"llama-speculative rule, {r['family']}: exact TV of the first two tokens {r['exact_tv']:.4f}", flush=True)
     target = args.out / "llamacpp_protocol.json"
     if args.merge and target.is_file():  # NOTE: each row keeps the command that made it
         old = json.loads(target.read_text())
         new = {r["path"]: r for r in rows}
         rows = [new.pop(r["path"], dict(r, command=r.get("command", old["command"]))) for r in old["paths"]]
         rows += list(new.values())
-    out = dict(command=made_by, llamacpp=llamacpp.PINNED, runs=args.runs, ties_runs=args.ties_runs, paths=rows,
-               speculative=spec)
+    out = dict(command=made_by, llamacpp=llamacpp.PINNED, runs=args.runs, family_runs=args.family_runs, paths=rows)
     args.out.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(out, indent=1) + "\n")
     return 0 if all(r["verdict"] != "differs" or r["follows"] for r in rows) else 1

@@ -64,7 +64,7 @@ def test_the_table_names_the_command_of_each_row(tmp_path):
                min_detectable_tv=0.116, pooled_tv=0.019, verdict="lossless", follows="one-hot")
     more = dict(row, path="server rejection T=1 no cut", runs=60000, min_detectable_tv=0.029, follows="rejection",
                 command="python simulations/llamacpp_protocol.py --only x --runs 60000 --merge")
-    d = dict(command="python simulations/llamacpp_protocol.py", llamacpp="1", paths=[row, more], speculative=[])
+    d = dict(command="python simulations/llamacpp_protocol.py", llamacpp="1", paths=[row, more])
     (tmp_path / "llamacpp_protocol.json").write_text(json.dumps(d))
     md = script.render_md(tmp_path)
     assert "(`python simulations/llamacpp_protocol.py`, then `python simulations/llamacpp_protocol.py --only x" in md

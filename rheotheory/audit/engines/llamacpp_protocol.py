@@ -18,7 +18,9 @@ temperature 0.7 through llama.cpp's default chain (top-k 40, top-p 0.95, min-p 0
 hands the chain ``T log p``, so its temperature gives ``p`` back; a cut leaves ``p`` as it is when
 every positive probability is above the cut's thresholds, which the ``ties`` family ensures
 (probabilities that are multiples of at least 1/10 of a law whose largest is at most 1), so the
-default-chain paths are audited on the ``ties`` settings, the others on all 20 chain settings.
+default-chain paths are audited on the ``ties`` settings, the no-cut paths on all 20 chain
+settings and again on the 4 ``generic`` settings (full support, every law distinct), where many
+more runs a setting fit the same time.
 
 Build (once, with the rest of llama.cpp): ``python -m rheotheory.audit.engines.llamacpp build``;
 the harness alone: ``python -m rheotheory.audit.engines.llamacpp_protocol build``. Without a build
@@ -68,8 +70,10 @@ class AcceptPath:
 #: The audited paths, by name.
 PATHS = {
     "server match T=1 no cut": AcceptPath("match", 1.0, "none", None, "one-hot"),
+    "server match T=1 no cut, generic": AcceptPath("match", 1.0, "none", "generic", "one-hot"),
     "server match T=0.7 default chain": AcceptPath("match", 0.7, "default", "ties", "one-hot"),
     "server rejection T=1 no cut": AcceptPath("rejection", 1.0, "none", None, "rejection"),
+    "server rejection T=1 no cut, generic": AcceptPath("rejection", 1.0, "none", "generic", "rejection"),
     "server rejection T=0.7 default chain": AcceptPath("rejection", 0.7, "default", "ties", "rejection"),
 }
 
