@@ -22,7 +22,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["PACKAGES", "provenance", "write_provenance", "provenance_path"]
+__all__ = ["PACKAGES", "provenance", "write_provenance", "provenance_path", "results_command"]
 
 #: Packages whose versions can change a number this project publishes.
 PACKAGES = ("rheotheory", "numpy", "scipy", "sympy", "pot", "torch", "transformers")
@@ -166,3 +166,36 @@ def write_provenance(results_file, seed=None, started: float | None = None, **kw
     path = provenance_path(results_file)
     path.write_text(json.dumps(provenance(seed=seed, started=started, **kwargs), indent=2) + "\n")
     return path
+
+
+def results_command(script: str, argv=None, root: Path | None = None) -> str:
+    """The command line a results file names as its maker: ``python SCRIPT ARGS`` less ``--out
+    DIR`` (the recipe's folder is not part of what was computed), paths inside the repository
+    made relative, each word shell-quoted so that the line reruns as it reads.
+
+    Parameters
+    ----------
+    script : str
+        The script's path from the repository root (``simulations/x.py``).
+    argv : sequence of str, optional
+        Its arguments (default ``sys.argv[1:]``).
+    root : pathlib.Path, optional
+        The repository root (default: the folder above this package).
+
+    Returns
+    -------
+    str
+
+    >>> results_command("simulations/x.py", ["--only", "a b", "--out", "/tmp/o", "--runs", "3"])
+    "python simulations/x.py --only 'a b' --runs 3"
+    """
+    root = str(root or Path(__file__).resolve().parent.parent)
+    given, skip = [], False
+    for a in map(str, sys.argv[1:] if argv is None else argv):
+        if skip:
+            skip = False
+        elif a == "--out":
+            skip = True
+        elif not a.startswith("--out="):
+            given.append(a.replace(root + "/", ""))
+    return shlex.join(["python", script, *given])

@@ -70,15 +70,10 @@ def main(argv=None) -> int:
                                    min_detectable_tv=res.min_detectable_tv, p_value=res.p_value, verdict=res.verdict,
                                    unit=res.unit, worst=res.worst, seconds=round(time.perf_counter() - t0, 1)))
                 print(res.summary(), f"({audits[-1]['seconds']} s)", flush=True)
-    given, skip = [], False
-    for a in map(str, argv if argv is not None else sys.argv[1:]):  # NOTE: the command less its --out
-        if skip:
-            skip = False
-        elif a == "--out":
-            skip = True
-        elif not a.startswith("--out="):
-            given.append(a.replace(str(ROOT) + "/", ""))
-    out = dict(command=" ".join(["python simulations/llamacpp_endpoint.py", *given]), llamacpp=llamacpp.PINNED,
+    from rheotheory.provenance import results_command
+
+    made_by = results_command("simulations/llamacpp_endpoint.py", argv)
+    out = dict(command=made_by, llamacpp=llamacpp.PINNED,
                prompt=PROMPT, tokens=args.tokens,
                machine=os.environ.get("RHEO_MACHINE_NOTE") or "machine not described", audits=audits)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -73,15 +73,9 @@ def main(argv=None) -> int:
     from rheotheory.audit.engines.llamacpp_protocol import PATHS, command
 
     torch.set_num_threads(1)
-    given, skip = [], False
-    for a in map(str, argv if argv is not None else sys.argv[1:]):  # NOTE: the command less its --out
-        if skip:
-            skip = False
-        elif a == "--out":
-            skip = True
-        elif not a.startswith("--out="):
-            given.append(a.replace(str(ROOT) + "/", ""))
-    made_by = " ".join(["python simulations/llamacpp_protocol.py", *given])
+    from rheotheory.provenance import results_command
+
+    made_by = results_command("simulations/llamacpp_protocol.py", argv)
     only = None if args.only is None else set(args.only)
     if only is not None and only - set(PATHS):
         ap.error(f"unknown path {sorted(only - set(PATHS))[0]!r}; the paths: {'; '.join(PATHS)}")

@@ -77,15 +77,9 @@ def main(argv=None) -> int:
     names = [*T.TOY_SETTINGS, *T.CONTROL]
     if args.only and set(args.only) - set(names):
         ap.error(f"unknown row {sorted(set(args.only) - set(names))[0]!r}; the rows: {'; '.join(names)}")
-    given, skip = [], False
-    for a in map(str, argv if argv is not None else sys.argv[1:]):  # NOTE: the command less its --out
-        if skip:
-            skip = False
-        elif a == "--out":
-            skip = True
-        elif not a.startswith("--out="):
-            given.append(a)
-    made_by = " ".join(["python simulations/llamacpp_speculative_toy.py", *given])
+    from rheotheory.provenance import results_command
+
+    made_by = results_command("simulations/llamacpp_speculative_toy.py", argv)
     rows = []
     try:
         for index, name in enumerate(names):
