@@ -52,7 +52,8 @@ def render_md(folder: Path) -> str:
              "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
     for r in d["rows"]:
         verdict = "not rejected" if r["verdict"] == "lossless" else f"**{r['verdict']}**"
-        lines.append(f"| {r['setting']} | {r['runs']:,} | {r['p_value']:.2g} | {r['min_detectable_tv']:.3f} | "
+        p = "< 1e-300" if r["p_value"] == 0 else f"{r['p_value']:.2g}"  # NOTE: below the double's range
+        lines.append(f"| {r['setting']} | {r['runs']:,} | {p} | {r['min_detectable_tv']:.3f} | "
                      f"{verdict} | {r['exact_tv']:.3f} | {r['observed_tv']:.3f} | {r['rule_p_value']:.2g} |")
     return "\n".join(lines) + "\n"
 
