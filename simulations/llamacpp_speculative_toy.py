@@ -2,8 +2,8 @@
 
 Usage::
 
-    python simulations/llamacpp_speculative_toy.py [--runs 7000] [--control-runs 2000] [--jobs 2]
-        [--only NAME ...] [--out DIR]
+    python simulations/llamacpp_speculative_toy.py [--runs 7500] [--control-runs 2000] [--jobs 2]
+        [--only NAME ...] [--merge] [--out DIR]
 
 The unchanged ``llama-speculative`` of the pinned build runs on a pair of tiny GGUF models whose
 next-token laws are the toy target ``p`` and draft ``q`` of one family
@@ -44,7 +44,8 @@ def _tv(counts: Counter, n: int, law: dict) -> float:
 def render_md(folder: Path) -> str:
     """The guide's table of ``llamacpp_speculative_toy.json``."""
     d = json.loads((Path(folder) / "llamacpp_speculative_toy.json").read_text())
-    lines = [f"llama.cpp {d['llamacpp']} (`{d['command']}`): alpha 0.01, seed 0, one process per run, "
+    made = list(dict.fromkeys(r.get("command", d["command"]) for r in d["rows"]))
+    lines = [f"llama.cpp {d['llamacpp']} ({', then '.join(f'`{c}`' for c in made)}): alpha 0.01, seed 0, one process per run, "
              "T = 1, one-token drafts, the first two tokens; N runs; TV detected with power 0.8; the rule's exact "
              "TV from the target, the runs' observed TV from the target, and the p-value of the runs against "
              "the rule's exact law (the same test, that law as the null).", "",
@@ -60,11 +61,13 @@ def render_md(folder: Path) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=7000,
-                    help="runs of each llama-speculative row (7,000 detect a TV under 0.03)")
+    ap.add_argument("--runs", type=int, default=7500,
+                    help="runs of each llama-speculative row (7,500 detect a TV under 0.03 in both)")
     ap.add_argument("--control-runs", type=int, default=2000, help="runs of the control row")
     ap.add_argument("--jobs", type=int, default=2, help="processes at once, one thread each (default 2)")
     ap.add_argument("--only", action="append", default=None, metavar="NAME", help="this row only (repeatable)")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the rows of an existing DIR/llamacpp_speculative_toy.json not run now")
     ap.add_argument("--out", type=Path, default=ROOT / "simulations" / "results" / "llamacpp_speculative_toy")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -107,7 +110,7 @@ def main(argv=None) -> int:
                        exact_tv=float(llamacpp.tv_distance(rule, target)), observed_tv=_tv(counts, runs, target),
                        observed_tv_rule=_tv(counts, runs, rule), rule_p_value=fit.p_value,
                        counts={f"{a} {b}": c for (a, b), c in sorted(counts.items())},
-                       seconds=round(wall, 1), runs_per_second=round(runs / max(wall, 1e-9), 2))
+                       seconds=round(wall, 1), runs_per_second=round(runs / max(wall, 1e-9), 2), command=made_by)
             rows.append(row)
             print(f"{name:<48} {row['verdict']:<8} p={row['p_value']:.3g} TV={row['min_detectable_tv']:.3f} "
                   f"exact={row['exact_tv']:.4f} observed={row['observed_tv']:.4f} rule p={row['rule_p_value']:.3g}",
@@ -115,9 +118,15 @@ def main(argv=None) -> int:
     except RheoError as e:
         print(f"llamacpp_speculative_toy: {e}", file=sys.stderr)
         return 2
+    target = args.out / "llamacpp_speculative_toy.json"
+    if args.merge and target.is_file():  # NOTE: each row keeps the command that made it
+        old = json.loads(target.read_text())
+        new = {r["setting"]: r for r in rows}
+        rows = [new.pop(r["setting"], dict(r, command=r.get("command", old["command"]))) for r in old["rows"]]
+        rows += list(new.values())
     out = dict(command=made_by, llamacpp=llamacpp.PINNED, runs=args.runs, control_runs=args.control_runs, rows=rows)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "llamacpp_speculative_toy.json").write_text(json.dumps(out, indent=1) + "\n")
+    target.write_text(json.dumps(out, indent=1) + "\n")
     return 0
 
 

