@@ -47,7 +47,9 @@ def render_md(folder: Path) -> str:
     for r in d["paths"]:
         verdict = "not rejected" if r["verdict"] == "lossless" else f"**{r['verdict']}**"
         settings = str(r["settings"]).replace(" (", " settings (", 1)
-        lines.append(f"| {r['path']}, {settings} | {r['runs']:,} | {r['p_value']:.3g} | "
+        family = settings.rpartition("(")[2].rstrip(")")
+        name = r["path"].removesuffix(f", {family}")  # NOTE: the settings name the family once
+        lines.append(f"| {name}, {settings} | {r['runs']:,} | {r['p_value']:.3g} | "
                      f"{r['min_detectable_tv']:.3f} | {r['pooled_tv']:.3f} | {verdict} | `{r['follows'] or '-'}` |")
     return "\n".join(lines) + "\n"
 

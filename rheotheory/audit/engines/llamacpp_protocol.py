@@ -19,7 +19,7 @@ hands the chain ``T log p``, so its temperature gives ``p`` back; a cut leaves `
 every positive probability is above the cut's thresholds, which the ``ties`` family ensures
 (probabilities that are multiples of at least 1/10 of a law whose largest is at most 1), so the
 default-chain paths are audited on the ``ties`` settings, the no-cut paths on all 20 chain
-settings and again on the 4 ``generic`` settings (full support, every law distinct), where many
+settings and again on the 4 ``generic`` settings (Dirichlet laws without ties), where many
 more runs a setting fit the same time.
 
 Build (once, with the rest of llama.cpp): ``python -m rheotheory.audit.engines.llamacpp build``;
