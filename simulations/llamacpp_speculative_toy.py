@@ -45,17 +45,19 @@ def render_md(folder: Path) -> str:
     """The guide's table of ``llamacpp_speculative_toy.json``."""
     d = json.loads((Path(folder) / "llamacpp_speculative_toy.json").read_text())
     made = list(dict.fromkeys(r.get("command", d["command"]) for r in d["rows"]))
-    lines = [f"llama.cpp {d['llamacpp']} ({', then '.join(f'`{c}`' for c in made)}): alpha 0.01, seed 0, one process per run, "
-             "T = 1, one-token drafts, the first two tokens; N runs; TV detected with power 0.8; the rule's exact "
-             "TV from the target, the runs' observed TV from the target, and the p-value of the runs against "
-             "the rule's exact law (the same test, that law as the null).", "",
-             "| binary, chain, toy laws | N | p | TV detected | verdict | rule's exact TV | observed TV | p, rule |",
-             "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
+    lines = [f"llama.cpp {d['llamacpp']} ({', then '.join(f'`{c}`' for c in made)}): alpha 0.01, seed 0, one "
+             "process per run, T = 1, one-token drafts, the first two tokens; N runs; the TV detected with power "
+             "0.8; the exact TV of the rule read from the code, and the runs' observed TV, from the target's law; "
+             "the p-value of the runs against the rule's exact law (the same test, that law as the null).", "",
+             "| binary, chain, toy laws (N) | verdict (p) | TV detected | TV: exact, observed | p, rule |",
+             "| --- | --- | ---: | ---: | ---: |"]
     for r in d["rows"]:
+        p = "p < 1e-300" if r["p_value"] == 0 else f"p = {r['p_value']:.2g}"  # NOTE: below the double's range
         verdict = "not rejected" if r["verdict"] == "lossless" else f"**{r['verdict']}**"
-        p = "< 1e-300" if r["p_value"] == 0 else f"{r['p_value']:.2g}"  # NOTE: below the double's range
-        lines.append(f"| {r['setting']} | {r['runs']:,} | {p} | {r['min_detectable_tv']:.3f} | "
-                     f"{verdict} | {r['exact_tv']:.3f} | {r['observed_tv']:.3f} | {r['rule_p_value']:.2g} |")
+        name = r["setting"]
+        lines.append(f"| `{name.split(' ', 1)[0]}` {name.split(' ', 1)[1]} ({r['runs']:,}) | {verdict} ({p}) | "
+                     f"{r['min_detectable_tv']:.3f} | {r['exact_tv']:.3f}, {r['observed_tv']:.3f} | "
+                     f"{r['rule_p_value']:.2g} |")
     return "\n".join(lines) + "\n"
 
 

@@ -191,3 +191,27 @@ def test_a_run_whose_log_ends_early_is_run_again_with_its_seed(monkeypatch):
     with pytest.raises(RheoError, match=f"fewer than 2, in {llamacpp.LOG_TRIES} runs with one seed"):
         llamacpp.run_argv(cfg, ["x", "-s", "7"], 2)
     assert len(seen) == llamacpp.LOG_TRIES
+
+
+def test_the_table_names_each_rows_command_and_an_underflowed_p(tmp_path):
+    import json
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root / "simulations"))
+    try:
+        import llamacpp_speculative_toy as script
+    finally:
+        sys.path.pop(0)
+    row = dict(setting="llama-speculative T=1 no cut, generic", runs=7000, p_value=0.0, min_detectable_tv=0.029,
+               verdict="lossy", exact_tv=0.154, observed_tv=0.1496, rule_p_value=0.49)
+    more = dict(row, setting="llama-speculative T=1 default chain, ties", runs=7500, p_value=0.3, verdict="lossless",
+                command="python simulations/llamacpp_speculative_toy.py --only x --merge")
+    d = dict(command="python simulations/llamacpp_speculative_toy.py", llamacpp="1", rows=[row, more])
+    (tmp_path / "llamacpp_speculative_toy.json").write_text(json.dumps(d))
+    md = script.render_md(tmp_path)
+    assert "(`python simulations/llamacpp_speculative_toy.py`, then `python simulations/llamacpp_speculative_toy.py " \
+           "--only x --merge`)" in md
+    assert "| `llama-speculative` T=1 no cut, generic (7,000) | **lossy** (p < 1e-300) | 0.029 | 0.154, 0.150 | 0.49 |" in md
+    assert "| `llama-speculative` T=1 default chain, ties (7,500) | not rejected (p = 0.3) |" in md
