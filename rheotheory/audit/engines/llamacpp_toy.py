@@ -219,7 +219,10 @@ def rule_law(family: str, seed: int, chain: str) -> dict:
 
     Parameters
     ----------
-    family, seed : as for :func:`toy_pair`
+    family : str
+        A toy family, as for :func:`toy_pair`.
+    seed : int
+        The laws' seed.
     chain : str
         ``none`` or ``default`` (module docstring).
 
@@ -253,7 +256,10 @@ def target_law(family: str, seed: int) -> dict:
 
     Parameters
     ----------
-    family, seed : as for :func:`toy_pair`
+    family : str
+        A toy family, as for :func:`toy_pair`.
+    seed : int
+        The laws' seed.
 
     Returns
     -------
