@@ -22,7 +22,8 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["PACKAGES", "provenance", "write_provenance", "provenance_path", "results_command"]
+__all__ = ["PACKAGES", "provenance", "write_provenance", "provenance_path", "results_command", "merge_rows",
+           "row_commands"]
 
 #: Packages whose versions can change a number this project publishes.
 PACKAGES = ("rheotheory", "numpy", "scipy", "sympy", "pot", "torch", "transformers")
@@ -199,3 +200,53 @@ def results_command(script: str, argv=None, root: Path | None = None) -> str:
         elif not a.startswith("--out="):
             given.append(a.replace(root + "/", ""))
     return shlex.join(["python", script, *given])
+
+
+def merge_rows(results_file, rows: list, key: str, field: str) -> list:
+    """The rows of a results file rerun in part (a script's ``--merge``): those of the existing
+    file ``results_file`` (its list ``field``), each replaced by the row of ``rows`` with the same
+    ``key``, then the new rows it lacked. Each kept row keeps the command that made it (its own
+    ``command``, else the file's).
+
+    Parameters
+    ----------
+    results_file : str or os.PathLike
+        A JSON file with a top-level ``command`` and a list of rows ``field``; missing: ``rows``.
+    rows : list of dict
+        The rows run now.
+    key : str
+        The field naming a row.
+    field : str
+
+    Returns
+    -------
+    list of dict
+    """
+    path = Path(results_file)
+    if not path.is_file():
+        return list(rows)
+    old = json.loads(path.read_text())
+    new = {r[key]: r for r in rows}
+    out = [new.pop(r[key], dict(r, command=r.get("command", old["command"]))) for r in old[field]]
+    return out + list(new.values())
+
+
+def row_commands(results: dict, field: str) -> str:
+    """The commands that made a results file's rows, in order, for a table's caption:
+    ```` `A` ```` or ```` `A`, then `B` ````.
+
+    Parameters
+    ----------
+    results : dict
+        The file's data: a top-level ``command`` and the rows ``field``.
+    field : str
+
+    Returns
+    -------
+    str
+
+    >>> row_commands({"command": "a", "rows": [{}, {"command": "b"}]}, "rows")
+    '`a`, then `b`'
+    """
+    made = list(dict.fromkeys(r.get("command", results["command"]) for r in results[field]))
+    return ", then ".join(f"`{c}`" for c in made)

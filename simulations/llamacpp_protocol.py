@@ -37,8 +37,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def render_md(folder: Path) -> str:
     """The guide's table of ``llamacpp_protocol.json``."""
     d = json.loads((Path(folder) / "llamacpp_protocol.json").read_text())
-    made = list(dict.fromkeys(r.get("command", d["command"]) for r in d["paths"]))
-    lines = [f"llama.cpp {d['llamacpp']} ({', then '.join(f'`{c}`' for c in made)}): alpha 0.01, seed 0, the "
+    from rheotheory.provenance import row_commands
+
+    lines = [f"llama.cpp {d['llamacpp']} ({row_commands(d, 'paths')}): alpha 0.01, seed 0, the "
              "harness linked against the "
              "pinned build; N runs per setting; TV detected with power 0.8 in any one setting, and averaged over "
              "the path's settings (the pooled test).", "",
@@ -103,11 +104,10 @@ def main(argv=None) -> int:
         print(f"{name:<40} {row['verdict']:<9} p={row['p_value']:.3g} TV={row['min_detectable_tv']:.3f} "
               f"avg={row['pooled_tv']:.3f} follows={row['follows']} calls/min={row['calls_per_minute']:,}", flush=True)
     target = args.out / "llamacpp_protocol.json"
-    if args.merge and target.is_file():  # NOTE: each row keeps the command that made it
-        old = json.loads(target.read_text())
-        new = {r["path"]: r for r in rows}
-        rows = [new.pop(r["path"], dict(r, command=r.get("command", old["command"]))) for r in old["paths"]]
-        rows += list(new.values())
+    if args.merge:  # NOTE: each row keeps the command that made it
+        from rheotheory.provenance import merge_rows
+
+        rows = merge_rows(target, rows, "path", "paths")
     out = dict(command=made_by, llamacpp=llamacpp.PINNED, runs=args.runs, family_runs=args.family_runs, paths=rows)
     args.out.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(out, indent=1) + "\n")

@@ -44,8 +44,9 @@ def _tv(counts: Counter, n: int, law: dict) -> float:
 def render_md(folder: Path) -> str:
     """The guide's table of ``llamacpp_speculative_toy.json``."""
     d = json.loads((Path(folder) / "llamacpp_speculative_toy.json").read_text())
-    made = list(dict.fromkeys(r.get("command", d["command"]) for r in d["rows"]))
-    lines = [f"llama.cpp {d['llamacpp']} ({', then '.join(f'`{c}`' for c in made)}): alpha 0.01, seed 0, one "
+    from rheotheory.provenance import row_commands
+
+    lines = [f"llama.cpp {d['llamacpp']} ({row_commands(d, 'rows')}): alpha 0.01, seed 0, one "
              "process per run, T = 1, one-token drafts, the first two tokens; N runs; the TV detected with power "
              "0.8; the exact TV of the rule read from the code, and the runs' observed TV, from the target's law; "
              "the p-value of the runs against the rule's exact law (the same test, that law as the null).", "",
@@ -121,11 +122,10 @@ def main(argv=None) -> int:
         print(f"llamacpp_speculative_toy: {e}", file=sys.stderr)
         return 2
     target = args.out / "llamacpp_speculative_toy.json"
-    if args.merge and target.is_file():  # NOTE: each row keeps the command that made it
-        old = json.loads(target.read_text())
-        new = {r["setting"]: r for r in rows}
-        rows = [new.pop(r["setting"], dict(r, command=r.get("command", old["command"]))) for r in old["rows"]]
-        rows += list(new.values())
+    if args.merge:  # NOTE: each row keeps the command that made it
+        from rheotheory.provenance import merge_rows
+
+        rows = merge_rows(target, rows, "setting", "rows")
     out = dict(command=made_by, llamacpp=llamacpp.PINNED, runs=args.runs, control_runs=args.control_runs, rows=rows)
     args.out.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(out, indent=1) + "\n")
