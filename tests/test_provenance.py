@@ -1,3 +1,4 @@
+"""Helpers of rheotheory.provenance that scripts share (row merging)."""
 
 
 def test_merge_rows_replaces_by_key_and_keeps_each_rows_command(tmp_path):
