@@ -83,4 +83,6 @@ def test_the_slow_tier_holds_only_what_the_readme_leaves_out_of_ci():
                                    "test_llama_speculative_is_rejected"],
         "test_audit_endpoint.py": ["test_a_local_llama_server_pair"],
         "test_audit_llamacpp_protocol.py": ["test_the_servers_accept_step_is_not_rejected_and_follows_its_rule"],
+        "test_llamacpp_toy.py": [
+            "test_llama_speculative_is_rejected_at_toy_laws_and_its_runs_follow_the_rule_read_from_its_code"],
     }
