@@ -232,8 +232,8 @@ def merge_rows(results_file, rows: list, key: str, field: str) -> list:
 
 
 def row_commands(results: dict, field: str) -> str:
-    """The commands that made a results file's rows, in order, for a table's caption:
-    ```` `A` ```` or ```` `A`, then `B` ````.
+    """The commands that made a results file's rows, in order, for a table's caption: each
+    between backquotes, joined by ", then ".
 
     Parameters
     ----------
