@@ -808,9 +808,10 @@ def run_argv(cfg: LSetting, argv: list, L: int) -> tuple:
 
     llama.cpp's logger writes from its own thread and is never flushed at exit (``common/log.cpp``,
     ``common_log_main``: "logs [may] be lost if not flushed before the program exits"), so on a
-    busy machine a log can end before the events read here (about 1 run in 5,000 seen). Such a
-    run is run again with the same seed, up to :data:`LOG_TRIES` times: one thread on CPU, a
-    seeded run emits the same tokens each time, so the retry adds no bias.
+    busy machine a log can end before the events read here (one run in the first 4,640 of the toy
+    pair's, on a shared machine). Such a run is run again with the same seed, up to
+    :data:`LOG_TRIES` times: one thread on CPU, a seeded run emits the same tokens each time, so
+    the retry adds no bias.
 
     Parameters
     ----------
