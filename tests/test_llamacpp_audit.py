@@ -111,8 +111,12 @@ def _rs(p, q):
 
 
 def test_the_examples_rule_on_equal_halves_is_off_by_one_half_exactly():
+    """p = q = (1/2, 1/2): a tie, refused by default; either tied token drafted (the lowest id,
+    or by symmetry the other) is always accepted, so the TV is 1/2 whichever the order."""
     half = lambda u: {0: F(1, 2), 1: F(1, 2)}  # noqa: E731
-    law = lc.speculative_example_law(half, half)
+    with pytest.raises(RheoError, match="arg-max tokens \\[0, 1\\]"):
+        lc.speculative_example_law(half, half)
+    law = lc.speculative_example_law(half, half, ties="lowest")
     truth = {(a, b): F(1, 4) for a in (0, 1) for b in (0, 1)}
     assert lc.tv_distance(law, truth) == F(1, 2)
     assert sum(law.values()) == 1

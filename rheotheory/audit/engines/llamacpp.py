@@ -851,7 +851,7 @@ def run_argv(cfg: LSetting, argv: list, L: int) -> tuple:
 # The exact law of llama-speculative's rule (n_parallel = 1), from the two candidate lists
 
 
-def speculative_example_law(p, q, length: int = 2) -> dict:
+def speculative_example_law(p, q, length: int = 2, ties: str = "refuse") -> dict:
     """The law of the first ``length`` (1 or 2) tokens ``llama-speculative`` emits at ``--temp > 0``
     with one draft sequence, as ``examples/speculative/speculative.cpp`` computes it, from the
     candidate lists its two samplers leave: ``p(u)`` and ``q(u)`` map a prefix (tuple) to
@@ -859,21 +859,44 @@ def speculative_example_law(p, q, length: int = 2) -> dict:
     inputs (Fractions stay exact).
 
     The first token is drawn from ``p(())``. Then the draft token ``d`` is the first of the
-    draft's candidates sorted by probability (the arg-max; on a tie this takes the lowest id,
-    while the binary takes whichever its sort leaves first, which need not be the lowest:
-    :func:`rheotheory.audit.engines.llamacpp_toy.rule_law` refuses tied laws); it is kept with probability ``min(1, p(d) / q(d))`` (``r <=
-    p_tgt / p_dft`` with ``r`` uniform on [0, 1)); otherwise the next token is drawn from the
-    "residual": both lists sorted by id, ``max(0, p_i - q_i)`` for the ``i``-th entries of each
-    (``p_i`` alone past the end of the draft's list), normalised.
+    draft's candidates sorted by probability (the arg-max); it is kept with probability
+    ``min(1, p(d) / q(d))`` (``r <= p_tgt / p_dft`` with ``r`` uniform on [0, 1)); otherwise the
+    next token is drawn from the "residual": both lists sorted by id, ``max(0, p_i - q_i)`` for
+    the ``i``-th entries of each (``p_i`` alone past the end of the draft's list), normalised.
+
+    Which of several tied arg-max tokens the binary drafts is the order its sort leaves, not a
+    rule, and need not be the lowest id, so a tie after a first token is
+    refused unless ``ties="lowest"`` asks for one such order, the lowest id (for examples worked
+    by hand whose conclusion does not depend on it).
+
+    Parameters
+    ----------
+    p, q : callable
+        Prefix -> ``{id: probability}``.
+    length : int, default 2
+    ties : str, default "refuse"
+        ``refuse`` or ``lowest``.
+
+    Returns
+    -------
+    dict
+        ``{(y, z): probability}`` (``{(y,): ...}`` for length 1).
+
+    Raises
+    ------
+    RheoError
+        ``length`` is not 1 or 2, ``ties`` is unknown, or the draft's law has tied arg-max
+        tokens after a first token and ``ties`` is ``refuse``.
 
     >>> from fractions import Fraction as F
-    >>> half = lambda u: {0: F(1, 2), 1: F(1, 2)}
-    >>> law = speculative_example_law(half, half)
-    >>> sorted(law.items())
-    [((0, 0), Fraction(1, 2)), ((1, 0), Fraction(1, 2))]
+    >>> law = lambda u: {0: F(3, 4), 1: F(1, 4)}
+    >>> sorted(speculative_example_law(law, law).items())
+    [((0, 0), Fraction(3, 4)), ((1, 0), Fraction(1, 4))]
     """
     if length not in (1, 2):
         raise RheoError(f"length must be 1 or 2, got {length!r}")
+    if ties not in ("refuse", "lowest"):
+        raise RheoError(f"ties must be 'refuse' or 'lowest', got {ties!r}")
     first = p(())
     if length == 1:
         return {(y,): w for y, w in first.items()}
@@ -881,6 +904,11 @@ def speculative_example_law(p, q, length: int = 2) -> dict:
     for y, w in first.items():
         pt, qd = p((y,)), q((y,))
         d = min(qd, key=lambda t: (-qd[t], t))
+        tied = sorted(t for t in qd if qd[t] == qd[d])
+        if len(tied) > 1 and ties == "refuse":
+            raise RheoError(f"the draft's law after first token {y} has {len(tied)} arg-max tokens {tied}: "
+                            "llama-speculative drafts the first of its sorted candidates, and which of tied ones "
+                            "comes first is its sort's order, not a rule, so no exact law is stated")
         ratio = pt.get(d, 0) / qd[d]
         acc = 1 if ratio >= 1 else ratio
         out[(y, d)] = out.get((y, d), 0) + w * acc
