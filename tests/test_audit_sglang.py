@@ -109,6 +109,16 @@ def test_runs_are_reproducible_from_the_seed():
     assert a == b and a != c and all(len(z) == 4 for z in a)
 
 
+def test_an_unknown_planted_companion_is_refused_before_anything_loads():
+    """A misspelt companion must not load SGLang's unedited kernel under the companion's name (its
+    audit would then clear a "planted" bug): load() refuses it, naming the companions, before it
+    looks for Triton or SGLang's source."""
+    from rheotheory.audit.engines import sglang
+
+    with pytest.raises(RheoError, match="unknown planted companion 'swaped-residual' of sglang; one of coin-zero"):
+        sglang.load.__wrapped__("swaped-residual")
+
+
 def test_a_missing_triton_is_one_line_naming_the_extra(monkeypatch, capsys):
     from rheotheory.audit.engines import sglang
 

@@ -195,9 +195,10 @@ def load(planted: str | None = None):
     Parameters
     ----------
     planted : str, optional
-        A planted companion's name: one that edits the kernel's source
-        (``block-token-residual``, ``swapped-residual``) loads the kernel with that edit; any
-        other name, or None, loads SGLang's code as it is.
+        A planted companion's name (one of :data:`PLANTED`): one that edits the kernel's source
+        (``block-token-residual``, ``swapped-residual``) loads the kernel with that edit;
+        ``coin-zero`` (whose bug lives in the driver, not the kernel), or None, loads SGLang's code
+        as it is.
 
     Returns
     -------
@@ -207,13 +208,17 @@ def load(planted: str | None = None):
     Raises
     ------
     rheotheory.errors.RheoError
-        Triton is missing or was imported without ``TRITON_INTERPRET=1``
+        ``planted`` is not one of :data:`PLANTED` (a misspelt companion would otherwise load the
+        unedited kernel); Triton is missing or was imported without ``TRITON_INTERPRET=1``
         (:func:`~rheotheory.audit.engines.thirdparty.triton_interpreter`), SGLang's source is not
         found (:data:`ENV`, or an installed SGLang), one of its files is missing or fails to load,
         or the planted edit does not apply to this version's kernel.
     """
+    from ...errors import RheoError
     from .thirdparty import load_function, load_module, stub, triton_interpreter
 
+    if planted is not None and planted not in PLANTED:
+        raise RheoError(f"unknown planted companion {planted!r} of sglang; one of {', '.join(PLANTED)}")
     triton_interpreter(_TRITON)
     src = _source()
     prefix = "rheotheory.audit.engines.sglang.loaded."
