@@ -46,6 +46,18 @@ def test_eagle_planted_companions_rejected(planted, names):
     assert res.verdict == "lossy", res.summary()
 
 
+def test_eagle_unknown_planted_companion_is_a_clear_error(monkeypatch):
+    """A misspelt companion is refused with the project's error (one line from the CLI), naming them;
+    the check needs no EAGLE (its presence is simulated)."""
+    from rheotheory.audit.engines import eagle
+
+    monkeypatch.setattr(eagle, "require", lambda engine: None)
+    from rheotheory.errors import RheoError
+
+    with pytest.raises(RheoError, match="unknown planted companion 'skip-residue' of eagle; one of always-accept"):
+        eagle.settings(planted="skip-residue")
+
+
 def test_eagle_is_lossy_at_other_temperatures_and_top_p():
     """The finding: after a path accepted down to a leaf EAGLE draws from the raw logits. Rejected at
     alpha = 0.01 with N = 1000 runs per setting, seed 0, on the 2x2 tree at T = 0.7 and the chain under

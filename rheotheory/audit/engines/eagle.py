@@ -410,13 +410,14 @@ def settings(planted: str | None = None, only=None) -> list[Setting]:
     Raises
     ------
     rheotheory.errors.RheoError
-        The engine's package is not installed (:func:`~rheotheory.audit.engines.require`).
-    ValueError
+        The engine's package is not installed (:func:`~rheotheory.audit.engines.require`), or
         ``planted`` is not one of :data:`PLANTED`.
     """
+    from ...errors import RheoError
+
     require(ENGINE)
     if planted is not None and planted not in PLANTED:
-        raise ValueError(f"unknown planted companion {planted!r}; one of {PLANTED}")
+        raise RheoError(f"unknown planted companion {planted!r} of eagle; one of {', '.join(PLANTED)}")
     out = []
     for index, (name, cfg) in enumerate(SETTINGS.items()):
         choices = tree_choices(cfg.tree)
