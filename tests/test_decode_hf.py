@@ -182,6 +182,42 @@ def test_load_hf_pair_refuses_different_vocabularies(dirs, tmp_path):
         load_hf_pair(target, str(tmp_path / "missing"))
 
 
+def _saved_head(model: HFLM, folder, family: str = "llama"):
+    """A draft head made for ``model`` (features of its last block, 48 draft tokens, random
+    weights), saved as a head directory whose manifest names ``family``."""
+    from rheotheory.decode.backends.smollm import SmolConfig
+    from rheotheory.decode.heads.draft_head import DraftHead, HeadConfig, save_head
+
+    c = model.model.config
+    cfg = HeadConfig.for_target(SmolConfig.from_hf(c, max_len=128), (c.num_hidden_layers,), 48)
+    torch.manual_seed(0)
+    head = DraftHead(cfg, model.model.get_input_embeddings(), torch.arange(48))
+    save_head(head, folder, {"transformers_model_type": family})
+    return str(folder)
+
+
+def test_load_hf_pair_checks_a_draft_head_against_the_target(dirs, tmp_path):
+    """A draft-head directory as the draft is bound to the target with bind_head's checks: a head
+    made for this target loads; one made for a target of another depth, vocabulary or family is
+    refused with one line (it read the wrong hidden states, or indexed past the embedding)."""
+    target_dir, _ = dirs
+    ok = load_hf_pair(target_dir, _saved_head(tiny_model("llama"), tmp_path / "ok"))
+    assert ok.manifest["draft_family"] == "draft head" and ok.draft.embed is ok.target.embed_tokens
+    torch.manual_seed(0)
+    deeper = transformers.AutoModelForCausalLM.from_config(transformers.LlamaConfig(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=128))
+    wider = transformers.AutoModelForCausalLM.from_config(transformers.LlamaConfig(
+        vocab_size=VOCAB + 8, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=128))
+    for folder, match in [(_saved_head(HFLM(deeper), tmp_path / "deeper"), "3 blocks; this target has 2"),
+                          (_saved_head(HFLM(wider), tmp_path / "wider"), "104 x 32 embedding; the target has 96"),
+                          (_saved_head(tiny_model("llama"), tmp_path / "qwen", "qwen2"), "trained for a qwen2 target")]:
+        with pytest.raises(InstanceError, match=match) as err:
+            load_hf_pair(target_dir, folder)
+        assert "\n" not in str(err.value)
+
+
 def test_cli_target_flag_errors(dirs, capsys):
     target, _ = dirs
     assert main(["decode", "--target", target, "--max-new-tokens", "2"]) != 0

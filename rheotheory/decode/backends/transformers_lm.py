@@ -544,8 +544,9 @@ def load_hf_pair(target_dir, draft_dir, device="cpu", dtype=torch.float32, max_l
     ------
     InstanceError
         If ``transformers`` is missing; a directory does not exist or is not a directory; the dtype
-        is unknown; the target has no tokenizer; a model cannot be loaded; or the tokenizer
-        vocabularies or output heads differ.
+        is unknown; the target has no tokenizer; a model cannot be loaded; the tokenizer
+        vocabularies or output heads differ; or a draft head was made for another target
+        (:func:`bind_head`: family, number of blocks, vocabulary or width).
     """
     if str(draft_dir).startswith("eagle3:"):
         draft_dir = str(draft_dir)[7:]
@@ -562,15 +563,13 @@ def load_hf_pair(target_dir, draft_dir, device="cpu", dtype=torch.float32, max_l
     tok = _load_tokenizer(tf, target_dir)
     if tok is None:
         raise InstanceError(f"no tokenizer in {str(target_dir)!r} (save one beside the model)")
-    from ..heads.draft_head import HEAD_FILES, load_head
-
+    from ..heads.draft_head import HEAD_FILES
     from ..heads.eagle3 import is_eagle3_dir
 
     if all((Path(draft_dir) / f).is_file() for f in HEAD_FILES) or is_eagle3_dir(draft_dir):  # a head for this target
         target = _load_model(tf, target_dir, dtype, dev, max_len)
         eagle3 = is_eagle3_dir(draft_dir)
-        head = bind_head(target, draft_dir) if eagle3 else \
-            load_head(draft_dir, target.embed_tokens, dev, dtype, max_len=target.cfg.max_len)[0]
+        head = bind_head(target, draft_dir)  # NOTE: with its checks: family, blocks, vocabulary and width
         manifest = {"target": str(target_dir), "draft": str(draft_dir), "target_family": target.cfg.model_type,
                     "draft_family": "EAGLE-3 head" if eagle3 else "draft head", "dtype": str(dtype).replace("torch.", ""),
                     "transformers": tf.__version__}
