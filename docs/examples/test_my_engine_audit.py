@@ -24,7 +24,9 @@ from rheotheory.audit import assert_lossless  # noqa: E402
 VERIFIER = "rheotheory.audit.examples:chain_rejection"
 # Its signature: "chain" (vLLM / transformers convention) or "tree" (parent pointers).
 KIND = "chain"
-# CPU seconds of the audit (the runs per setting follow from the verifier's speed).
+# CPU seconds of the audit (the runs per setting follow from the verifier's speed, so a
+# slower machine runs fewer and can reach another verdict: for the same verdict on every
+# machine, pass runs=N, runs per setting, in place of budget=BUDGET).
 BUDGET = 60
 
 

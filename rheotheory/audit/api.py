@@ -155,7 +155,9 @@ def audit_verifier(fn: Callable | str | None = None, kind: str = "chain", *, run
     budget : float, optional
         Seconds for the runs (companion included; CPU seconds of this process for a function, wall
         seconds for a program), when ``runs`` is not given; the runs per setting follow from the
-        probe's timing (at least 100). The runs made are in the result (``reproduce`` reruns them).
+        probe's timing (at least 100). The runs made are in the result (``reproduce`` reruns them);
+        another machine may make another number, and so reach another verdict: give ``runs`` for
+        the same verdict on every machine.
     alpha : float, default 0.01
         Level of the audit (law test, and each rule of the rule check).
     seed : int, default 0
