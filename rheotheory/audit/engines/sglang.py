@@ -183,6 +183,14 @@ def _mutant(planted: str, version: str):
     return patch
 
 
+def _known(planted: str | None) -> None:
+    """One line for a planted companion that is not one of :data:`PLANTED` (None passes)."""
+    from ...errors import RheoError
+
+    if planted is not None and planted not in PLANTED:
+        raise RheoError(f"unknown planted companion {planted!r} of sglang; one of {', '.join(PLANTED)}")
+
+
 @functools.lru_cache(maxsize=None)
 def load(planted: str | None = None):
     """SGLang's code, executed from its source (module docstring): a dict with
@@ -214,11 +222,9 @@ def load(planted: str | None = None):
         found (:data:`ENV`, or an installed SGLang), one of its files is missing or fails to load,
         or the planted edit does not apply to this version's kernel.
     """
-    from ...errors import RheoError
     from .thirdparty import load_function, load_module, stub, triton_interpreter
 
-    if planted is not None and planted not in PLANTED:
-        raise RheoError(f"unknown planted companion {planted!r} of sglang; one of {', '.join(PLANTED)}")
+    _known(planted)
     triton_interpreter(_TRITON)
     src = _source()
     prefix = "rheotheory.audit.engines.sglang.loaded."
@@ -340,12 +346,10 @@ def settings(planted: str | None = None, only=None) -> list[Setting]:
     """
     import numpy as np
 
-    from ...errors import RheoError
     from ..toy import ToyLaws
     from .toychain import FixedLaws
 
-    if planted is not None and planted not in PLANTED:
-        raise RheoError(f"unknown planted companion {planted!r} of sglang; one of {', '.join(PLANTED)}")
+    _known(planted)
     load(planted if planted in _MUTANTS else None)
     out = []
     for index, (name, cfg) in enumerate(SETTINGS.items()):
